@@ -1,0 +1,15 @@
+"""Transcript readers, one module per format; importing this package registers them all."""
+
+from convlab.loaders.base import Corpus, CorpusBuilder, LoadError, LoadReport
+from convlab.loaders.registry import FORMATS, detect, load, register_format
+
+__all__ = [
+    "FORMATS",
+    "Corpus",
+    "CorpusBuilder",
+    "LoadError",
+    "LoadReport",
+    "detect",
+    "load",
+    "register_format",
+]

@@ -1,0 +1,401 @@
+"""What every transcript reader shares: the error, the builder that collects rows, the corpus.
+
+A reader (one module per format, registered in :mod:`convlab.loaders.registry`) parses files and
+feeds a :class:`CorpusBuilder`. The builder assigns message and block indices, records what was
+read and what was skipped, and in strict mode turns the first skip into a :class:`LoadError` that
+names the file and line. Nothing is dropped without a row in ``report.skipped``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from convlab import schema
+
+__all__ = ["BlockRow", "Corpus", "CorpusBuilder", "LoadError", "LoadReport", "parse_time"]
+
+
+class LoadError(ValueError):
+    """A transcript could not be read; the message names the file and the line.
+
+    Attributes:
+        path: the file.
+        line: 1-based line number (1 for whole-file JSON, 0 when the file as a whole is at fault).
+        reason: what is wrong, in a few words.
+    """
+
+    def __init__(self, path: str | Path, line: int, reason: str) -> None:
+        self.path = str(path)
+        self.line = int(line)
+        self.reason = reason
+        super().__init__(f"{self.path}:{self.line}: {reason}")
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRow:
+    """One content block of a message, as a reader hands it to the builder."""
+
+    block_type: str
+    text: str = ""
+    tool_name: str | None = None
+    tool_input: str | None = None
+    is_error: bool = False
+
+    def __post_init__(self) -> None:
+        if self.block_type not in schema.BLOCK_TYPES:
+            raise ValueError(
+                f"unknown block type {self.block_type!r}; valid: {', '.join(schema.BLOCK_TYPES)}"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    """What a load read and what it skipped.
+
+    Attributes:
+        files: one row per file seen (:data:`convlab.schema.FILES`).
+        skipped: one row per record or file skipped, with file, line and reason
+            (:data:`convlab.schema.SKIPPED`).
+    """
+
+    files: pl.DataFrame
+    skipped: pl.DataFrame
+
+    @property
+    def n_skipped(self) -> int:
+        """How many records or files were skipped."""
+        return self.skipped.height
+
+    def summary(self) -> str:
+        """One line: files, lines and records read, records skipped."""
+        f = self.files
+        return (
+            f"{f.height} files, {int(f['lines_read'].sum() or 0)} lines, "
+            f"{int(f['records'].sum() or 0)} records read, {self.n_skipped} skipped"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """A loaded set of conversations as polars frames.
+
+    Attributes:
+        conversations: :data:`convlab.schema.CONVERSATIONS`.
+        messages: :data:`convlab.schema.MESSAGES`.
+        blocks: :data:`convlab.schema.BLOCKS`.
+        report: files read and records skipped.
+        queries: labelled queries shipped with the data (LoCoMo's QA), else ``None``
+            (:data:`convlab.schema.QUERIES`).
+    """
+
+    conversations: pl.DataFrame
+    messages: pl.DataFrame
+    blocks: pl.DataFrame
+    report: LoadReport
+    queries: pl.DataFrame | None = None
+
+    def to_pandas(self) -> dict[str, Any]:
+        """The frames as pandas DataFrames, by name."""
+        out = {
+            "conversations": self.conversations.to_pandas(),
+            "messages": self.messages.to_pandas(),
+            "blocks": self.blocks.to_pandas(),
+            "files": self.report.files.to_pandas(),
+            "skipped": self.report.skipped.to_pandas(),
+        }
+        if self.queries is not None:
+            out["queries"] = self.queries.to_pandas()
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"Corpus({self.conversations.height} conversations, {self.messages.height} messages, "
+            f"{self.blocks.height} blocks; {self.report.summary()})"
+        )
+
+    @staticmethod
+    def concat(corpora: Sequence[Corpus]) -> Corpus:
+        """Join corpora loaded separately into one (conversation ids must not collide)."""
+        if not corpora:
+            raise ValueError("nothing to concatenate")
+        queries = [c.queries for c in corpora if c.queries is not None]
+        out = Corpus(
+            conversations=pl.concat([c.conversations for c in corpora]),
+            messages=pl.concat([c.messages for c in corpora]),
+            blocks=pl.concat([c.blocks for c in corpora]),
+            report=LoadReport(
+                files=pl.concat([c.report.files for c in corpora]),
+                skipped=pl.concat([c.report.skipped for c in corpora]),
+            ),
+            queries=pl.concat(queries) if queries else None,
+        )
+        dup = out.conversations["conversation_id"].is_duplicated()
+        if dup.any():
+            ids = out.conversations.filter(dup)["conversation_id"].unique().to_list()
+            raise ValueError(f"conversation ids loaded twice: {ids[:5]}")
+        return out
+
+
+def parse_time(value: object) -> datetime | None:
+    """Parse an ISO-8601 string or epoch seconds/milliseconds to an aware UTC datetime.
+
+    Returns ``None`` for ``None``, empty strings and values that are not times (the caller
+    decides whether that is worth a skip).
+    """
+    if value is None or value == "":
+        return None
+    try:
+        if isinstance(value, bool):
+            return None
+        if isinstance(value, int | float):
+            seconds = value / 1000 if value > 1e11 else value
+            return datetime.fromtimestamp(seconds, tz=UTC)
+        if isinstance(value, str):
+            s = value.strip()
+            if s.endswith("Z"):
+                s = s[:-1] + "+00:00"
+            dt = datetime.fromisoformat(s)
+            return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return None
+
+
+@dataclass
+class _Conversation:
+    conversation_id: str
+    title: str | None
+    source_format: str
+    source_path: str
+    kind: str
+    parent_id: str | None
+    n_messages: int = 0
+    times: list[datetime] = field(default_factory=list)
+
+
+class CorpusBuilder:
+    """Collects conversations, messages and blocks from readers, column by column.
+
+    Holds state (rows so far, per-file counters), so it is a class; readers call
+    :meth:`conversation`, :meth:`message` and :meth:`skip`, and :func:`convlab.load` calls
+    :meth:`build` once at the end.
+
+    Args:
+        strict: raise :class:`LoadError` at the first skipped record instead of counting it.
+        max_block_chars: blocks longer than this are cut (with a marker) so one huge tool
+            output cannot blow up memory; the cut is recorded in ``report.skipped`` as
+            ``"truncated"`` without failing strict mode.
+    """
+
+    TRUNCATION_MARKER = "\n[... truncated by convlab]"
+
+    def __init__(self, *, strict: bool = False, max_block_chars: int = 200_000) -> None:
+        self.strict = strict
+        self.max_block_chars = max_block_chars
+        self._conversations: dict[str, _Conversation] = {}
+        self._messages: dict[str, list[Any]] = {name: [] for name in schema.MESSAGES}
+        self._blocks: dict[str, list[Any]] = {name: [] for name in schema.BLOCKS}
+        self._files: dict[str, list[Any]] = {name: [] for name in schema.FILES}
+        self._skipped: dict[str, list[Any]] = {name: [] for name in schema.SKIPPED}
+        self._queries: list[dict[str, Any]] = []
+        self._file_records = 0
+        self._file_skipped = 0
+
+    # -- files ------------------------------------------------------------------------------
+    def file_done(self, path: str | Path, source_format: str, lines_read: int) -> None:
+        """Record that a file was read, with the records and skips counted since the last one."""
+        f = self._files
+        f["source_path"].append(str(path))
+        f["source_format"].append(source_format)
+        f["lines_read"].append(int(lines_read))
+        f["records"].append(self._file_records)
+        f["skipped"].append(self._file_skipped)
+        self._file_records = 0
+        self._file_skipped = 0
+
+    def record(self, n: int = 1) -> None:
+        """Count records that were read but made no message (metadata, summaries, ...)."""
+        self._file_records += n
+
+    def skip(self, path: str | Path, line: int, reason: str) -> None:
+        """Skip one record: raise in strict mode, else count it with file, line and reason."""
+        if self.strict:
+            raise LoadError(path, line, reason)
+        self._note(path, line, reason)
+
+    def _note(self, path: str | Path, line: int, reason: str) -> None:
+        s = self._skipped
+        s["source_path"].append(str(path))
+        s["source_line"].append(int(line))
+        s["reason"].append(reason)
+        self._file_skipped += 1
+
+    # -- rows -------------------------------------------------------------------------------
+    def conversation(
+        self,
+        conversation_id: str,
+        *,
+        source_format: str,
+        source_path: str | Path,
+        title: str | None = None,
+        kind: str = "chat",
+        parent_id: str | None = None,
+    ) -> str:
+        """Open a conversation (or return the existing one with this id) and return its id."""
+        if kind not in schema.CONVERSATION_KINDS:
+            raise ValueError(f"unknown conversation kind {kind!r}")
+        conv = self._conversations.get(conversation_id)
+        if conv is None:
+            self._conversations[conversation_id] = _Conversation(
+                conversation_id, title, source_format, str(source_path), kind, parent_id
+            )
+        elif title and not conv.title:
+            conv.title = title
+        return conversation_id
+
+    def has_conversation(self, conversation_id: str) -> bool:
+        """Whether a conversation with this id was opened already."""
+        return conversation_id in self._conversations
+
+    def message(
+        self,
+        conversation_id: str,
+        role: str,
+        blocks: Sequence[BlockRow],
+        *,
+        source_path: str | Path,
+        source_line: int,
+        timestamp: datetime | None = None,
+        is_real_user: bool = False,
+        is_sidechain: bool = False,
+        speaker: str | None = None,
+        session_index: int | None = None,
+        external_id: str | None = None,
+    ) -> int:
+        """Append a message with its blocks to an open conversation; return its index."""
+        if role not in schema.ROLES:
+            raise ValueError(f"unknown role {role!r}; valid: {', '.join(schema.ROLES)}")
+        conv = self._conversations[conversation_id]
+        index = conv.n_messages
+        conv.n_messages += 1
+        if timestamp is not None:
+            conv.times.append(timestamp)
+        m = self._messages
+        m["conversation_id"].append(conversation_id)
+        m["message_index"].append(index)
+        m["message_id"].append(schema.message_id(conversation_id, index))
+        m["role"].append(role)
+        m["speaker"].append(speaker)
+        m["timestamp"].append(timestamp)
+        m["is_real_user"].append(bool(is_real_user))
+        m["is_sidechain"].append(bool(is_sidechain))
+        m["session_index"].append(session_index)
+        m["external_id"].append(external_id)
+        m["source_path"].append(str(source_path))
+        m["source_line"].append(int(source_line))
+        b = self._blocks
+        for i, block in enumerate(blocks):
+            text = block.text
+            if len(text) > self.max_block_chars:
+                text = text[: self.max_block_chars] + self.TRUNCATION_MARKER
+                self._note(source_path, source_line, f"truncated {block.block_type} block")
+            b["conversation_id"].append(conversation_id)
+            b["message_index"].append(index)
+            b["block_index"].append(i)
+            b["block_type"].append(block.block_type)
+            b["text"].append(text)
+            b["tool_name"].append(block.tool_name)
+            b["tool_input"].append(block.tool_input)
+            b["is_error"].append(bool(block.is_error))
+        self._file_records += 1
+        return index
+
+    def query(self, **row: Any) -> None:
+        """Add a labelled query (:data:`convlab.schema.QUERIES` columns)."""
+        self._queries.append(row)
+
+    # -- result -----------------------------------------------------------------------------
+    def build(self) -> Corpus:
+        """The frames collected so far, typed by :mod:`convlab.schema`."""
+        convs = list(self._conversations.values())
+        conversations = schema.frame(
+            {
+                "conversation_id": [c.conversation_id for c in convs],
+                "title": [c.title for c in convs],
+                "source_format": [c.source_format for c in convs],
+                "source_path": [c.source_path for c in convs],
+                "kind": [c.kind for c in convs],
+                "parent_id": [c.parent_id for c in convs],
+                "started_at": [min(c.times) if c.times else None for c in convs],
+                "ended_at": [max(c.times) if c.times else None for c in convs],
+            },
+            schema.CONVERSATIONS,
+        )
+        return Corpus(
+            conversations=conversations,
+            messages=schema.frame(self._messages, schema.MESSAGES),
+            blocks=schema.frame(self._blocks, schema.BLOCKS),
+            report=LoadReport(
+                files=schema.frame(self._files, schema.FILES),
+                skipped=schema.frame(self._skipped, schema.SKIPPED),
+            ),
+            queries=schema.frame(self._queries, schema.QUERIES) if self._queries else None,
+        )
+
+
+def iter_json_lines(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, record)`` for each JSON object line of a JSONL file.
+
+    Blank lines are passed over; invalid UTF-8, invalid JSON and lines that are not objects
+    are skipped through ``builder`` (so strict mode raises naming the line). The total of lines
+    read is available afterwards as the last line number yielded or skipped.
+    """
+    loads = _json_loads()
+    with path.open("rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            try:
+                record = loads(raw)
+            except UnicodeDecodeError:
+                builder.skip(path, number, "invalid UTF-8")
+                continue
+            except ValueError as exc:
+                builder.skip(path, number, f"invalid JSON ({str(exc).splitlines()[0][:80]})")
+                continue
+            if not isinstance(record, dict):
+                builder.skip(path, number, f"expected a JSON object, got {type(record).__name__}")
+                continue
+            yield number, record
+
+
+def count_lines(path: Path) -> int:
+    """Number of lines in a file (a last line without newline counts)."""
+    n = 0
+    last = b"\n"
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            n += chunk.count(b"\n")
+            last = chunk[-1:]
+    return n + (last != b"\n")
+
+
+def _json_loads() -> Any:
+    try:
+        import orjson
+
+        return orjson.loads
+    except ImportError:  # pragma: no cover - orjson is a dependency
+        return json.loads
+
+
+def json_text(value: object) -> str:
+    """Compact JSON text of a tool input (keys kept in source order, non-ASCII kept)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

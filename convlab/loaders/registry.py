@@ -1,0 +1,168 @@
+"""The registry of transcript formats and :func:`load`, which walks paths and detects formats.
+
+A format is one module with one reader class decorated by :func:`register_format`; the
+``format=`` choices and the error that lists them are built from this registry, so they cannot
+drift from what exists.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol, TypeVar, runtime_checkable
+
+from convlab.loaders.base import Corpus, CorpusBuilder, LoadError
+
+__all__ = ["FORMATS", "Reader", "detect", "load", "register_format"]
+
+SNIFF_BYTES = 64 * 1024
+
+
+@runtime_checkable
+class Reader(Protocol):
+    """A transcript format.
+
+    Attributes:
+        name: the format's key in :data:`FORMATS` (``"claude_code"``, ``"codex"``, ...).
+    """
+
+    name: str
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        """Whether ``path`` is in this format, judged from its name and first bytes ``head``."""
+        ...
+
+    def companion(self, path: Path) -> bool:
+        """Whether ``path`` is a side file this format reads with another (e.g. metadata.json).
+
+        Companion files are listed in the report but not read on their own and not skipped.
+        """
+        ...
+
+    def read(self, path: Path, builder: CorpusBuilder) -> int:
+        """Read one file into ``builder``; return the number of lines read.
+
+        Record-level problems go through ``builder.skip`` (which raises in strict mode);
+        a file that cannot be read at all raises :class:`LoadError`.
+        """
+        ...
+
+
+FORMATS: dict[str, Reader] = {}
+
+R = TypeVar("R")
+
+
+def register_format(cls: Callable[[], R]) -> Callable[[], R]:
+    """Class decorator: instantiate the reader and register it under its ``name``.
+
+    Raises:
+        ValueError: when a format of that name is registered already.
+    """
+    reader = cls()
+    if not isinstance(reader, Reader):
+        raise TypeError(f"{cls!r} does not implement the Reader protocol")
+    if reader.name in FORMATS:
+        raise ValueError(f"format {reader.name!r} is registered twice")
+    FORMATS[reader.name] = reader
+    return cls
+
+
+def _reader(name: str) -> Reader:
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown format {name!r}; valid formats: {', '.join(sorted(FORMATS))}"
+        ) from None
+
+
+def detect(path: str | Path) -> str | None:
+    """The name of the format ``path`` is in, judged from its content, or ``None``."""
+    p = Path(path)
+    with p.open("rb") as fh:
+        head = fh.read(SNIFF_BYTES)
+    for name, reader in FORMATS.items():
+        if reader.sniff(p, head):
+            return name
+    return None
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if not name.startswith("."):
+                yield Path(dirpath) / name
+
+
+def load(
+    path: str | Path,
+    format: str | None = None,  # noqa: A002 - the public name users expect
+    strict: bool = False,
+) -> Corpus:
+    """Load transcripts from a file or a directory tree into a :class:`Corpus`.
+
+    Args:
+        path: a transcript file, or a directory walked recursively (e.g. ``~/.claude/projects``,
+            an Amplifier ``projects`` tree, a Codex ``sessions`` tree, a LoCoMo json).
+        format: force one format (a key of :data:`FORMATS`) instead of detecting it per file.
+        strict: raise :class:`LoadError` naming file and line at the first bad record; by
+            default bad records and unrecognised files are skipped and listed in
+            ``corpus.report.skipped``.
+
+    Returns:
+        The corpus with its conversations, messages, blocks and load report.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        LoadError: in strict mode, the first bad record or file.
+
+    Example:
+        >>> corpus = load("data/sample")  # doctest: +SKIP
+        >>> corpus.messages.filter(pl.col("is_real_user")).height  # doctest: +SKIP
+    """
+    import convlab.loaders  # noqa: F401 - registers the formats
+
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise FileNotFoundError(f"no such file or directory: {root}")
+    forced = _reader(format) if format is not None else None
+    builder = CorpusBuilder(strict=strict)
+    files = [root] if root.is_file() else list(_walk(root))
+    for file in files:
+        _load_file(file, forced, builder)
+    return builder.build()
+
+
+def _load_file(file: Path, forced: Reader | None, builder: CorpusBuilder) -> None:
+    companion = next((r for r in FORMATS.values() if r.companion(file)), None)
+    if companion is not None:
+        builder.file_done(file, companion.name, 0)
+        return
+    try:
+        size = file.stat().st_size
+    except OSError as exc:
+        builder.skip(file, 0, f"cannot read file ({exc.strerror})")
+        builder.file_done(file, "unknown", 0)
+        return
+    if size == 0:
+        builder.skip(file, 0, "empty file")
+        builder.file_done(file, "unknown", 0)
+        return
+    name = forced.name if forced is not None else detect(file)
+    if name is None:
+        builder.skip(file, 0, "unrecognised format")
+        builder.file_done(file, "unknown", 0)
+        return
+    try:
+        lines = FORMATS[name].read(file, builder)
+    except LoadError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        # A reader bug or a file shape nobody foresaw: never let it escape as anything but a
+        # LoadError naming the file (strict) or a counted skip (lenient).
+        builder.skip(file, 0, f"{type(exc).__name__}: {exc}"[:200])
+        lines = 0
+    builder.file_done(file, name, lines)

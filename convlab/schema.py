@@ -1,0 +1,255 @@
+"""The one place that names every frame's columns and dtypes.
+
+Data flows as polars frames, each stage a function from one documented frame to the next::
+
+    conversations, messages, blocks   (convlab.load)
+      -> turns                         (convlab.turns)
+      -> sentences (= chunks)          (convlab.sentences)
+      -> units (what is embedded)      (convlab.units)
+      -> hits                          (convlab.search)
+      -> context (resurrected chunks)  (convlab.resurrect)
+
+Identifiers are strings built by the helpers at the bottom of this module, so that the same
+thing has the same id in every frame, run file and report:
+
+- ``conversation_id``: given by the source (session id, file stem, LoCoMo ``sample_id``).
+- ``message_id``: ``"{conversation_id}:m{message_index}"``.
+- ``turn_id``: ``"{conversation_id}:t{turn_index}"``.
+- ``chunk_id``: ``"{conversation_id}:t{turn_index}:{role}:s{sentence_index}"``; ``sentence_index``
+  counts the sentences of that role's part of the turn, so ``s0`` is the role's S0.
+- ``doc_id``: what retrieval is judged on: the ``turn_id`` in chats and agent sessions, the
+  ``message_id`` in two-speaker dialogs (``conversations.kind == "dialog"``, e.g. LoCoMo).
+
+Roles are ``user``, ``assistant``, ``system`` and ``tool``. In a dialog, the first speaker is
+``user`` and the second ``assistant``; ``messages.speaker`` keeps the real names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+__all__ = [
+    "BLOCKS",
+    "BLOCK_TYPES",
+    "CONTEXT",
+    "CONVERSATIONS",
+    "CONVERSATION_KINDS",
+    "FILES",
+    "HITS",
+    "MESSAGES",
+    "QUERIES",
+    "ROLES",
+    "SENTENCES",
+    "SIDES",
+    "SKIPPED",
+    "TURNS",
+    "UNITS",
+    "chunk_id",
+    "empty",
+    "frame",
+    "message_id",
+    "turn_id",
+    "validate",
+]
+
+UTC_TIME = pl.Datetime("us", "UTC")
+
+ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
+BLOCK_TYPES: tuple[str, ...] = ("text", "thinking", "tool_call", "tool_result", "image", "other")
+CONVERSATION_KINDS: tuple[str, ...] = ("chat", "dialog")
+SIDES: tuple[str, ...] = ("question", "answer")
+
+Schema = Mapping[str, pl.DataType | type[pl.DataType]]
+
+CONVERSATIONS: Schema = {
+    "conversation_id": pl.String,
+    "title": pl.String,  # null when the format has none
+    "source_format": pl.String,  # a key of convlab.loaders.FORMATS
+    "source_path": pl.String,
+    "kind": pl.String,  # "chat" (user/assistant, agents) or "dialog" (two speakers)
+    "parent_id": pl.String,  # parent conversation of a sub-agent or a fork, else null
+    "started_at": UTC_TIME,
+    "ended_at": UTC_TIME,
+}
+
+MESSAGES: Schema = {
+    "conversation_id": pl.String,
+    "message_index": pl.Int32,  # 0.. in conversation order
+    "message_id": pl.String,
+    "role": pl.String,  # one of ROLES
+    "speaker": pl.String,  # dialog speaker name, or the tool name for role tool; else null
+    "timestamp": UTC_TIME,
+    "is_real_user": pl.Boolean,  # a human's message with text (not a tool-result carrier)
+    "is_sidechain": pl.Boolean,  # sub-agent or sidechain message
+    "session_index": pl.Int32,  # dialog session number (LoCoMo session_N), else null
+    "external_id": pl.String,  # the source's own id (uuid, dia_id, node id), else null
+    "source_path": pl.String,
+    "source_line": pl.Int32,  # 1-based line in source_path (1 for whole-file JSON)
+}
+
+BLOCKS: Schema = {
+    "conversation_id": pl.String,
+    "message_index": pl.Int32,
+    "block_index": pl.Int32,  # 0.. within the message
+    "block_type": pl.String,  # one of BLOCK_TYPES
+    "text": pl.String,  # text, thinking, tool output; "" for images
+    "tool_name": pl.String,
+    "tool_input": pl.String,  # JSON text of a tool call's input
+    "is_error": pl.Boolean,
+}
+
+FILES: Schema = {
+    "source_path": pl.String,
+    "source_format": pl.String,
+    "lines_read": pl.Int64,
+    "records": pl.Int64,  # records turned into messages or metadata
+    "skipped": pl.Int64,
+}
+
+SKIPPED: Schema = {
+    "source_path": pl.String,
+    "source_line": pl.Int32,
+    "reason": pl.String,
+}
+
+TURNS: Schema = {
+    "conversation_id": pl.String,
+    "turn_index": pl.Int32,
+    "turn_id": pl.String,
+    "first_message_index": pl.Int32,
+    "last_message_index": pl.Int32,  # inclusive
+    "n_messages": pl.Int32,
+    "started_at": UTC_TIME,
+    "is_complete": pl.Boolean,  # has a real user message and at least one assistant reply
+}
+
+SENTENCES: Schema = {
+    "chunk_id": pl.String,
+    "conversation_id": pl.String,
+    "turn_index": pl.Int32,
+    "message_index": pl.Int32,
+    "block_index": pl.Int32,
+    "role": pl.String,
+    "sentence_index": pl.Int32,  # within the role's part of the turn: 0 is the role's S0
+    "sentence_in_message": pl.Int32,  # within the message: 0 is the message's first sentence
+    "position": pl.Int32,  # order of the chunk in the whole conversation
+    "timestamp": UTC_TIME,  # of the message
+    "text": pl.String,
+    "n_tokens": pl.Int32,  # model tokens, without [CLS]/[SEP]
+}
+
+UNITS: Schema = {
+    "unit_id": pl.String,  # "{strategy}:{target chunk_id}" or "{strategy}:{turn_id}:w{i}"
+    "strategy": pl.String,
+    "conversation_id": pl.String,
+    "turn_index": pl.Int32,
+    "message_index": pl.Int32,  # message of the target chunk (first message for whole_turn)
+    # the docs this unit stands for, in order: [turn_id] in chats; in dialogs the message_id of
+    # the target, or every message of a whole_turn window. A doc scores its best unit.
+    "doc_ids": pl.List(pl.String),
+    "role": pl.String,  # role of the target chunk (null for whole_turn windows)
+    "side": pl.String,  # qa_pair: "question" or "answer"; else null
+    "target_chunk_id": pl.String,  # null for whole_turn windows
+    "chunk_ids": pl.List(pl.String),  # every chunk in the unit, in conversation order
+    "text": pl.String,  # exactly what is embedded
+    "n_tokens": pl.Int32,  # model tokens of text, with [CLS]/[SEP]; never over the budget
+    "timestamp": UTC_TIME,  # of the target's message (of the turn's start for whole_turn)
+}
+
+HITS: Schema = {
+    "query_id": pl.String,
+    "rank": pl.Int32,  # 1-based
+    "score": pl.Float64,  # cosine similarity for dense, the fused or boosted score otherwise
+    "unit_id": pl.String,
+    "doc_id": pl.String,
+    "conversation_id": pl.String,
+    "turn_index": pl.Int32,
+    "message_index": pl.Int32,
+    "strategy": pl.String,
+}
+
+CONTEXT: Schema = {
+    "chunk_id": pl.String,
+    "conversation_id": pl.String,
+    "turn_index": pl.Int32,
+    "position": pl.Int32,
+    "role": pl.String,
+    "text": pl.String,
+    "n_tokens": pl.Int32,
+    "hit_rank": pl.Int32,  # rank of the hit that first brought this chunk back
+    "is_target": pl.Boolean,  # the chunk is a target of some resurrected hit
+}
+
+QUERIES: Schema = {
+    "query_id": pl.String,
+    "text": pl.String,
+    "conversation_id": pl.String,  # scope: search inside this conversation; null = corpus-wide
+    "relevant": pl.List(pl.String),  # doc ids judged relevant
+    "category": pl.String,
+    "answer": pl.String,  # reference answer when known
+}
+
+
+def message_id(conversation_id: str, message_index: int) -> str:
+    """The id of a message: ``"{conversation_id}:m{message_index}"``."""
+    return f"{conversation_id}:m{message_index}"
+
+
+def turn_id(conversation_id: str, turn_index: int) -> str:
+    """The id of a turn: ``"{conversation_id}:t{turn_index}"``."""
+    return f"{conversation_id}:t{turn_index}"
+
+
+def chunk_id(conversation_id: str, turn_index: int, role: str, sentence_index: int) -> str:
+    """The id of a chunk: ``"{conversation_id}:t{turn_index}:{role}:s{sentence_index}"``."""
+    return f"{conversation_id}:t{turn_index}:{role}:s{sentence_index}"
+
+
+def empty(schema: Schema) -> pl.DataFrame:
+    """An empty frame with the columns and dtypes of ``schema``."""
+    return pl.DataFrame(schema=dict(schema))
+
+
+def frame(rows: list[dict[str, object]] | dict[str, list[object]], schema: Schema) -> pl.DataFrame:
+    """Build a frame of ``schema`` from rows or columns, in the schema's column order.
+
+    Missing columns are filled with nulls; extra columns raise ``ValueError``.
+    """
+    if isinstance(rows, dict):
+        extra = set(rows) - set(schema)
+        if extra:
+            raise ValueError(f"columns not in the schema: {sorted(extra)}")
+        n = len(next(iter(rows.values()))) if rows else 0
+        data = {name: rows.get(name, [None] * n) for name in schema}
+        return pl.DataFrame(data, schema=dict(schema), strict=False)
+    if not rows:
+        return empty(schema)
+    extra = set().union(*(r.keys() for r in rows)) - set(schema)
+    if extra:
+        raise ValueError(f"columns not in the schema: {sorted(extra)}")
+    return pl.DataFrame(rows, schema=dict(schema), strict=False, infer_schema_length=None)
+
+
+def validate(df: pl.DataFrame, schema: Schema, *, name: str = "frame") -> pl.DataFrame:
+    """Check that ``df`` has exactly the columns of ``schema`` with its dtypes; return it.
+
+    Extra columns are allowed after the schema's own (stages may carry more), but every
+    schema column must be present with its dtype.
+
+    Raises:
+        ValueError: naming the frame, the missing columns or the mismatched dtypes.
+    """
+    missing = [c for c in schema if c not in df.columns]
+    if missing:
+        raise ValueError(f"{name} lacks columns {missing}")
+    wrong = {
+        c: (str(df.schema[c]), str(schema[c]))
+        for c in schema
+        if df.schema[c] != schema[c]
+    }
+    if wrong:
+        detail = ", ".join(f"{c}: {got} (expected {want})" for c, (got, want) in wrong.items())
+        raise ValueError(f"{name} has wrong dtypes: {detail}")
+    return df

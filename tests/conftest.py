@@ -1,0 +1,42 @@
+"""Shared fixtures: where the shared samples and LoCoMo are; the data they need must exist in CI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from convlab.paths import locomo_path, shared_dir
+
+
+def _need(path: Path, what: str) -> Path:
+    if path.exists():
+        return path
+    msg = f"{what} not found at {path}"
+    if os.environ.get("CI"):
+        pytest.fail(f"{msg}: CI must have it (../shared beside the clone)")
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def shared() -> Path:
+    """The shared folder (../shared), failing under CI when it is missing."""
+    return _need(shared_dir(), "shared folder")
+
+
+@pytest.fixture(scope="session")
+def transcripts(shared: Path) -> Path:
+    """The real transcript samples, per format."""
+    return _need(shared / "transcripts", "transcript samples")
+
+
+@pytest.fixture(scope="session")
+def locomo_file() -> Path:
+    """LoCoMo's locomo10.json, failing under CI when it is missing."""
+    try:
+        return locomo_path()
+    except FileNotFoundError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
