@@ -9,7 +9,7 @@ names the file and line. Nothing is dropped without a row in ``report.skipped``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -118,6 +118,18 @@ class Corpus:
         return (
             f"Corpus({self.conversations.height} conversations, {self.messages.height} messages, "
             f"{self.blocks.height} blocks; {self.report.summary()})"
+        )
+
+    def filter_conversations(self, conversation_ids: Iterable[str]) -> Corpus:
+        """The corpus restricted to these conversations (the report is kept whole)."""
+        ids = sorted(set(conversation_ids))
+        keep = pl.col("conversation_id").is_in(ids)
+        return Corpus(
+            conversations=self.conversations.filter(keep),
+            messages=self.messages.filter(keep),
+            blocks=self.blocks.filter(keep),
+            report=self.report,
+            queries=None if self.queries is None else self.queries.filter(keep),
         )
 
     @staticmethod

@@ -8,13 +8,13 @@ drift from what exists.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
 
 from convlab.loaders.base import Corpus, CorpusBuilder, LoadError
 
-__all__ = ["FORMATS", "Reader", "detect", "load", "register_format"]
+__all__ = ["FORMATS", "Reader", "detect", "load", "load_files", "register_format"]
 
 SNIFF_BYTES = 64 * 1024
 
@@ -99,7 +99,7 @@ def _walk(root: Path) -> Iterator[Path]:
 
 def load(
     path: str | Path,
-    format: str | None = None,  # noqa: A002 - the public name users expect
+    format: str | None = None,
     strict: bool = False,
 ) -> Corpus:
     """Load transcripts from a file or a directory tree into a :class:`Corpus`.
@@ -128,11 +128,26 @@ def load(
     root = Path(path).expanduser()
     if not root.exists():
         raise FileNotFoundError(f"no such file or directory: {root}")
+    files = [root] if root.is_file() else list(_walk(root))
+    return load_files(files, format=format, strict=strict)
+
+
+def load_files(
+    files: Sequence[str | Path],
+    format: str | None = None,
+    strict: bool = False,
+) -> Corpus:
+    """Load an explicit list of files into one corpus (see :func:`load` for the arguments).
+
+    Files of one conversation (a session copied into two files on resume, say) merge into one
+    conversation, as they do when a directory is loaded.
+    """
+    import convlab.loaders  # noqa: F401 - registers the formats
+
     forced = _reader(format) if format is not None else None
     builder = CorpusBuilder(strict=strict)
-    files = [root] if root.is_file() else list(_walk(root))
     for file in files:
-        _load_file(file, forced, builder)
+        _load_file(Path(file), forced, builder)
     return builder.build()
 
 
