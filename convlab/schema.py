@@ -244,11 +244,7 @@ def validate(df: pl.DataFrame, schema: Schema, *, name: str = "frame") -> pl.Dat
     missing = [c for c in schema if c not in df.columns]
     if missing:
         raise ValueError(f"{name} lacks columns {missing}")
-    wrong = {
-        c: (str(df.schema[c]), str(schema[c]))
-        for c in schema
-        if df.schema[c] != schema[c]
-    }
+    wrong = {c: (str(df.schema[c]), str(schema[c])) for c in schema if df.schema[c] != schema[c]}
     if wrong:
         detail = ", ".join(f"{c}: {got} (expected {want})" for c, (got, want) in wrong.items())
         raise ValueError(f"{name} has wrong dtypes: {detail}")

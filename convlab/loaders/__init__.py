@@ -1,7 +1,8 @@
 """Transcript readers, one module per format; importing this package registers them all."""
 
+from convlab.loaders import locomo  # noqa: F401  (registers the format)
 from convlab.loaders.base import Corpus, CorpusBuilder, LoadError, LoadReport
-from convlab.loaders.registry import FORMATS, detect, load, register_format
+from convlab.loaders.registry import FORMATS, detect, load, load_files, register_format
 
 __all__ = [
     "FORMATS",
@@ -11,5 +12,6 @@ __all__ = [
     "LoadReport",
     "detect",
     "load",
+    "load_files",
     "register_format",
 ]

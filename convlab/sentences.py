@@ -1,0 +1,187 @@
+"""Sentences (= chunks): the kept text of every turn, split and counted with the model's tokenizer.
+
+Splitting: prose is split into sentences by blingfire (a finite-state sentence breaker), line by
+line, so lists and headings stay separate; fenced code blocks (```...```) are kept apart from
+prose and split by lines, with consecutive lines packed together up to 64 tokens so that code
+does not explode into one-token chunks. Any piece over :data:`convlab.tokens.MAX_CONTENT_TOKENS`
+(254) is cut at word boundaries, so every chunk fits the model alone. Token counts are exact
+(content tokens, no [CLS]/[SEP]) and batched.
+
+Ids: ``sentence_index`` counts the chunks of one role's part of a turn, so ``s0`` is that role's
+S0 (seeds/003); ``sentence_in_message`` counts within a message; ``position`` orders the chunks
+of a conversation.
+"""
+
+from __future__ import annotations
+
+import re
+
+import blingfire
+import polars as pl
+
+from convlab import schema
+from convlab.loaders.base import Corpus
+from convlab.policy import ContentPolicy, policy_text
+from convlab.tokens import MAX_CONTENT_TOKENS, count_tokens, split_at_tokens
+from convlab.turns import message_turns
+
+__all__ = ["sentences", "split_text"]
+
+_FENCE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.DOTALL)
+CODE_PACK_TOKENS = 64
+
+
+def split_text(text: str) -> list[tuple[str, bool]]:
+    """Split one block's text into ``(piece, is_code)`` in order (before token limits).
+
+    Example:
+        >>> split_text("Hi there. How are you?")
+        [('Hi there.', False), ('How are you?', False)]
+    """
+    out: list[tuple[str, bool]] = []
+    pos = 0
+    for m in _FENCE.finditer(text):
+        _prose(text[pos : m.start()], out)
+        for line in m.group(0).splitlines():
+            if line.strip():
+                out.append((line.rstrip(), True))
+        pos = m.end()
+    _prose(text[pos:], out)
+    return out
+
+
+def _prose(text: str, out: list[tuple[str, bool]]) -> None:
+    for line in text.splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        for s in blingfire.text_to_sentences(line).split("\n"):
+            s = s.strip()
+            if s:
+                out.append((s, False))
+
+
+def _pack_code(pieces: list[tuple[str, bool]], counts: list[int]) -> list[tuple[str, int]]:
+    """Pack consecutive code lines up to CODE_PACK_TOKENS; prose pieces pass through."""
+    out: list[tuple[str, int]] = []
+    buf: list[str] = []
+    n = 0
+    for (text, is_code), c in zip(pieces, counts, strict=True):
+        if is_code and (not buf or n + c <= CODE_PACK_TOKENS):
+            buf.append(text)
+            n += c
+            continue
+        if buf:
+            out.append(("\n".join(buf), n))
+            buf, n = [], 0
+        if is_code:
+            buf, n = [text], c
+        else:
+            out.append((text, c))
+    if buf:
+        out.append(("\n".join(buf), n))
+    return out
+
+
+def sentences(
+    corpus: Corpus,
+    policy: ContentPolicy | None = None,
+    *,
+    turns: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """One row per chunk of every turn (:data:`convlab.schema.SENTENCES`).
+
+    Args:
+        corpus: the loaded corpus.
+        policy: what text each block contributes (default :class:`ContentPolicy`).
+        turns: unused beyond validation; turns are derived from the corpus (kept so callers
+            that computed turns can pass them for symmetry).
+
+    Example:
+        >>> s = sentences(convlab.load("data/sample"))  # doctest: +SKIP
+        >>> s.filter(pl.col("sentence_index") == 0)  # every role's S0 # doctest: +SKIP
+    """
+    policy = policy or ContentPolicy()
+    pt = policy_text(corpus, policy)
+    mt = message_turns(corpus).filter(pl.col("turn_index").is_not_null())
+    blocks = pt.join(mt, on=["conversation_id", "message_index"], how="inner").join(
+        corpus.messages.select("conversation_id", "message_index", "timestamp"),
+        on=["conversation_id", "message_index"],
+    )
+    blocks = blocks.sort("conversation_id", "message_index", "block_index")
+    if blocks.height == 0:
+        return schema.empty(schema.SENTENCES)
+
+    # 1. split every block into pieces
+    piece_text: list[str] = []
+    piece_code: list[bool] = []
+    piece_block: list[int] = []
+    for i, text in enumerate(blocks["text"].to_list()):
+        for s, is_code in split_text(text):
+            piece_text.append(s)
+            piece_code.append(is_code)
+            piece_block.append(i)
+    counts = count_tokens(piece_text)
+
+    # 2. pack code lines per block, cut oversize pieces at word boundaries
+    chunk_text: list[str] = []
+    chunk_tokens: list[int] = []
+    chunk_block: list[int] = []
+    start = 0
+    n = len(piece_text)
+    while start < n:
+        end = start
+        b = piece_block[start]
+        while end < n and piece_block[end] == b:
+            end += 1
+        packed = _pack_code(
+            list(zip(piece_text[start:end], piece_code[start:end], strict=True)),
+            counts[start:end],
+        )
+        for text, c in packed:
+            if c > MAX_CONTENT_TOKENS:
+                parts = split_at_tokens(text, MAX_CONTENT_TOKENS)
+                for p, pc in zip(parts, count_tokens(parts), strict=True):
+                    chunk_text.append(p)
+                    chunk_tokens.append(pc)
+                    chunk_block.append(b)
+            else:
+                chunk_text.append(text)
+                chunk_tokens.append(c)
+                chunk_block.append(b)
+        start = end
+
+    meta = blocks.drop("text").with_row_index("_b")
+    out = (
+        pl.DataFrame(
+            {"_b": chunk_block, "text": chunk_text, "n_tokens": chunk_tokens},
+            schema={"_b": pl.UInt32, "text": pl.String, "n_tokens": pl.Int32},
+        )
+        .join(meta, on="_b", how="left")
+        .sort("_b", maintain_order=True)
+        .with_columns(
+            pl.int_range(pl.len())
+            .over("conversation_id", "turn_index", "role")
+            .cast(pl.Int32)
+            .alias("sentence_index"),
+            pl.int_range(pl.len())
+            .over("conversation_id", "message_index")
+            .cast(pl.Int32)
+            .alias("sentence_in_message"),
+            pl.int_range(pl.len()).over("conversation_id").cast(pl.Int32).alias("position"),
+        )  # fmt: skip
+        .with_columns(
+            pl.concat_str(
+                [
+                    pl.col("conversation_id"),
+                    pl.lit(":t"),
+                    pl.col("turn_index").cast(pl.String),
+                    pl.lit(":"),
+                    pl.col("role"),
+                    pl.lit(":s"),
+                    pl.col("sentence_index").cast(pl.String),
+                ]
+            ).alias("chunk_id")
+        )
+    )
+    return out.select([pl.col(c).cast(t) for c, t in schema.SENTENCES.items()])

@@ -1,0 +1,274 @@
+"""The ipywidgets search panel: ask "when did we discuss X?" and see the moment.
+
+The panel is state (a built index, the widgets), so it is a class; everything it shows comes from
+:func:`convlab.search.search` and :func:`convlab.resurrect.resurrect`. All transcript text is
+HTML-escaped before it reaches an ``HTML`` widget, so a transcript holding ``<script>`` or
+``<img onerror=...>`` shows as text.
+
+Example:
+    >>> panel = SearchPanel.from_data("data/sample")  # doctest: +SKIP
+    >>> panel  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import polars as pl
+
+__all__ = ["PanelData", "SearchPanel", "highlight"]
+
+
+def highlight(text: str, query: str) -> str:
+    """HTML of ``text`` (escaped) with the query's words (3+ letters) wrapped in ``<mark>``.
+
+    Example:
+        >>> highlight("Use <b>flock</b> here", "flock")
+        'Use &lt;b&gt;<mark>flock</mark>&lt;/b&gt; here'
+    """
+    escaped = html.escape(text)
+    words = sorted({w for w in re.findall(r"\w{3,}", query.lower())}, key=len, reverse=True)
+    if not words:
+        return escaped
+    pattern = re.compile("|".join(re.escape(html.escape(w)) for w in words), re.IGNORECASE)
+    return pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", escaped)
+
+
+@dataclass(frozen=True, slots=True)
+class PanelData:
+    """What the panel searches: per strategy, an index; plus the frames to describe hits."""
+
+    indexes: Mapping[str, Any]  # strategy name -> convlab.index.VectorIndex
+    sentences: pl.DataFrame
+    conversations: pl.DataFrame
+    turns: pl.DataFrame
+    embedder: Any
+
+
+class SearchPanel:
+    """A search box over one or more built indexes, with filters, rankers and a context view.
+
+    Args:
+        data: the indexes and frames (see :meth:`from_data` to build them from transcripts).
+        default_strategy: the strategy selected at start.
+    """
+
+    def __init__(self, data: PanelData | None, *, default_strategy: str | None = None) -> None:
+        import ipywidgets as w
+
+        self.data = data
+        strategies = sorted(data.indexes) if data is not None else []
+        self.query = w.Text(placeholder="when did we discuss ...", description="Query")
+        self.query.add_class("convlab-query")
+        self.strategy = w.Dropdown(
+            options=strategies,
+            value=default_strategy if default_strategy in strategies else (strategies or [None])[0],
+            description="Strategy",
+        )
+        self.k = w.BoundedIntText(value=10, min=1, max=100, description="k")
+        self.hybrid = w.Checkbox(value=False, description="hybrid (BM25 + dense)")
+        self.recency = w.Checkbox(value=False, description="recency boost")
+        self.density = w.Checkbox(value=False, description="density boost")
+        self.mmr = w.Checkbox(value=False, description="MMR diversity")
+        convs = [] if data is None else sorted(data.conversations["conversation_id"].to_list())
+        self.conversation = w.Dropdown(options=["(all)", *convs], description="Conversation")
+        self.role = w.Dropdown(options=["(any)", "user", "assistant"], description="Role")
+        self.since = w.DatePicker(description="Since")
+        self.until = w.DatePicker(description="Until")
+        self.budget = w.BoundedIntText(value=512, min=16, max=8192, description="Budget")
+        self.button = w.Button(description="Search", button_style="primary")
+        self.button.add_class("convlab-search")
+        self.status = w.HTML(value="")
+        self.status.add_class("convlab-status")
+        self.results = w.VBox([])
+        self.results.add_class("convlab-results")
+        self.query.on_submit(lambda _: self.run())
+        self.button.on_click(lambda _: self.run())
+        controls = w.VBox(
+            [
+                w.HBox([self.query, self.button]),
+                w.HBox([self.strategy, self.k, self.budget]),
+                w.HBox([self.hybrid, self.recency, self.density, self.mmr]),
+                w.HBox([self.conversation, self.role, self.since, self.until]),
+            ]
+        )
+        self.widget = w.VBox([controls, self.status, self.results])
+        self.widget.add_class("convlab-panel")
+        self.last_hits: pl.DataFrame | None = None
+        if data is None:
+            self._message("No index is built yet: build one with SearchPanel.from_data(PATH).")
+
+    @classmethod
+    def from_data(
+        cls,
+        path: Any,
+        *,
+        strategies: tuple[str, ...] = ("turn_pair", "isolated"),
+        embedder: Any = None,
+        cache_dir: Any = "runs/cache",
+    ) -> SearchPanel:
+        """Load transcripts, build units and an index per strategy, and open a panel on them."""
+        import convlab
+        from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts
+        from convlab.index import VectorIndex
+
+        corpus = convlab.load(path)
+        turns = convlab.turns(corpus)
+        sents = convlab.sentences(corpus, convlab.ContentPolicy(), turns=turns)
+        emb = CachedEmbedder(embedder or MiniLMEmbedder(), cache_dir)
+        indexes = {}
+        for name in strategies:
+            units = convlab.units(sents, name, conversations=corpus.conversations)
+            vectors = embed_texts(units["text"].to_list(), emb)
+            indexes[name] = VectorIndex.build(units, vectors, model_id=emb.model_id, strategy=name)
+        data = PanelData(indexes, sents, corpus.conversations, turns, emb)
+        return cls(data, default_strategy=strategies[0])
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.widget)
+
+    # -- actions ------------------------------------------------------------------------------
+    def _message(self, text: str, *, error: bool = False) -> None:
+        color = "#b00020" if error else "#555"
+        self.status.value = f'<span style="color:{color}">{html.escape(text)}</span>'
+        self.results.children = ()
+
+    def options(self) -> Any:
+        """The :class:`convlab.search.SearchOptions` the controls describe."""
+        from convlab.search import SearchOptions
+
+        def day(d: date | None, end: bool = False) -> datetime | None:
+            if d is None:
+                return None
+            t = datetime(d.year, d.month, d.day, tzinfo=UTC)
+            return t.replace(hour=23, minute=59, second=59) if end else t
+
+        conv = self.conversation.value
+        role = self.role.value
+        return SearchOptions(
+            k=int(self.k.value),
+            hybrid=bool(self.hybrid.value),
+            recency=bool(self.recency.value),
+            density=bool(self.density.value),
+            mmr=0.7 if self.mmr.value else None,
+            conversations=None if conv == "(all)" else (conv,),
+            roles=None if role == "(any)" else (role,),
+            since=day(self.since.value),
+            until=day(self.until.value, end=True),
+        )
+
+    def run(self) -> pl.DataFrame | None:
+        """Search with the current controls and render the hits; returns them (or None)."""
+        query = self.query.value.strip()
+        if self.data is None:
+            self._message("No index is built yet: build one with SearchPanel.from_data(PATH).")
+            return None
+        if not query:
+            self._message("Type a query, then press Enter.")
+            return None
+        from convlab.search import search
+
+        index = self.data.indexes[self.strategy.value]
+        bm25 = self._bm25(self.strategy.value) if self.hybrid.value else None
+        started = time.perf_counter()
+        try:
+            hits = search(
+                index, query, embedder=self.data.embedder, options=self.options(), bm25=bm25
+            )
+        except ValueError as exc:  # a bad filter combination, say
+            self._message(f"Search failed: {exc}", error=True)
+            return None
+        ms = (time.perf_counter() - started) * 1000
+        self.last_hits = hits
+        self.status.value = f"{hits.height} hits in {ms:.0f} ms &middot; strategy {html.escape(self.strategy.value)}"
+        self.results.children = tuple(self._render(hits, query, index))
+        return hits
+
+    _bm25_cache: dict[str, Any]
+
+    def _bm25(self, strategy: str) -> Any:
+        from convlab.lexical import BM25Index
+
+        if not hasattr(self, "_bm25_cache"):
+            self._bm25_cache = {}
+        if strategy not in self._bm25_cache:
+            assert self.data is not None
+            self._bm25_cache[strategy] = BM25Index.build(self.data.indexes[strategy].units)
+        return self._bm25_cache[strategy]
+
+    def _render(self, hits: pl.DataFrame, query: str, index: Any) -> list[Any]:
+        import ipywidgets as w
+
+        assert self.data is not None
+        titles = dict(self.data.conversations.select("conversation_id", "title").iter_rows())
+        starts = {
+            (c, t): s
+            for c, t, s in self.data.turns.select(
+                "conversation_id", "turn_index", "started_at"
+            ).iter_rows()
+        }
+        unit_text = dict(index.units.select("unit_id", "text").iter_rows())
+        rows = []
+        for h in hits.iter_rows(named=True):
+            title = titles.get(h["conversation_id"]) or h["conversation_id"]
+            when = starts.get((h["conversation_id"], h["turn_index"]))
+            head = (
+                f'<div class="convlab-hit" data-doc="{html.escape(h["doc_id"])}">'
+                f"<b>#{h['rank']}</b> &nbsp; {h['score']:.3f} &nbsp; "
+                f"<b>{html.escape(str(title))}</b> &middot; turn {h['turn_index']}"
+                f" &middot; {when.date().isoformat() if when else 'undated'}<br>"
+                f'<span class="convlab-snippet">'
+                f"{highlight(_snippet(unit_text.get(h['unit_id'], '')), query)}</span></div>"
+            )
+            context = w.Output()
+            toggle = w.ToggleButton(value=False, description="context", icon="chevron-down")
+            toggle.add_class("convlab-expand")
+            toggle.observe(
+                lambda ch, h=h, out=context: self._toggle(ch, h, out, index), names="value"
+            )
+            rows.append(w.VBox([w.HTML(head), toggle, context]))
+        return rows
+
+    def _toggle(
+        self, change: Mapping[str, Any], hit: Mapping[str, Any], out: Any, index: Any
+    ) -> None:
+        from IPython.display import HTML, display
+
+        out.clear_output()
+        if not change["new"]:
+            return
+        with out:
+            display(HTML(self.context_html(hit, index)))
+
+    def context_html(self, hit: Mapping[str, Any], index: Any) -> str:
+        """HTML of the chunks a hit resurrects (what its unit was embedded with), target marked."""
+        from convlab.resurrect import resurrect
+
+        assert self.data is not None
+        units = index.units.filter(pl.col("unit_id") == hit["unit_id"])
+        one = units.select("unit_id").with_columns(pl.lit(1, dtype=pl.Int32).alias("rank"))
+        res = resurrect(one, int(self.budget.value), units=units, sentences=self.data.sentences)
+        lines = [f'<div class="convlab-context"><i>{res.tokens_used} tokens of {res.budget}</i>']
+        for c in res.context.iter_rows(named=True):
+            style = "background:#fff3c4" if c["is_target"] else ""
+            cls = "convlab-target" if c["is_target"] else "convlab-chunk"
+            lines.append(
+                f'<div class="{cls}" style="{style}"><b>{html.escape(c["role"])}</b> '
+                f"(turn {c['turn_index']}, {c['n_tokens']} tokens): "
+                f"{html.escape(c['text'])}</div>"
+            )
+        lines.append("</div>")
+        return "".join(lines)
+
+
+def _snippet(text: str, n: int = 300) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= n else t[: n - 1] + "…"
