@@ -1,0 +1,191 @@
+"""What every strategy shares: the protocol, the registry, chunks, and packing under a budget.
+
+A strategy turns one conversation's chunks (rows of :data:`convlab.schema.SENTENCES`, in
+conversation order) into units (rows of :data:`convlab.schema.UNITS`). A unit's ``text`` is its
+chunks' texts joined by one space in conversation order, and ``n_tokens`` = the chunks' token sum
++ 2 ([CLS] and [SEP]): WordPiece counts of space-joined texts are additive (tested), so the count
+is exact without re-tokenising. Resurrection reads ``chunk_ids`` and never recomputes them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
+
+from convlab import schema
+from convlab.tokens import SPECIAL_TOKENS
+
+__all__ = [
+    "STRATEGIES",
+    "Chunk",
+    "Strategy",
+    "get_strategy",
+    "make_unit",
+    "pack",
+    "register_strategy",
+    "windows",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One row of the sentences frame, as strategies see it."""
+
+    chunk_id: str
+    conversation_id: str
+    turn_index: int
+    message_index: int
+    role: str
+    sentence_index: int
+    sentence_in_message: int
+    position: int
+    timestamp: datetime | None
+    text: str
+    n_tokens: int
+
+    @property
+    def turn_id(self) -> str:
+        """The id of this chunk's turn."""
+        return schema.turn_id(self.conversation_id, self.turn_index)
+
+    @property
+    def message_id(self) -> str:
+        """The id of this chunk's message."""
+        return schema.message_id(self.conversation_id, self.message_index)
+
+
+class Strategy(Protocol):
+    """A way of turning one conversation's chunks into units."""
+
+    name: str
+
+    def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
+        """Units (dicts of :data:`convlab.schema.UNITS` columns) for one conversation."""
+        ...
+
+
+STRATEGIES: dict[str, Strategy] = {}
+
+S = TypeVar("S")
+
+
+def register_strategy(cls: Callable[[], S]) -> Callable[[], S]:
+    """Class decorator: instantiate the strategy and register it under its ``name``.
+
+    Raises:
+        ValueError: a strategy of that name is registered already.
+    """
+    strategy: Any = cls()
+    if strategy.name in STRATEGIES:
+        raise ValueError(f"strategy {strategy.name!r} is registered twice")
+    STRATEGIES[strategy.name] = strategy
+    return cls
+
+
+def get_strategy(name: str) -> Strategy:
+    """The registered strategy called ``name``.
+
+    Raises:
+        ValueError: listing the valid names.
+    """
+    try:
+        return STRATEGIES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown strategy {name!r}; valid strategies: {', '.join(sorted(STRATEGIES))}"
+        ) from None
+
+
+def tokens_of(chunks: Iterable[Chunk]) -> int:
+    """Tokens the model sees for these chunks joined: their sum plus [CLS] and [SEP]."""
+    return sum(c.n_tokens for c in chunks) + SPECIAL_TOKENS
+
+
+def pack(target: Chunk, context: Sequence[Chunk | None], budget: int) -> list[Chunk]:
+    """The target plus each context chunk, in priority order, that still fits; in conversation order.
+
+    ``None`` entries and chunks already taken (the target being an S0, say) are passed over.
+    """
+    chosen = [target]
+    used = tokens_of(chosen)
+    for c in context:
+        if c is None or any(c.chunk_id == x.chunk_id for x in chosen):
+            continue
+        if used + c.n_tokens <= budget:
+            chosen.append(c)
+            used += c.n_tokens
+    return sorted(chosen, key=lambda c: c.position)
+
+
+def windows(chunks: Sequence[Chunk], budget: int, overlap: float = 0.25) -> list[list[Chunk]]:
+    """Cut chunks (in order) into windows of whole chunks that fit ``budget``, with overlap.
+
+    A window is filled greedily; the next one starts with the last chunks of the previous one
+    that together hold at most ``overlap * budget`` tokens (never the whole previous window, so
+    every window adds new chunks). Text that fits the budget is one window.
+    """
+    out: list[list[Chunk]] = []
+    i = 0
+    n = len(chunks)
+    while i < n:
+        win = [chunks[i]]
+        used = tokens_of(win)
+        j = i + 1
+        while j < n and used + chunks[j].n_tokens <= budget:
+            win.append(chunks[j])
+            used += chunks[j].n_tokens
+            j += 1
+        out.append(win)
+        if j >= n:
+            break
+        # carry back up to overlap*budget tokens, keeping at least one new chunk per window
+        back = 0
+        k = j
+        while k - 1 > i and back + chunks[k - 1].n_tokens <= overlap * budget:
+            back += chunks[k - 1].n_tokens
+            k -= 1
+        i = k
+    return out
+
+
+def make_unit(
+    strategy: str,
+    unit_id: str,
+    chunks: Sequence[Chunk],
+    *,
+    target: Chunk | None,
+    doc_ids: Sequence[str],
+    side: str | None = None,
+) -> dict[str, Any]:
+    """A unit row from its chunks (in conversation order)."""
+    first = target or chunks[0]
+    return {
+        "unit_id": unit_id,
+        "strategy": strategy,
+        "conversation_id": first.conversation_id,
+        "turn_index": first.turn_index,
+        "message_index": first.message_index,
+        "doc_ids": list(doc_ids),
+        "role": None if target is None else target.role,
+        "side": side,
+        "target_chunk_id": None if target is None else target.chunk_id,
+        "chunk_ids": [c.chunk_id for c in chunks],
+        "text": " ".join(c.text for c in chunks),
+        "n_tokens": tokens_of(chunks),
+        "timestamp": first.timestamp,
+    }
+
+
+def doc_ids_for(chunks: Sequence[Chunk], dialog: bool) -> list[str]:
+    """The docs a group of chunks stands for: its turns in chats, its messages in dialogs."""
+    seen: dict[str, None] = {}
+    for c in chunks:
+        seen[c.message_id if dialog else c.turn_id] = None
+    return list(seen)
+
+
+def s0_index(chunks: Sequence[Chunk]) -> Mapping[tuple[int, str], Chunk]:
+    """Each turn's S0 per role: ``(turn_index, role) -> chunk``."""
+    return {(c.turn_index, c.role): c for c in chunks if c.sentence_index == 0}

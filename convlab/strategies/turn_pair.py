@@ -1,0 +1,93 @@
+"""``turn_pair`` (seeds/003): embed a chunk with its conversational partners.
+
+In convlab a turn holds the user's part and the assistant's part, so seeds/003's "user turn N-1,
+assistant turn N" are the two parts of one turn:
+
+- assistant chunk: [user S0] + [assistant S0] + [target];
+- user chunk: [user S0] + [target] + [assistant S0];
+- system and tool chunks: alone;
+- a target that is an S0 is not added twice;
+- when 256 tokens do not fit: the target first, then the paired S0 of the other role, then the
+  own role's S0 (seeds/003 "Token Budget Handling").
+
+Edge cases: the first turn's user chunks pair forward with its assistant S0 (seeds/003 "Turn 1");
+the last turn, when incomplete, has no assistant part, so its user chunks embed without the
+forward pair; a preamble (system prompt) embeds alone.
+
+Two-speaker dialogs (LoCoMo): every utterance is a message, so an utterance pairs with the other
+speaker's utterance it answers (the previous message of the same session when it is the other
+speaker's) and the first utterance of a session with the next one. The chunk is embedded with the
+paired utterance's first sentence and its own utterance's first sentence. Sessions are told apart
+by the message timestamps (LoCoMo dates each session; messages of one session share it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from convlab.strategies.base import (
+    Chunk,
+    doc_ids_for,
+    make_unit,
+    pack,
+    register_strategy,
+    s0_index,
+)
+
+
+@register_strategy
+class TurnPair:
+    """Target + the paired S0 of the other role + the own role's S0."""
+
+    name = "turn_pair"
+
+    def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
+        """One unit per chunk."""
+        if dialog:
+            return self._dialog(chunks, budget)
+        s0 = s0_index(chunks)
+        out = []
+        for c in chunks:
+            if c.role == "assistant":
+                pair, own = s0.get((c.turn_index, "user")), s0.get((c.turn_index, "assistant"))
+            elif c.role == "user":
+                pair, own = s0.get((c.turn_index, "assistant")), s0.get((c.turn_index, "user"))
+            else:
+                pair = own = None
+            chosen = pack(c, [pair, own], budget)
+            out.append(self._unit(c, chosen, dialog=False))
+        return out
+
+    def _unit(self, target: Chunk, chosen: list[Chunk], *, dialog: bool) -> dict[str, Any]:
+        return make_unit(
+            self.name, f"{self.name}:{target.chunk_id}", chosen, target=target,
+            doc_ids=doc_ids_for([target], dialog),
+        )  # fmt: skip
+
+    def _dialog(self, chunks: Sequence[Chunk], budget: int) -> list[dict[str, Any]]:
+        firsts: dict[int, Chunk] = {}
+        for c in chunks:
+            if c.sentence_in_message == 0:
+                firsts[c.message_index] = c
+        order = sorted(firsts)
+        where = {m: i for i, m in enumerate(order)}
+
+        def partner(m: int) -> Chunk | None:
+            me = firsts[m]
+            i = where[m]
+            prev = firsts[order[i - 1]] if i > 0 else None
+            if prev is not None and prev.timestamp == me.timestamp and prev.role != me.role:
+                return prev
+            nxt = firsts[order[i + 1]] if i + 1 < len(order) else None
+            if nxt is not None and nxt.timestamp == me.timestamp and nxt.role != me.role:
+                return nxt
+            return None
+
+        pairs = {m: partner(m) for m in order}
+        out = []
+        for c in chunks:
+            own = firsts.get(c.message_index)
+            chosen = pack(c, [pairs.get(c.message_index), own], budget)
+            out.append(self._unit(c, chosen, dialog=True))
+        return out

@@ -1,0 +1,44 @@
+"""``whole_turn`` (seeds/000): the whole turn's text; a long turn becomes overlapping windows.
+
+A turn that fits the budget is one unit. A longer turn is cut into windows of whole chunks
+(:func:`convlab.strategies.base.windows`), each next window starting with the last chunks of the
+previous one holding up to 25% of the budget (seeds/000 overlaps ~500 of ~6000 tokens; with a
+256-token model a quarter keeps a sentence or two of context across the cut). Each window is a
+unit of the same turn; search keeps a turn's best window. In dialogs a window stands for every
+message it contains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import groupby
+from typing import Any
+
+from convlab.strategies.base import (
+    Chunk,
+    doc_ids_for,
+    make_unit,
+    register_strategy,
+    windows,
+)
+
+OVERLAP = 0.25
+
+
+@register_strategy
+class WholeTurn:
+    """The turn's text, windowed with overlap."""
+
+    name = "whole_turn"
+
+    def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
+        """Windows per turn."""
+        out = []
+        for _, group in groupby(chunks, key=lambda c: c.turn_index):
+            turn = list(group)
+            for i, win in enumerate(windows(turn, budget, OVERLAP)):
+                out.append(
+                    make_unit(self.name, f"{self.name}:{turn[0].turn_id}:w{i}", win, target=None,
+                              doc_ids=doc_ids_for(win, dialog))
+                )  # fmt: skip
+        return out
