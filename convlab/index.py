@@ -1,0 +1,217 @@
+"""``VectorIndex``: units and their vectors in FAISS, searchable, saved whole or not at all.
+
+Kinds (a small registry, :data:`INDEX_KINDS`):
+
+- ``flat``: exact inner product (``IndexFlatIP``); vectors are normalised, so scores are cosine.
+- ``hnsw``: ``IndexHNSWFlat`` (M=32, efConstruction=200, efSearch=128 by default: FAISS's
+  efSearch 16 loses recall), for sub-millisecond queries at 100k+ units.
+- ``ivf``: ``IndexIVFFlat`` (nlist ~ 4 sqrt(n), nprobe=16 by default: nprobe 1 is poor).
+
+A search restricted to a subset of rows (a conversation scope, filters) is exact over that subset
+with numpy, whatever the kind. ``save`` writes units (parquet), vectors (npy), the FAISS file and a
+manifest into a temporary directory beside the target and renames it into place; no pickle.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+import polars as pl
+
+from convlab import __version__
+
+__all__ = ["INDEX_KINDS", "VectorIndex"]
+
+
+def _flat(d: int, n: int, params: dict[str, Any]) -> Any:
+    return faiss.IndexFlatIP(d)
+
+
+def _hnsw(d: int, n: int, params: dict[str, Any]) -> Any:
+    index = faiss.IndexHNSWFlat(d, int(params.get("hnsw_m", 32)), faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = int(params.get("ef_construction", 200))
+    index.hnsw.efSearch = int(params.get("ef_search", 128))
+    return index
+
+
+def _ivf(d: int, n: int, params: dict[str, Any]) -> Any:
+    nlist = int(params.get("nlist") or max(1, min(n // 39, int(4 * math.sqrt(max(n, 1))))))
+    index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
+    index.nprobe = int(params.get("nprobe", 16))
+    return index
+
+
+INDEX_KINDS: dict[str, Callable[[int, int, dict[str, Any]], Any]] = {
+    "flat": _flat,
+    "hnsw": _hnsw,
+    "ivf": _ivf,
+}
+
+
+class VectorIndex:
+    """Units (rows of :data:`convlab.schema.UNITS`) and their vectors, row i <-> vector i."""
+
+    def __init__(
+        self, units: pl.DataFrame, vectors: np.ndarray, faiss_index: Any, manifest: dict[str, Any]
+    ) -> None:
+        self.units = units
+        self._vectors = vectors
+        self._faiss = faiss_index
+        self.manifest = manifest
+        self.dimension = int(vectors.shape[1])
+
+    @classmethod
+    def build(
+        cls,
+        units: pl.DataFrame,
+        vectors: np.ndarray,
+        *,
+        model_id: str,
+        kind: str = "flat",
+        strategy: str | None = None,
+        policy: dict[str, Any] | None = None,
+        corpus_fingerprint: str | None = None,
+        **params: Any,
+    ) -> VectorIndex:
+        """Index ``vectors`` (one per row of ``units``, L2-normalised).
+
+        Raises:
+            ValueError: an unknown kind (listing the valid ones) or mismatched sizes.
+        """
+        if kind not in INDEX_KINDS:
+            raise ValueError(f"unknown index kind {kind!r}; valid: {', '.join(INDEX_KINDS)}")
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != units.height:
+            raise ValueError(
+                f"{units.height} units but vectors of shape {vectors.shape}; they must match"
+            )
+        n, d = vectors.shape
+        index = INDEX_KINDS[kind](d, n, params)
+        if n:
+            if kind == "ivf":
+                index.train(vectors)
+            index.add(vectors)
+        manifest = {
+            "model_id": model_id,
+            "dimension": d,
+            "kind": kind,
+            "params": params,
+            "strategy": strategy,
+            "policy": policy,
+            "corpus_fingerprint": corpus_fingerprint,
+            "convlab_version": __version__,
+            "units": n,
+            "created": time.time(),
+        }
+        return cls(units, vectors, index, manifest)
+
+    def __len__(self) -> int:
+        return self.units.height
+
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        """The stored vectors of these rows."""
+        return self._vectors[np.asarray(rows, dtype=np.int64)]
+
+    def search(
+        self, queries: np.ndarray, k: int, *, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` rows by cosine similarity for each query.
+
+        Args:
+            queries: ``(m, d)`` normalised query vectors.
+            k: results per query.
+            rows: search only these row numbers (exact, with numpy).
+
+        Returns:
+            ``(scores, rows)``, both ``(m, k)``: float32 cosine scores and int64 row numbers,
+            padded with ``-inf`` / ``-1`` when fewer than ``k`` rows exist.
+        """
+        q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        if q.shape[1] != self.dimension:
+            raise ValueError(f"queries have {q.shape[1]} dimensions, the index {self.dimension}")
+        m = q.shape[0]
+        scores = np.full((m, k), -np.inf, dtype=np.float32)
+        ids = np.full((m, k), -1, dtype=np.int64)
+        if rows is not None:
+            subset = np.asarray(rows, dtype=np.int64)
+            if subset.size == 0:
+                return scores, ids
+            sims = q @ self._vectors[subset].T
+            kk = min(k, subset.size)
+            top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+            top_s = np.take_along_axis(sims, top, axis=1)
+            order = np.argsort(-top_s, axis=1, kind="stable")
+            scores[:, :kk] = np.take_along_axis(top_s, order, axis=1)
+            ids[:, :kk] = subset[np.take_along_axis(top, order, axis=1)]
+            return scores, ids
+        if len(self) == 0:
+            return scores, ids
+        s, i = self._faiss.search(q, min(k, len(self)))
+        scores[:, : s.shape[1]] = s
+        ids[:, : i.shape[1]] = i
+        ids[ids < 0] = -1
+        return scores, ids
+
+    def save(self, directory: str | Path) -> None:
+        """Write the index to ``directory`` atomically (temp dir + rename)."""
+        target = Path(directory)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
+        tmp.mkdir()
+        try:
+            self.units.write_parquet(tmp / "units.parquet")
+            np.save(tmp / "vectors.npy", self._vectors, allow_pickle=False)
+            faiss.write_index(self._faiss, str(tmp / "index.faiss"))
+            (tmp / "manifest.json").write_text(json.dumps(self.manifest, indent=1, default=str))
+            if target.exists():
+                old = target.parent / f".{target.name}.old-{uuid.uuid4().hex}"
+                os.rename(target, old)
+                os.rename(tmp, target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.rename(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    @classmethod
+    def load(
+        cls, directory: str | Path, *, model_id: str | None = None, dimension: int | None = None
+    ) -> VectorIndex:
+        """Read an index written by :meth:`save`.
+
+        Raises:
+            FileNotFoundError: no index there.
+            ValueError: the index was built with another model or dimension than expected.
+        """
+        d = Path(directory)
+        mpath = d / "manifest.json"
+        if not mpath.is_file():
+            raise FileNotFoundError(f"no convlab index at {d} (manifest.json missing)")
+        manifest = json.loads(mpath.read_text())
+        if model_id is not None and manifest["model_id"] != model_id:
+            raise ValueError(
+                f"the index at {d} was built with model {manifest['model_id']!r}, not "
+                f"{model_id!r}: rebuild it with this model"
+            )
+        if dimension is not None and manifest["dimension"] != dimension:
+            raise ValueError(
+                f"the index at {d} has {manifest['dimension']} dimensions, not {dimension}: "
+                "rebuild it with this model"
+            )
+        vectors = np.load(d / "vectors.npy", allow_pickle=False)
+        units = pl.read_parquet(d / "units.parquet")
+        index = faiss.read_index(str(d / "index.faiss"))
+        if index.ntotal != units.height or vectors.shape[0] != units.height:
+            raise ValueError(f"the index at {d} is inconsistent (units, vectors, FAISS differ)")
+        return cls(units, vectors, index, manifest)
