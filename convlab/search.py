@@ -51,6 +51,7 @@ class SearchOptions:
         side: only ``question`` or ``answer`` units (qa_pair).
         since: only units at or after this time; until: at or before.
         hybrid: fuse dense and BM25 by reciprocal rank fusion.
+        lexical: BM25 alone, no dense retrieval (the lexical baseline; scores are BM25's).
         rrf_k: the RRF constant (60 in Cormack et al.).
         recency: apply the recency boost; recency_days its horizon; recency_max its size.
         density: apply the session density boost; density_max its size.
@@ -68,6 +69,7 @@ class SearchOptions:
     since: datetime | None = None
     until: datetime | None = None
     hybrid: bool = False
+    lexical: bool = False
     rrf_k: int = 60
     recency: bool = False
     recency_days: float = 14.0
@@ -187,8 +189,10 @@ def search_many(
         scoped: search each query only inside its own ``conversation_id`` (LoCoMo's protocol).
     """
     options = options or SearchOptions()
-    if options.hybrid and bm25 is None:
-        raise ValueError("hybrid search needs a BM25 index over the same units (bm25=...)")
+    if (options.hybrid or options.lexical) and bm25 is None:
+        raise ValueError("hybrid or lexical search needs a BM25 index over the units (bm25=...)")
+    if options.hybrid and options.lexical:
+        raise ValueError("choose hybrid or lexical, not both")
     prep = _Prepared(index, options)
     texts = queries["text"].to_list()
     qvecs = np.asarray(embedder.encode(texts), dtype=np.float32) if texts else None
@@ -244,9 +248,13 @@ def _one(
     if rows is not None and rows.size == 0:
         return _empty_hits().drop("query_id")
     depth = options.depth or max(100, 10 * options.k)
-    s, r = index.search(qvec[None, :], depth, rows=rows)
-    keep = r[0] >= 0
-    dense_rows, dense_scores = r[0][keep], s[0][keep].astype(np.float64)
+    if options.lexical:
+        lex_scores, lex_rows = bm25.search(text, depth, rows=rows)
+        dense_rows, dense_scores = lex_rows, lex_scores.astype(np.float64)
+    else:
+        s, r = index.search(qvec[None, :], depth, rows=rows)
+        keep = r[0] >= 0
+        dense_rows, dense_scores = r[0][keep], s[0][keep].astype(np.float64)
     if options.hybrid:
         _, lex_rows = bm25.search(text, depth, rows=rows)
         fused = rrf([dense_rows.tolist(), lex_rows.tolist()], k=options.rrf_k)

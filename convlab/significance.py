@@ -1,0 +1,115 @@
+"""Is a difference real? Paired tests on per-query scores, Holm correction, bootstrap intervals.
+
+- Paired randomization test (Fisher; Smucker, Allan & Carterette, CIKM 2007): the sign of each
+  per-query difference is flipped at random; p = share of permutations whose |mean| is at least
+  the observed one (seeded, vectorised).
+- Wilcoxon signed-rank test (scipy.stats.wilcoxon).
+- Holm–Bonferroni step-down correction (Holm 1979) of the randomization p-values over every
+  comparison of a metric.
+- 95% percentile bootstrap interval of each system's mean (scipy.stats.bootstrap, seeded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+from scipy import stats
+
+__all__ = ["bootstrap_ci", "compare", "holm", "paired_randomization", "wilcoxon"]
+
+
+def paired_randomization(
+    a: np.ndarray, b: np.ndarray, *, permutations: int = 10_000, seed: int = 0
+) -> float:
+    """Two-sided p-value that the mean of ``a - b`` is zero (sign-flip permutation test)."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if d.size == 0 or not np.any(d):
+        return 1.0
+    rng = np.random.default_rng(seed)
+    observed = abs(d.mean())
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(permutations, d.size))
+    means = np.abs((signs * d).mean(axis=1))
+    return float((np.sum(means >= observed - 1e-12) + 1) / (permutations + 1))
+
+
+def wilcoxon(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided Wilcoxon signed-rank p-value (1.0 when every difference is zero)."""
+    d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
+    if not np.any(d):
+        return 1.0
+    return float(stats.wilcoxon(d, zero_method="wilcox").pvalue)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm-adjusted p-values: sorted ascending, ``p_(i) * (m - i)`` made monotone, capped at 1.
+
+    Example:
+        >>> [round(p, 3) for p in holm([0.01, 0.04, 0.03])]
+        [0.03, 0.06, 0.06]
+    """
+    p = np.asarray(pvalues, dtype=np.float64)
+    m = p.size
+    order = np.argsort(p, kind="stable")
+    adjusted = np.empty(m)
+    running = 0.0
+    for i, idx in enumerate(order):
+        running = max(running, min(1.0, p[idx] * (m - i)))
+        adjusted[idx] = running
+    return adjusted.tolist()
+
+
+def bootstrap_ci(x: np.ndarray, *, level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.size < 2 or np.all(x == x[0]):
+        v = float(x.mean()) if x.size else float("nan")
+        return v, v
+    res = stats.bootstrap(
+        (x,), np.mean, confidence_level=level, n_resamples=2000, method="percentile",
+        random_state=np.random.default_rng(seed),
+    )  # fmt: skip
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def compare(
+    per_query: pl.DataFrame, baseline: str, *, alpha: float = 0.05, seed: int = 0
+) -> pl.DataFrame:
+    """Every system against ``baseline`` on every metric.
+
+    Args:
+        per_query: ``system, query_id, metric, value`` rows.
+        baseline: the system compared against.
+        alpha: significance level after Holm correction.
+
+    Returns:
+        One row per (system, metric): mean, ci_low, ci_high, delta, p_randomization,
+        p_wilcoxon, p_holm, significant.
+    """
+    rows = []
+    for (metric,), part in per_query.group_by("metric", maintain_order=True):
+        wide = part.pivot(on="system", index="query_id", values="value").fill_null(0.0)
+        base = wide[baseline].to_numpy()
+        for system in [c for c in wide.columns if c != "query_id"]:
+            x = wide[system].to_numpy()
+            lo, hi = bootstrap_ci(x, seed=seed)
+            same = system == baseline
+            rows.append({
+                "system": system, "metric": metric, "mean": float(x.mean()),
+                "ci_low": lo, "ci_high": hi, "delta": float(x.mean() - base.mean()),
+                "p_randomization": 1.0 if same else paired_randomization(x, base, seed=seed),
+                "p_wilcoxon": 1.0 if same else wilcoxon(x, base),
+            })  # fmt: skip
+    out = pl.DataFrame(rows)
+    if out.height == 0:
+        return out
+    adjusted = []
+    for (_metric,), part in out.group_by("metric", maintain_order=True):
+        ps = part["p_randomization"].to_list()
+        adjusted.extend(zip(part["system"], part["metric"], holm(ps), strict=True))
+    adj = pl.DataFrame(adjusted, schema=["system", "metric", "p_holm"], orient="row")
+    out = out.join(adj, on=["system", "metric"])
+    return out.with_columns(
+        ((pl.col("p_holm") < alpha) & (pl.col("system") != baseline)).alias("significant")
+    )

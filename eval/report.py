@@ -1,0 +1,118 @@
+"""The Markdown report of an evaluation run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from convlab.evaluate import Evaluation
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    return "" if v is None else str(v)
+
+
+def markdown_table(df: pl.DataFrame) -> str:
+    cols = df.columns
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in df.iter_rows():
+        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def headline(
+    ev: Evaluation, metrics: tuple[str, ...] = ("recall@5", "recall@10", "ndcg@10")
+) -> pl.DataFrame:
+    """Systems x (metrics + coverage@512), each metric marked * when it differs significantly
+    from the baseline (paired randomization, Holm-corrected, alpha 0.05)."""
+    sig = ev.significance.filter(pl.col("metric").is_in(list(metrics)))
+    marks = {
+        (s, m): ("*" if f else "")
+        for s, m, f in sig.select("system", "metric", "significant").iter_rows()
+    }
+    t = ev.table(metrics)
+    return t.with_columns(
+        [
+            pl.struct("system", m)
+            .map_elements(
+                lambda r, m=m: f"{r[m]:.3f}{marks.get((r['system'], m), '')}",
+                return_dtype=pl.String,
+            )
+            .alias(m)
+            for m in metrics
+            if m in t.columns
+        ]
+    )
+
+
+def write_report(ev: Evaluation, out: Path) -> Path:
+    cfg = ev.config
+    data = cfg["data"]
+    parts = [
+        f"# Strategy comparison on {data['name']}",
+        "",
+        f"{data['conversations']} conversations, {data['queries']} queries "
+        f"({data['judged_queries']} with relevant docs), scope: {cfg['config']['scope']}, "
+        f"model `{cfg['model_id']}`, baseline `{cfg['baseline']}`, {cfg['seconds']} s.",
+        f"Data fingerprint `{data['fingerprint'][:16]}`; evidence cleaning: {data['cleaning'] or 'none'}.",
+        "",
+        "## Headline",
+        "",
+        "`*`: differs from the baseline (paired randomization test, Holm-corrected, p < 0.05).",
+        "",
+        markdown_table(headline(ev)),
+        "",
+        "## Per category (recall@5)",
+        "",
+        markdown_table(
+            ev.by_category.filter(pl.col("metric") == "recall@5").pivot(
+                on="category", index="system", values="mean"
+            )
+        ),
+        "",
+        "## Resurrection by budget (mean over queries)",
+        "",
+        markdown_table(
+            ev.budgets.group_by("system", "budget")
+            .agg(
+                pl.col("coverage").mean(),
+                pl.col("answer_contained").mean(),
+                pl.col("tokens_used").mean(),
+                pl.col("redundancy").mean(),
+            )
+            .sort("system", "budget")
+        ),
+        "",
+        "## Significance against the baseline",
+        "",
+        markdown_table(
+            ev.significance.filter(pl.col("metric").is_in(["recall@5", "ndcg@10"])).select(
+                "system",
+                "metric",
+                "mean",
+                "ci_low",
+                "ci_high",
+                "delta",
+                "p_randomization",
+                "p_wilcoxon",
+                "p_holm",
+                "significant",
+            )
+        ),
+        "",
+        "## Units per strategy",
+        "",
+        markdown_table(
+            pl.DataFrame({"strategy": list(cfg["units"]), "units": list(cfg["units"].values())})
+        ),
+        "",
+        "![recall@k](recall_at_k.png) ![coverage](coverage_by_budget.png)",
+        "![by category](recall_by_category.png) ![unit lengths](unit_lengths.png)",
+        "",
+    ]
+    path = out / "report.md"
+    path.write_text("\n".join(parts))
+    return path
