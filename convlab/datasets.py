@@ -51,9 +51,10 @@ def locomo(path: str | Path | None = None) -> LabelledData:
 
 
 def sample(path: str | Path | None = None) -> LabelledData:
-    """The bundled sample corpus (``data/sample``) and ``queries.jsonl`` beside it."""
+    """A labelled folder: transcripts (``transcripts/`` when present, else the folder) and
+    ``queries.jsonl``; by default the bundled sample (``data/sample``)."""
     root = Path(path) if path is not None else sample_data_path()
-    corpus = load(root)
+    corpus = load(root / "transcripts" if (root / "transcripts").is_dir() else root)
     return LabelledData("sample", corpus, read_queries(root / "queries.jsonl"))
 
 

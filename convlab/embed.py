@@ -197,7 +197,7 @@ class CachedEmbedder:
                 path.unlink(missing_ok=True)
                 continue
             self._loaded_segments.add(path.name)
-            base = len(self._keys) + sum(len(v) for v in new_vecs)
+            base = len(self._vectors) + sum(len(v) for v in new_vecs)
             keys = rec["key"]
             keep = []
             for i in range(len(rec)):

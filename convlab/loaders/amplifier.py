@@ -1,0 +1,171 @@
+"""Amplifier session folders: ``sessions/<id>/transcript.jsonl`` + ``metadata.json``.
+
+What it handles (shared/transcripts/FORMATS.md section 1, seeds/002): string or block content;
+both ``tool_calls`` shapes (``[{id, tool, arguments:{}}]`` and OpenAI's
+``{id, type:"function", function:{name, arguments:"json"}}``); the ``thinking_block`` field that
+duplicates the first thinking block (kept once); ``role: tool`` results (``tool`` messages with a
+``tool_result`` block); hook injections (user messages starting with ``<system-reminder>``) and
+cancel notices as ``system`` messages; timestamps top-level or in ``metadata.timestamp``.
+``metadata.json`` gives the session id, the name (title), ``created`` and the parent of a sub-agent
+or fork; it and ``events.jsonl`` / ``*.backup`` are companion files, never read on their own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from convlab.loaders.base import BlockRow, CorpusBuilder, iter_json_lines, json_text, parse_time
+from convlab.loaders.registry import register_format
+
+__all__ = ["AmplifierReader"]
+
+INJECTED = ("<system-reminder>", "The previous operation was cancelled")
+
+
+def _tool_call(call: Any) -> BlockRow | None:
+    if not isinstance(call, dict):
+        return None
+    fn = call.get("function")
+    if isinstance(fn, dict):  # OpenAI shape: arguments is JSON text
+        args = fn.get("arguments")
+        try:
+            parsed = json.loads(args) if isinstance(args, str) else args
+        except ValueError:
+            parsed = args
+        return BlockRow("tool_call", "", tool_name=str(fn.get("name") or ""),
+                        tool_input=json_text(parsed if parsed is not None else {}))  # fmt: skip
+    name = call.get("tool") or call.get("name")
+    return BlockRow("tool_call", "", tool_name=str(name or ""),
+                    tool_input=json_text(call.get("arguments", call.get("input", {}))))  # fmt: skip
+
+
+def _content_blocks(content: Any) -> list[BlockRow] | None:
+    if isinstance(content, str):
+        return [BlockRow("text", content)] if content.strip() else []
+    if not isinstance(content, list):
+        return None
+    out: list[BlockRow] = []
+    for b in content:
+        if isinstance(b, str):
+            out.append(BlockRow("text", b))
+            continue
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t == "text" and isinstance(b.get("text"), str):
+            if b["text"].strip():
+                out.append(BlockRow("text", b["text"]))
+        elif t in ("thinking", "reasoning"):
+            text = b.get("thinking") or b.get("content") or b.get("summary") or ""
+            out.append(BlockRow("thinking", text if isinstance(text, str) else json_text(text)))
+        elif t == "redacted_thinking":
+            out.append(BlockRow("thinking", "[redacted thinking]"))
+        elif t == "tool_call":
+            call = _tool_call(b)
+            if call is not None:
+                out.append(call)
+        elif t == "tool_result":
+            output = b.get("output", "")
+            out.append(
+                BlockRow("tool_result", output if isinstance(output, str) else json_text(output))
+            )
+        elif t == "image":
+            out.append(BlockRow("image", ""))
+        else:
+            out.append(
+                BlockRow("other", b.get("text", "") if isinstance(b.get("text"), str) else "")
+            )
+    return out
+
+
+@register_format
+class AmplifierReader:
+    """Reader for Amplifier ``transcript.jsonl`` files (with ``metadata.json`` beside them)."""
+
+    name = "amplifier"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        """A ``transcript.jsonl`` whose lines carry ``role``."""
+        return path.name == "transcript.jsonl" and b'"role"' in head
+
+    def companion(self, path: Path) -> bool:
+        """metadata.json, events.jsonl and backups inside a session folder."""
+        if not (path.parent / "transcript.jsonl").exists() or path.name == "transcript.jsonl":
+            return False
+        return path.name in ("metadata.json", "events.jsonl") or path.suffix == ".backup"
+
+    def read(self, path: Path, builder: CorpusBuilder) -> int:
+        """Read one session's transcript with its metadata."""
+        meta: dict[str, Any] = {}
+        mpath = path.parent / "metadata.json"
+        if mpath.exists():
+            try:
+                loaded = json.loads(mpath.read_text(encoding="utf-8"))
+                meta = loaded if isinstance(loaded, dict) else {}
+            except (ValueError, UnicodeDecodeError):
+                builder.skip(mpath, 1, "metadata.json is not valid JSON")
+        cid = str(meta.get("session_id") or path.parent.name)
+        parent = meta.get("parent_id")
+        builder.conversation(
+            cid, source_format=self.name, source_path=path,
+            title=meta.get("name") if isinstance(meta.get("name"), str) else None,
+            kind="chat", parent_id=str(parent) if parent else None,
+        )  # fmt: skip
+        sub = parent is not None and meta.get("agent_name") is not None
+        lines = 0
+        for number, rec in iter_json_lines(path, builder):
+            lines = number
+            role = rec.get("role")
+            if role in ("system", "developer"):
+                role = "system"
+            if role not in ("user", "assistant", "tool", "system"):
+                builder.skip(path, number, f"unknown role {role!r}")
+                continue
+            md = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+            when = parse_time(rec.get("timestamp")) or parse_time(md.get("timestamp"))
+            if role == "tool":
+                content = rec.get("content")
+                text = content if isinstance(content, str) else json_text(content)
+                builder.message(
+                    cid, "tool",
+                    [BlockRow("tool_result", text, tool_name=rec.get("name") if isinstance(
+                        rec.get("name"), str) else None)],
+                    source_path=path, source_line=number, timestamp=when, is_sidechain=sub,
+                    speaker=rec.get("name") if isinstance(rec.get("name"), str) else None,
+                )  # fmt: skip
+                continue
+            blocks = _content_blocks(rec.get("content"))
+            if blocks is None:
+                builder.skip(path, number, "content is not a string or a list")
+                continue
+            if role == "assistant":
+                tb = rec.get("thinking_block")
+                if isinstance(tb, dict) and not any(b.block_type == "thinking" for b in blocks):
+                    text = tb.get("thinking") or tb.get("content") or ""
+                    if isinstance(text, str) and text:
+                        blocks.insert(0, BlockRow("thinking", text))
+                calls = rec.get("tool_calls")
+                if isinstance(calls, list):
+                    for call in calls:
+                        row = _tool_call(call)
+                        if row is not None:
+                            blocks.append(row)
+            text = "".join(b.text for b in blocks if b.block_type == "text").lstrip()
+            real = False
+            if role == "user":
+                if rec.get("tool_call_id") is not None or text.startswith(INJECTED):
+                    role = "system"
+                elif any(b.block_type == "tool_result" for b in blocks):
+                    role = "tool"
+                else:
+                    real = bool(text)
+            if not blocks:
+                builder.record()
+                continue
+            builder.message(
+                cid, role, blocks, source_path=path, source_line=number, timestamp=when,
+                is_real_user=real, is_sidechain=sub,
+            )  # fmt: skip
+        return lines

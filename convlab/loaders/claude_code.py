@@ -1,0 +1,259 @@
+"""Claude Code session JSONL (``~/.claude/projects/<cwd slug>/<sessionId>.jsonl``).
+
+What it handles (see shared/transcripts/FORMATS.md section 2):
+
+- v2.x writes one content block per assistant line; lines sharing ``message.id`` are one message
+  (their blocks merged in order, ``usage`` not summed);
+- tool results arrive as ``type:user`` lines holding ``tool_result`` blocks: such a line becomes a
+  ``tool`` message (``tool_result`` blocks, ``is_error`` kept);
+- injected lines that are not a human prompt become ``system`` messages: ``isMeta`` lines,
+  ``<system-reminder>``, ``<command-name>``/``<local-command-stdout>``, ``<task-notification>``,
+  ``[Request interrupted ...]``, ``Caveat:`` notes, compaction summaries (``isCompactSummary``),
+  ``system/local_command`` lines;
+- records that are not messages (``summary`` -- its text becomes the title --,
+  ``file-history-snapshot``, ``progress`` -- which duplicates sub-agent messages and is not
+  re-emitted --, ``queue-operation``, ``last-prompt``, other ``system`` subtypes) are counted;
+- sub-agent files (``agent-*.jsonl`` beside the session, v2.0.x, or
+  ``<sessionId>/subagents/agent-*.jsonl``, v2.1.x) are conversations of their own, with
+  ``parent_id`` = the session and every message ``is_sidechain``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from convlab.loaders.base import (
+    BlockRow,
+    CorpusBuilder,
+    iter_json_lines,
+    json_text,
+    parse_time,
+)
+from convlab.loaders.registry import register_format
+
+__all__ = ["ClaudeCodeReader"]
+
+RECORD_TYPES = frozenset(
+    {"user", "assistant", "system", "summary", "file-history-snapshot", "progress",
+     "queue-operation", "last-prompt"}
+)  # fmt: skip
+INJECTED_PREFIXES = (
+    "<system-reminder>",
+    "<command-name>",
+    "<command-message>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<task-notification>",
+    "[Request interrupted",
+    "Caveat: The messages below",
+    "<user-prompt-submit-hook>",
+)
+
+
+@dataclass
+class _Pending:
+    """A message not yet handed to the builder (assistant lines are merged by message id)."""
+
+    role: str
+    blocks: list[BlockRow]
+    line: int
+    timestamp: datetime | None
+    real: bool = False
+    sidechain: bool = False
+    external_id: str | None = None
+    message_id: str | None = None
+    followers: list[_Pending] = field(default_factory=list)
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def _blocks(content: list[Any]) -> list[BlockRow]:
+    out: list[BlockRow] = []
+    for b in content:
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t == "text":
+            text = b.get("text")
+            if isinstance(text, str) and text.strip():
+                out.append(BlockRow("text", text))
+        elif t == "thinking":
+            text = b.get("thinking")
+            if isinstance(text, str) and text.strip():
+                out.append(BlockRow("thinking", text))
+        elif t == "redacted_thinking":
+            out.append(BlockRow("thinking", "[redacted thinking]"))
+        elif t == "tool_use":
+            out.append(
+                BlockRow("tool_call", "", tool_name=str(b.get("name") or ""),
+                         tool_input=json_text(b.get("input", {})))
+            )  # fmt: skip
+        elif t == "tool_result":
+            out.append(
+                BlockRow("tool_result", _text_of(b.get("content")),
+                         is_error=bool(b.get("is_error")))
+            )  # fmt: skip
+        elif t == "image":
+            out.append(BlockRow("image", ""))
+        else:
+            text = b.get("text") if isinstance(b.get("text"), str) else ""
+            out.append(BlockRow("other", text))
+    return out
+
+
+@register_format
+class ClaudeCodeReader:
+    """Reader for Claude Code session files and their sub-agent files."""
+
+    name = "claude_code"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        """A JSONL file whose first records carry Claude Code's fields."""
+        if path.suffix.lower() != ".jsonl":
+            return False
+        text = head.decode("utf-8", "ignore")
+        if '"sessionId"' in text and ('"parentUuid"' in text or '"uuid"' in text):
+            return True
+        first = text.lstrip().split("\n", 1)[0]
+        return first.startswith('{"type":"summary"') or '"leafUuid"' in first
+
+    def companion(self, path: Path) -> bool:
+        """Claude Code has no side files that are read with a session."""
+        return False
+
+    def read(self, path: Path, builder: CorpusBuilder) -> int:
+        """Read one session or sub-agent file."""
+        is_agent = path.name.startswith("agent-")
+        conv: str | None = None
+        title: str | None = None
+        parent: str | None = None
+        pending: _Pending | None = None
+        lines = 0
+
+        def open_conv(session: str | None) -> str:
+            nonlocal conv, parent
+            if conv is None:
+                if is_agent:
+                    conv = f"{session or path.parent.name}:{path.stem}"
+                    parent = session or (
+                        path.parent.parent.name if path.parent.name == "subagents" else None
+                    )
+                else:
+                    conv = session or path.stem
+                builder.conversation(
+                    conv, source_format=self.name, source_path=path, kind="chat", parent_id=parent
+                )
+            return conv
+
+        def flush() -> None:
+            nonlocal pending
+            if pending is None:
+                return
+            cid = open_conv(None)
+            for p in (pending, *pending.followers):
+                if not p.blocks:
+                    builder.record()
+                    continue
+                builder.message(
+                    cid, p.role, p.blocks, source_path=path, source_line=p.line,
+                    timestamp=p.timestamp, is_real_user=p.real, is_sidechain=p.sidechain,
+                    external_id=p.external_id,
+                )  # fmt: skip
+            pending = None
+
+        for number, rec in iter_json_lines(path, builder):
+            lines = number
+            kind = rec.get("type")
+            if not isinstance(kind, str):
+                builder.skip(path, number, "record without a type")
+                continue
+            if kind == "summary":
+                if title is None and isinstance(rec.get("summary"), str):
+                    title = rec["summary"]
+                builder.record()
+                continue
+            if kind not in ("user", "assistant", "system"):
+                builder.record()
+                continue
+            session = rec.get("sessionId") if isinstance(rec.get("sessionId"), str) else None
+            open_conv(session)
+            when = parse_time(rec.get("timestamp"))
+            side = bool(rec.get("isSidechain")) or is_agent
+            uuid = rec.get("uuid") if isinstance(rec.get("uuid"), str) else None
+            if kind == "system":
+                content = rec.get("content")
+                if rec.get("subtype") == "local_command" and isinstance(content, str):
+                    flush()
+                    pending = _Pending("system", [BlockRow("text", content)], number, when,
+                                       sidechain=side, external_id=uuid)  # fmt: skip
+                else:
+                    builder.record()
+                continue
+            msg = rec.get("message")
+            if not isinstance(msg, dict):
+                builder.skip(path, number, f"{kind} record without a message object")
+                continue
+            content = msg.get("content")
+            if isinstance(content, str):
+                content = [{"type": "text", "text": content}]
+            if not isinstance(content, list):
+                builder.skip(path, number, f"{kind} message content is not a string or a list")
+                continue
+            blocks = _blocks(content)
+            if kind == "assistant":
+                mid = msg.get("id") if isinstance(msg.get("id"), str) else None
+                if (
+                    pending is not None
+                    and pending.role == "assistant"
+                    and mid
+                    and (pending.message_id == mid)
+                ):
+                    pending.blocks.extend(blocks)
+                    builder.record()
+                    continue
+                flush()
+                pending = _Pending("assistant", blocks, number, when, sidechain=side,
+                                   external_id=uuid, message_id=mid)  # fmt: skip
+                continue
+            # user lines: a tool-result carrier, an injected line, or a human prompt
+            types = {b.block_type for b in blocks}
+            if (
+                "tool_result" in types
+                and types <= {"tool_result", "image", "text"}
+                and not (types & {"text"} and not types - {"text", "image"})
+            ):
+                carrier = _Pending("tool", blocks, number, when, sidechain=side, external_id=uuid)
+                if pending is not None and pending.role == "assistant":
+                    pending.followers.append(carrier)
+                else:
+                    flush()
+                    pending = carrier
+                continue
+            flush()
+            text = _text_of(content).lstrip()
+            injected = (
+                bool(rec.get("isMeta"))
+                or bool(rec.get("isCompactSummary"))
+                or text.startswith(INJECTED_PREFIXES)
+                or (side and text.strip() == "Warmup")
+            )
+            real = not injected and "text" in types
+            pending = _Pending("system" if injected else "user", blocks, number, when,
+                               real=real, sidechain=side, external_id=uuid)  # fmt: skip
+        flush()
+        if conv is not None and title:
+            builder.conversation(conv, source_format=self.name, source_path=path, title=title)
+        elif conv is None and title:
+            builder.record()
+        return lines
