@@ -1,6 +1,14 @@
 """Transcript readers, one module per format; importing this package registers them all."""
 
-from convlab.loaders import amplifier, claude_code, locomo  # noqa: F401  (register formats)
+from convlab.loaders import (  # noqa: F401  (register the formats; order = detection order)
+    amplifier,
+    chatgpt,
+    claude_code,
+    codex,
+    locomo,
+    sharegpt,
+    message_lists,
+)
 from convlab.loaders.base import Corpus, CorpusBuilder, LoadError, LoadReport
 from convlab.loaders.registry import FORMATS, detect, load, load_files, register_format
 

@@ -1,0 +1,191 @@
+"""Plain message lists: OpenAI chat messages and Anthropic Messages API conversations.
+
+Shapes accepted, as a JSON file or JSONL (one conversation per line): a list of messages,
+``{"messages": [...]}`` (OpenAI fine-tune records may also carry ``tools``), or a list of such
+objects. OpenAI: roles system/developer/user/assistant/tool, content a string, null or a list of
+parts (``text``, ``image_url``, ...), ``tool_calls`` with JSON-text arguments, ``role: tool``
+results. Anthropic: a top-level ``system`` (string or text blocks) outside ``messages``, roles
+user/assistant only, blocks text/image/document/thinking/redacted_thinking/tool_use/tool_result;
+a user message holding only ``tool_result`` blocks is a ``tool`` message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from convlab.loaders.base import BlockRow, CorpusBuilder, LoadError, json_text
+from convlab.loaders.registry import register_format
+
+__all__ = ["AnthropicReader", "OpenAIReader"]
+
+
+def _records(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, Any]]:
+    """(line, conversation) pairs: the whole file as JSON, or JSONL line by line."""
+    raw = path.read_bytes()
+    try:
+        data = json.loads(raw)
+    except UnicodeDecodeError:
+        raise LoadError(path, 1, "invalid UTF-8") from None
+    except ValueError:
+        from convlab.loaders.base import iter_json_lines
+
+        yield from iter_json_lines(path, builder)
+        return
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "role" in data[0]:
+        yield 1, {"messages": data}
+    elif isinstance(data, list):
+        for item in data:
+            yield 1, item
+    else:
+        yield 1, data
+
+
+def _convert_blocks(content: Any, anthropic: bool) -> list[BlockRow] | None:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [BlockRow("text", content)] if content.strip() else []
+    if not isinstance(content, list):
+        return None
+    out: list[BlockRow] = []
+    for b in content:
+        if isinstance(b, str):
+            out.append(BlockRow("text", b))
+            continue
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t in ("text", "input_text", "output_text"):
+            if isinstance(b.get("text"), str) and b["text"].strip():
+                out.append(BlockRow("text", b["text"]))
+        elif t in ("image", "image_url", "input_image", "document", "input_audio"):
+            out.append(BlockRow("image" if "image" in str(t) else "other"))
+        elif t == "thinking":
+            out.append(BlockRow("thinking", str(b.get("thinking", ""))))
+        elif t == "redacted_thinking":
+            out.append(BlockRow("thinking", "[redacted thinking]"))
+        elif t in ("tool_use", "server_tool_use"):
+            out.append(BlockRow("tool_call", "", tool_name=str(b.get("name") or ""),
+                                tool_input=json_text(b.get("input", {}))))  # fmt: skip
+        elif t == "tool_result":
+            c = b.get("content")
+            text = c if isinstance(c, str) else "\n".join(
+                x.get("text", "") for x in c or [] if isinstance(x, dict))  # fmt: skip
+            out.append(BlockRow("tool_result", text, is_error=bool(b.get("is_error"))))
+        else:
+            out.append(
+                BlockRow("other", b.get("text", "") if isinstance(b.get("text"), str) else "")
+            )
+    return out
+
+
+def _read(reader: Any, path: Path, builder: CorpusBuilder, anthropic: bool) -> int:
+    n = 0
+    for i, (line, rec) in enumerate(_records(path, builder)):
+        n = max(n, line)
+        messages = rec.get("messages") if isinstance(rec, dict) else None
+        if not isinstance(messages, list):
+            builder.skip(path, line, "conversation without a messages list")
+            continue
+        cid = str(rec.get("id") or f"{path.stem}-{i}")
+        builder.conversation(cid, source_format=reader.name, source_path=path)
+        system = rec.get("system")
+        if system:
+            blocks = _convert_blocks(system, anthropic)
+            if blocks:
+                builder.message(cid, "system", blocks, source_path=path, source_line=line)
+        for j, m in enumerate(messages):
+            if not isinstance(m, dict):
+                builder.skip(path, line, f"message {j} is not an object")
+                continue
+            role = m.get("role")
+            if role == "developer":
+                role = "system"
+            if role not in ("system", "user", "assistant", "tool"):
+                builder.skip(path, line, f"message {j} has unknown role {role!r}")
+                continue
+            blocks = _convert_blocks(m.get("content"), anthropic)
+            if blocks is None:
+                builder.skip(path, line, f"message {j} content is not a string, list or null")
+                continue
+            if role == "tool":
+                blocks = [BlockRow("tool_result", b.text) if b.block_type == "text" else b
+                          for b in blocks] or [BlockRow("tool_result", "")]  # fmt: skip
+            for call in m.get("tool_calls") or []:
+                fn = call.get("function") if isinstance(call, dict) else None
+                if isinstance(fn, dict):
+                    args = fn.get("arguments")
+                    try:
+                        parsed = json.loads(args) if isinstance(args, str) else args
+                    except ValueError:
+                        parsed = {"arguments": args}
+                    blocks.append(BlockRow("tool_call", "", tool_name=str(fn.get("name") or ""),
+                                           tool_input=json_text(parsed or {})))  # fmt: skip
+            types = {b.block_type for b in blocks}
+            if role == "user" and types and types <= {"tool_result", "image"}:
+                role = "tool"
+            if not blocks:
+                builder.record()
+                continue
+            builder.message(
+                cid, role, blocks, source_path=path, source_line=line,
+                is_real_user=role == "user" and "text" in types,
+                speaker=m.get("name") if isinstance(m.get("name"), str) else None,
+            )  # fmt: skip
+    return n
+
+
+@register_format
+class AnthropicReader:
+    """Anthropic Messages API conversations."""
+
+    name = "anthropic"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        """Messages with Anthropic's tool blocks, or a top-level system beside messages."""
+        if path.suffix.lower() not in (".json", ".jsonl") or b'"messages"' not in head:
+            return False
+        return (
+            b'"tool_use"' in head
+            or b'"tool_result"' in head
+            or (
+                b'"system"' in head
+                and b'"role": "system"' not in head
+                and b'"role":"system"' not in head
+            )
+        )
+
+    def companion(self, path: Path) -> bool:
+        """No side files."""
+        return False
+
+    def read(self, path: Path, builder: CorpusBuilder) -> int:
+        """Read every conversation in the file."""
+        return _read(self, path, builder, anthropic=True)
+
+
+@register_format
+class OpenAIReader:
+    """OpenAI chat message lists and fine-tune JSONL."""
+
+    name = "openai"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        """Messages with role and content (and no ShareGPT or Claude Code fields)."""
+        if path.suffix.lower() not in (".json", ".jsonl"):
+            return False
+        text = head.replace(b" ", b"")
+        if b'"sessionId"' in text or b'"conversations"' in text or b'"value"' in text:
+            return False
+        return b'"role"' in text and b'"content"' in text
+
+    def companion(self, path: Path) -> bool:
+        """No side files."""
+        return False
+
+    def read(self, path: Path, builder: CorpusBuilder) -> int:
+        """Read every conversation in the file."""
+        return _read(self, path, builder, anthropic=False)

@@ -1,0 +1,126 @@
+"""ShareGPT and its variants (FastChat, LLaMA-Factory).
+
+Canonical: ``[{"id"?, "conversations": [{"from": "human"|"gpt"|"system"|"function_call"|
+"observation", "value": str}], "system"?, "tools"?}]``. Variants: ``messages`` with ``role`` and
+``content``; LLaMA-Factory typed blocks ``{"type": "text"|"reasoning"|"tool_call", "value"}``;
+JSON list or JSONL. ``function_call`` turns are assistant tool calls, ``observation`` turns tool
+results; ``<image>`` placeholders stay in the text.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from convlab.loaders.base import BlockRow, CorpusBuilder, json_text
+from convlab.loaders.message_lists import _records
+from convlab.loaders.registry import register_format
+
+__all__ = ["ShareGPTReader"]
+
+ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+         "chatgpt": "assistant", "bard": "assistant", "system": "system",
+         "function_call": "assistant", "observation": "tool", "tool": "tool",
+         "function": "tool"}  # fmt: skip
+
+
+def _call(value: str) -> BlockRow:
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return BlockRow(
+            "tool_call", "", tool_name="function", tool_input=json_text({"input": value})
+        )
+    if isinstance(data, dict):
+        return BlockRow("tool_call", "", tool_name=str(data.get("name") or "function"),
+                        tool_input=json_text(data.get("arguments", {})))  # fmt: skip
+    return BlockRow("tool_call", "", tool_name="function", tool_input=json_text(data))
+
+
+def _blocks(role_key: str, value: Any) -> list[BlockRow] | None:
+    if isinstance(value, str):
+        if role_key == "function_call":
+            return [_call(value)]
+        if role_key == "observation":
+            return [BlockRow("tool_result", value)]
+        return [BlockRow("text", value)] if value.strip() else []
+    if isinstance(value, list):
+        out = []
+        for b in value:
+            if not isinstance(b, dict):
+                continue
+            t, v = b.get("type"), b.get("value", b.get("text", ""))
+            v = v if isinstance(v, str) else json_text(v)
+            if t == "reasoning":
+                out.append(BlockRow("thinking", v))
+            elif t == "tool_call":
+                out.append(_call(v))
+            elif t in ("text", None):
+                if v.strip():
+                    out.append(
+                        BlockRow(
+                            "tool_result" if role_key in ("observation", "tool") else "text", v
+                        )
+                    )
+            else:
+                out.append(BlockRow("other", v))
+        return out
+    return None
+
+
+@register_format
+class ShareGPTReader:
+    """Reader for ShareGPT-style datasets."""
+
+    name = "sharegpt"
+
+    def sniff(self, path: Path, head: bytes) -> bool:
+        """``conversations`` with ``from``/``value``, or typed blocks with ``value``."""
+        if path.suffix.lower() not in (".json", ".jsonl"):
+            return False
+        text = head.replace(b" ", b"")
+        return (b'"from"' in text and b'"value"' in text) or (
+            b'"messages"' in text and b'"value"' in text and b'"type"' in text
+        )
+
+    def companion(self, path: Path) -> bool:
+        """No side files."""
+        return False
+
+    def read(self, path: Path, builder: CorpusBuilder) -> int:
+        """Read every record of the file."""
+        n = 0
+        for i, (line, rec) in enumerate(_records(path, builder)):
+            n = max(n, line)
+            if not isinstance(rec, dict):
+                builder.skip(path, line, "record is not an object")
+                continue
+            turns = rec.get("conversations", rec.get("messages"))
+            if not isinstance(turns, list):
+                builder.skip(path, line, "record without conversations or messages")
+                continue
+            cid = str(rec.get("id") or f"{path.stem}-{i}")
+            builder.conversation(cid, source_format=self.name, source_path=path)
+            if isinstance(rec.get("system"), str) and rec["system"].strip():
+                builder.message(cid, "system", [BlockRow("text", rec["system"])],
+                                source_path=path, source_line=line)  # fmt: skip
+            for j, t in enumerate(turns):
+                if not isinstance(t, dict):
+                    builder.skip(path, line, f"turn {j} is not an object")
+                    continue
+                key = t.get("from", t.get("role"))
+                role = ROLES.get(str(key))
+                if role is None:
+                    builder.skip(path, line, f"turn {j} has unknown speaker {key!r}")
+                    continue
+                blocks = _blocks(str(key), t.get("value", t.get("content")))
+                if blocks is None:
+                    builder.skip(path, line, f"turn {j} has no text")
+                    continue
+                if not blocks:
+                    builder.record()
+                    continue
+                builder.message(cid, role, blocks, source_path=path, source_line=line,
+                                is_real_user=role == "user")  # fmt: skip
+        return n
