@@ -1,0 +1,40 @@
+"""Small builders shared by tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import polars as pl
+
+from convlab import schema
+from convlab.loaders.base import BlockRow, Corpus, CorpusBuilder
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def corpus(convs: dict[str, list[tuple]], kind: str = "chat") -> Corpus:
+    """Conversations of (role, text[, is_real_user[, speaker]]) messages."""
+    b = CorpusBuilder(strict=True)
+    for cid, msgs in convs.items():
+        b.conversation(cid, source_format="test", source_path="test", kind=kind)
+        for i, m in enumerate(msgs):
+            role, text = m[0], m[1]
+            real = m[2] if len(m) > 2 else role == "user"
+            speaker = m[3] if len(m) > 3 else None
+            blocks = text if isinstance(text, list) else [BlockRow("text", text)]
+            b.message(cid, role, blocks, source_path="test", source_line=i + 1,
+                      timestamp=T0 + timedelta(minutes=i), is_real_user=real, speaker=speaker)  # fmt: skip
+    return b.build()
+
+
+def sentences_frame(rows: list[tuple]) -> pl.DataFrame:
+    """Sentences from (turn, message, role, sentence_index, sentence_in_message, text, n_tokens)."""
+    out = []
+    for pos, (turn, msg, role, si, sim, text, n) in enumerate(rows):
+        out.append({
+            "chunk_id": schema.chunk_id("c", turn, role, si), "conversation_id": "c",
+            "turn_index": turn, "message_index": msg, "block_index": 0, "role": role,
+            "sentence_index": si, "sentence_in_message": sim, "position": pos,
+            "timestamp": T0, "text": text, "n_tokens": n,
+        })  # fmt: skip
+    return schema.frame(out, schema.SENTENCES)
