@@ -1,7 +1,8 @@
 """BM25 over the same units as the dense index (bm25s, Snowball-stemmed, English stopwords).
 
 BM25 (Robertson & Zaragoza, 2009) with bm25s's defaults (Lucene variant, k1=1.5, b=0.75):
-``score(q, d) = sum_t idf(t) * tf(t,d) * (k1+1) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))``.
+``score(q, d) = sum_t idf(t) * tf(t,d) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))`` with
+``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``.
 On LoCoMo lexical search is a serious baseline, not a formality.
 """
 

@@ -1,0 +1,170 @@
+"""Search and rankers, with expected values worked out by hand."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import polars as pl
+import pytest
+
+from convlab import schema
+from convlab.embed import HashEmbedder, embed_texts
+from convlab.index import VectorIndex
+from convlab.lexical import BM25Index
+from convlab.rankers import density_boost, mmr, recency_boost, rrf, top_conversations
+from convlab.search import SearchOptions, search, search_many
+
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def test_rrf_by_hand() -> None:
+    fused = rrf([["d1", "d2", "d3"], ["d3", "d4", "d1"]])
+    assert fused["d1"] == pytest.approx(1 / 61 + 1 / 63)
+    assert fused["d3"] == pytest.approx(1 / 63 + 1 / 61)
+    assert fused["d4"] == pytest.approx(1 / 62)
+
+
+def test_recency_by_hand() -> None:
+    times = [NOW, NOW - timedelta(days=7), NOW - timedelta(days=14), NOW - timedelta(days=30), None]
+    out = recency_boost(np.ones(5), times, NOW)
+    assert out.tolist() == pytest.approx([1.2, 1.1, 1.0, 1.0, 1.0])
+
+
+def test_density_by_hand() -> None:
+    out = density_boost(np.ones(7), ["a", "b", "b", "c", "c", "c", "c"])
+    # a: 1 hit -> 0; b: 2 hits -> 0.15 * 1/3 = 5%; c: 4 hits -> 0.15 * min(1, 3/3) = 15%
+    assert out.tolist() == pytest.approx([1.0, 1.05, 1.05, 1.15, 1.15, 1.15, 1.15])
+
+
+def test_mmr_by_hand() -> None:
+    # d0 and d1 are near-duplicates, d2 is different; relevance 0.9, 0.85, 0.6.
+    v = np.array([[1.0, 0.0], [0.995, 0.0998], [0.0, 1.0]])
+    # lambda 0.5: pick d0 (0.45); then d1: 0.425 - 0.5*0.995 < 0; d2: 0.3 - 0 = 0.3 -> d2
+    assert mmr(np.array([0.9, 0.85, 0.6]), v, 3, lam=0.5) == [0, 2, 1]
+    assert mmr(np.array([0.9, 0.85, 0.6]), v, 3, lam=1.0) == [0, 1, 2]
+
+
+def test_top_conversations_floor() -> None:
+    ids = np.array(["a", "b", "c"])
+    cents = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], dtype=np.float32)
+    assert top_conversations(np.array([1.0, 0.0]), ids, cents, 3, floor=0.5) == ["a", "b"]
+
+
+TEXTS = [
+    # conversation, turn, role, text, days before NOW
+    ("c1", 0, "user", "nginx websocket upgrade header missing", 20),
+    ("c1", 0, "assistant", "add proxy_http_version and the upgrade header", 20),
+    ("c1", 1, "user", "socket closes after sixty seconds idle timeout", 20),
+    ("c2", 0, "user", "postgres index concurrently without locking writes", 1),
+    ("c2", 1, "assistant", "drop the invalid index and rebuild it", 1),
+    ("c3", 0, "user", "websocket timeout in kubernetes ingress", 2),
+]
+
+
+@pytest.fixture(scope="module")
+def setup() -> tuple[VectorIndex, HashEmbedder, BM25Index]:
+    rows = []
+    for i, (c, t, role, text, days) in enumerate(TEXTS):
+        rows.append({"unit_id": f"u{i}", "strategy": "isolated", "conversation_id": c,
+                     "turn_index": t, "message_index": i, "doc_ids": [f"{c}:t{t}"], "role": role,
+                     "text": text, "n_tokens": 10, "chunk_ids": [f"k{i}"],
+                     "timestamp": NOW - timedelta(days=days)})  # fmt: skip
+    units = schema.frame(rows, schema.UNITS)
+    emb = HashEmbedder(256)
+    idx = VectorIndex.build(units, embed_texts(units["text"].to_list(), emb), model_id=emb.model_id)
+    return idx, emb, BM25Index.build(units)
+
+
+def test_best_unit_per_doc(setup) -> None:  # type: ignore[no-untyped-def]
+    idx, emb, _ = setup
+    hits = search(idx, "nginx websocket upgrade header", 10, embedder=emb)
+    assert hits["doc_id"].is_unique().all()
+    assert hits["rank"].to_list() == list(range(1, hits.height + 1))
+    assert hits["doc_id"][0] == "c1:t0"
+    # c1:t0 has two units; its score is the better one's cosine
+    q = emb.encode(["nginx websocket upgrade header"])[0]
+    best = max(q @ idx.vectors(np.array([0, 1])).T)
+    assert hits["score"][0] == pytest.approx(best, abs=1e-6)
+    assert list(hits.columns[:9]) == list(schema.HITS)
+
+
+def test_filters_and_scope(setup) -> None:  # type: ignore[no-untyped-def]
+    idx, emb, _ = setup
+    only_c2 = search(idx, "index", 10, embedder=emb, options=SearchOptions(conversations=("c2",)))
+    assert set(only_c2["conversation_id"]) == {"c2"}
+    users = search(idx, "websocket", 10, embedder=emb, options=SearchOptions(roles=("user",)))
+    assert set(users["role"]) == {"user"}
+    recent = search(idx, "websocket", 10, embedder=emb,
+                    options=SearchOptions(since=NOW - timedelta(days=5)))  # fmt: skip
+    assert set(recent["conversation_id"]) <= {"c2", "c3"}
+    none = search(idx, "x", 10, embedder=emb, options=SearchOptions(conversations=("zz",)))
+    assert none.height == 0
+    q = pl.DataFrame({"query_id": ["a", "b"], "text": ["websocket", "index"],
+                      "conversation_id": ["c3", "c2"]})  # fmt: skip
+    many = search_many(idx, q, embedder=emb, scoped=True)
+    assert dict(many.group_by("query_id").agg(pl.col("conversation_id").unique()).iter_rows()) \
+        == {"a": ["c3"], "b": ["c2"]}  # fmt: skip
+
+
+def test_hybrid_and_lexical(setup) -> None:  # type: ignore[no-untyped-def]
+    idx, emb, bm25 = setup
+    with pytest.raises(ValueError, match="BM25 index"):
+        search(idx, "x", embedder=emb, options=SearchOptions(hybrid=True))
+    lex = search(idx, "invalid index rebuild", 3, embedder=emb,
+                 options=SearchOptions(lexical=True), bm25=bm25)  # fmt: skip
+    assert lex["doc_id"][0] == "c2:t1"
+    hyb = search(idx, "invalid index rebuild", 3, embedder=emb,
+                 options=SearchOptions(hybrid=True), bm25=bm25)  # fmt: skip
+    # the doc first in both rankings gets 1/61 + 1/61
+    assert hyb["doc_id"][0] == "c2:t1"
+    assert hyb["score"][0] == pytest.approx(2 / 61)
+
+
+def test_recency_reorders_close_scores(setup) -> None:  # type: ignore[no-untyped-def]
+    idx, emb, _ = setup
+    plain = search(idx, "websocket timeout", 5, embedder=emb)
+    boosted = search(idx, "websocket timeout", 5, embedder=emb,
+                     options=SearchOptions(recency=True, now=NOW))  # fmt: skip
+    s_plain = dict(zip(plain["doc_id"], plain["score"], strict=True))
+    s_boost = dict(zip(boosted["doc_id"], boosted["score"], strict=True))
+    # c3 is 2 days old: x (1 + 0.2 * (1 - 2/14)); c1 is 20 days old: unchanged
+    assert s_boost["c3:t0"] == pytest.approx(s_plain["c3:t0"] * (1 + 0.2 * 12 / 14))
+    assert s_boost["c1:t1"] == pytest.approx(s_plain["c1:t1"])
+
+
+def test_hierarchical_floor(setup) -> None:  # type: ignore[no-untyped-def]
+    idx, emb, _ = setup
+    hits = search(idx, "postgres index concurrently", 10, embedder=emb,
+                  options=SearchOptions(hierarchical=True, top_conversations=1))  # fmt: skip
+    assert set(hits["conversation_id"]) == {"c2"}
+    none = search(idx, "postgres index", 10, embedder=emb,
+                  options=SearchOptions(hierarchical=True, conversation_floor=0.99))  # fmt: skip
+    assert none.height == 0
+
+
+def test_options_validation() -> None:
+    with pytest.raises(ValueError, match="k must be"):
+        SearchOptions(k=0)
+    with pytest.raises(ValueError, match="side must be"):
+        SearchOptions(side="middle")
+
+
+def test_bm25_against_hand_computation() -> None:
+    # 3 docs; query "cat". bm25s (Lucene): idf = ln(1 + (N - df + 0.5) / (df + 0.5)),
+    # tf part = tf / (tf + k1 * (1 - b + b * dl / avgdl)) (Lucene drops (k1 + 1)), k1 1.5, b 0.75.
+    units = schema.frame(
+        [{"unit_id": f"u{i}", "text": t, "doc_ids": [f"d{i}"], "chunk_ids": []}
+         for i, t in enumerate(["cat sat mat", "dog ran", "cat cat dog"])],
+        schema.UNITS,
+    )  # fmt: skip
+    bm = BM25Index.build(units)
+    # stemmed, stopword-free lengths: 3, 2, 3 -> avgdl 8/3; df(cat) = 2
+    idf = np.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+
+    def tf(t: int, dl: int) -> float:
+        return t / (t + 1.5 * (0.25 + 0.75 * dl / (8 / 3)))
+
+    assert bm.scores("cat").tolist() == pytest.approx(
+        [idf * tf(1, 3), 0.0, idf * tf(2, 3)], rel=1e-5
+    )
