@@ -254,6 +254,9 @@ class Store:
             StoreLocked: another indexer is writing this store and ``wait`` is False.
             ValueError: the store was built with other settings (pass ``rebuild=True``).
         """
+        for p in paths:
+            if not Path(p).expanduser().exists():
+                raise FileNotFoundError(f"no such file or directory: {p}")
         lock = self.lock(wait=wait)
         try:
             lock.acquire()
