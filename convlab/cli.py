@@ -313,7 +313,7 @@ def _stats(args: argparse.Namespace) -> int:
         "config": m["config"],
         "counts": m["counts"],
         "files": len(m["files"]),
-        "unit_tokens_mean": float(units["n_tokens"].mean() or 0.0),
+        "unit_tokens_mean": float(units["n_tokens"].cast(pl.Float64).mean() or 0.0),  # type: ignore[arg-type]
         "units_by_role": dict(units.group_by("role").len().sort("role").iter_rows()),
     }
     if args.json:

@@ -51,16 +51,22 @@ def locomo(path: str | Path | None = None) -> LabelledData:
 
 
 def sample(path: str | Path | None = None) -> LabelledData:
-    """A labelled folder: transcripts (``transcripts/`` when present, else the folder) and
-    ``queries.jsonl``; by default the bundled sample (``data/sample``)."""
+    """A labelled folder: its transcripts and ``queries.jsonl``.
+
+    Transcripts are read from ``transcripts/`` when present, else from the folder itself; by
+    default the folder is the bundled sample (``data/sample``).
+    """
     root = Path(path) if path is not None else sample_data_path()
     corpus = load(root / "transcripts" if (root / "transcripts").is_dir() else root)
     return LabelledData("sample", corpus, read_queries(root / "queries.jsonl"))
 
 
 def load_labelled(path: str | Path | None) -> LabelledData:
-    """LoCoMo when ``path`` is a LoCoMo json (or a folder holding one), else a sample-like folder
-    with ``queries.jsonl``; ``None`` is the bundled sample."""
+    """Labelled data from a path: LoCoMo or a labelled folder.
+
+    LoCoMo when ``path`` is its json (or a folder holding one), else a folder with
+    ``queries.jsonl``; ``None`` is the bundled sample.
+    """
     if path is None:
         return sample()
     p = Path(path)

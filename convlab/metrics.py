@@ -41,8 +41,12 @@ class Metric:
         """The ir_measures measure that computes it (R@k for recall_all)."""
         if self.family == "mrr":
             return ir_measures.RR
-        base = {"recall": ir_measures.R, "recall_all": ir_measures.R,
-                "success": ir_measures.Success, "ndcg": ir_measures.nDCG}[self.family]  # fmt: skip
+        base = {
+            "recall": ir_measures.R,
+            "recall_all": ir_measures.R,
+            "success": ir_measures.Success,
+            "ndcg": ir_measures.nDCG,
+        }[self.family]
         return base @ self.k
 
 

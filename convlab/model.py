@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 __all__ = ["MAX_TOKENS", "MODEL_DIMENSION", "MODEL_ID", "model_path", "tokenizer"]
 
@@ -33,7 +34,7 @@ def model_path() -> Path:
 
 
 @cache
-def tokenizer():  # type: ignore[no-untyped-def]
+def tokenizer() -> Any:
     """The model's own fast tokenizer, with truncation and padding turned off.
 
     The shipped ``tokenizer.json`` truncates at 128 and pads; counting needs neither.

@@ -1,17 +1,17 @@
-"""Figures from evaluation frames: recall@k curves, coverage against budget, per-category bars,
-unit length histograms. Each function returns a matplotlib Figure a reader understands without
-the code (title, axis labels, legend)."""
+"""Figures from evaluation frames.
+
+Recall@k curves, coverage against budget, per-category bars, unit length histograms. Each
+function returns a matplotlib Figure a reader understands without the code (title, axis labels,
+legend).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-import matplotlib
-
-
-import matplotlib.pyplot as plt  # noqa: E402
-import polars as pl  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import polars as pl
+from matplotlib.figure import Figure
 
 __all__ = ["coverage_by_budget", "recall_at_k", "recall_by_category", "unit_lengths"]
 
@@ -43,8 +43,11 @@ def coverage_by_budget(
     for (system,), part in b.group_by("system", maintain_order=True):
         ax.plot(part["budget"], part["coverage"], marker="o", label=str(system))
     ax.set_xscale("log", base=2)
-    ax.set(title=title, xlabel="budget (tokens, log scale)",
-           ylabel="evidence coverage (share of relevant docs fully resurrected)")  # fmt: skip
+    ax.set(
+        title=title,
+        xlabel="budget (tokens, log scale)",
+        ylabel="evidence coverage (share of relevant docs fully resurrected)",
+    )
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")

@@ -62,11 +62,16 @@ def read_queries(path: str | Path, *, strict: bool = True) -> pl.DataFrame:
             continue
         seen.add(rec["query_id"])
         answer = rec.get("answer")
-        rows.append({
-            "query_id": rec["query_id"], "text": rec["text"],
-            "conversation_id": rec.get("conversation_id"), "relevant": relevant,
-            "category": rec.get("category"), "answer": None if answer is None else str(answer),
-        })  # fmt: skip
+        rows.append(
+            {
+                "query_id": rec["query_id"],
+                "text": rec["text"],
+                "conversation_id": rec.get("conversation_id"),
+                "relevant": relevant,
+                "category": rec.get("category"),
+                "answer": None if answer is None else str(answer),
+            }
+        )
     if skipped:
         import warnings
 

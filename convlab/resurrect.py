@@ -156,10 +156,14 @@ def budget_measures(
         dialog_docs: docs are messages (dialogs) rather than turns.
     """
     doc_col = (
-        pl.concat_str([pl.col("conversation_id"), pl.lit(":m"), pl.col("message_index").cast(pl.String)])
+        pl.concat_str(
+            [pl.col("conversation_id"), pl.lit(":m"), pl.col("message_index").cast(pl.String)]
+        )
         if dialog_docs
-        else pl.concat_str([pl.col("conversation_id"), pl.lit(":t"), pl.col("turn_index").cast(pl.String)])
-    )  # fmt: skip
+        else pl.concat_str(
+            [pl.col("conversation_id"), pl.lit(":t"), pl.col("turn_index").cast(pl.String)]
+        )
+    )
     doc_chunks: dict[str, set[str]] = {}
     for doc, cid in sentences.select(doc_col.alias("doc"), "chunk_id").iter_rows():
         doc_chunks.setdefault(doc, set()).add(cid)
@@ -184,15 +188,28 @@ def budget_measures(
             if answer is not None and normalize_answer(answer):
                 text = normalize_answer(" ".join(texts[c] for c in got))
                 contained = float(normalize_answer(answer) in text)
-            rows.append({
-                "query_id": q, "budget": b, "coverage": cov, "tokens_used": used,
-                "answer_contained": contained,
-                "redundancy": 0.0 if offered == 0 else 1.0 - used / offered,
-                "hits_used": n_used, "hits_skipped": n_skipped,
-            })  # fmt: skip
+            rows.append(
+                {
+                    "query_id": q,
+                    "budget": b,
+                    "coverage": cov,
+                    "tokens_used": used,
+                    "answer_contained": contained,
+                    "redundancy": 0.0 if offered == 0 else 1.0 - used / offered,
+                    "hits_used": n_used,
+                    "hits_skipped": n_skipped,
+                }
+            )
     return pl.DataFrame(
         rows,
-        schema={"query_id": pl.String, "budget": pl.Int32, "coverage": pl.Float64,
-                "tokens_used": pl.Int32, "answer_contained": pl.Float64,
-                "redundancy": pl.Float64, "hits_used": pl.Int32, "hits_skipped": pl.Int32},
-    )  # fmt: skip
+        schema={
+            "query_id": pl.String,
+            "budget": pl.Int32,
+            "coverage": pl.Float64,
+            "tokens_used": pl.Int32,
+            "answer_contained": pl.Float64,
+            "redundancy": pl.Float64,
+            "hits_used": pl.Int32,
+            "hits_skipped": pl.Int32,
+        },
+    )

@@ -205,7 +205,7 @@ def search_many(
     for i, qid in enumerate(queries["query_id"].to_list()):
         convs = options.conversations
         if scopes[i] is not None:
-            convs = (scopes[i],)
+            convs = (str(scopes[i]),)
         assert qvecs is not None
         hits = _one(index, prep, qvecs[i], texts[i], convs, options, bm25)
         frames.append(hits.with_columns(pl.lit(qid, dtype=pl.String).alias("query_id")))
@@ -223,7 +223,7 @@ def _empty_hits() -> pl.DataFrame:
         "timestamp": schema.UTC_TIME,
         "chunk_ids": pl.List(pl.String),
     }
-    return pl.DataFrame(schema={**dict(schema.HITS), **extra})
+    return pl.DataFrame(schema={**dict(schema.HITS), **extra})  # type: ignore[dict-item]
 
 
 def _one(

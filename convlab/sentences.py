@@ -169,7 +169,7 @@ def sentences(
             .cast(pl.Int32)
             .alias("sentence_in_message"),
             pl.int_range(pl.len()).over("conversation_id").cast(pl.Int32).alias("position"),
-        )  # fmt: skip
+        )
         .with_columns(
             pl.concat_str(
                 [

@@ -67,9 +67,13 @@ def bootstrap_ci(x: np.ndarray, *, level: float = 0.95, seed: int = 0) -> tuple[
         v = float(x.mean()) if x.size else float("nan")
         return v, v
     res = stats.bootstrap(
-        (x,), np.mean, confidence_level=level, n_resamples=2000, method="percentile",
+        (x,),
+        np.mean,
+        confidence_level=level,
+        n_resamples=2000,
+        method="percentile",
         random_state=np.random.default_rng(seed),
-    )  # fmt: skip
+    )
     return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
@@ -82,6 +86,7 @@ def compare(
         per_query: ``system, query_id, metric, value`` rows.
         baseline: the system compared against.
         alpha: significance level after Holm correction.
+        seed: seed of the permutations and the bootstrap.
 
     Returns:
         One row per (system, metric): mean, ci_low, ci_high, delta, p_randomization,
@@ -95,16 +100,22 @@ def compare(
             x = wide[system].to_numpy()
             lo, hi = bootstrap_ci(x, seed=seed)
             same = system == baseline
-            rows.append({
-                "system": system, "metric": metric, "mean": float(x.mean()),
-                "ci_low": lo, "ci_high": hi, "delta": float(x.mean() - base.mean()),
-                "p_randomization": 1.0 if same else paired_randomization(x, base, seed=seed),
-                "p_wilcoxon": 1.0 if same else wilcoxon(x, base),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "system": system,
+                    "metric": metric,
+                    "mean": float(x.mean()),
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "delta": float(x.mean() - base.mean()),
+                    "p_randomization": 1.0 if same else paired_randomization(x, base, seed=seed),
+                    "p_wilcoxon": 1.0 if same else wilcoxon(x, base),
+                }
+            )
     out = pl.DataFrame(rows)
     if out.height == 0:
         return out
-    adjusted = []
+    adjusted: list[tuple[str, str, float]] = []
     for (_metric,), part in out.group_by("metric", maintain_order=True):
         ps = part["p_randomization"].to_list()
         adjusted.extend(zip(part["system"], part["metric"], holm(ps), strict=True))

@@ -85,10 +85,11 @@ def turns(corpus: Corpus) -> pl.DataFrame:
     if mt.height == 0:
         return schema.empty(schema.TURNS)
     m = mt.join(
-        corpus.messages.select("conversation_id", "message_index", "role", "timestamp",
-                               "is_real_user"),
+        corpus.messages.select(
+            "conversation_id", "message_index", "role", "timestamp", "is_real_user"
+        ),
         on=["conversation_id", "message_index"],
-    )  # fmt: skip
+    )
     out = (
         m.group_by("conversation_id", "turn_index")
         .agg(
@@ -113,7 +114,7 @@ def turns(corpus: Corpus) -> pl.DataFrame:
 
 
 def turn_report(corpus: Corpus) -> dict[str, int]:
-    """Counts for a corpus: turns, incomplete turns, messages in no turn, conversations with none."""
+    """Counts: turns, incomplete turns, messages in no turn, conversations with no turn."""
     mt = message_turns(corpus)
     t = turns(corpus)
     no_turn = mt.filter(pl.col("turn_index").is_null())

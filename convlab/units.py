@@ -50,10 +50,10 @@ def units(
     if too_big.height:
         raise ValueError(
             f"{too_big.height} chunks do not fit a budget of {budget} tokens alone "
-            f"(largest {too_big['n_tokens'].max()} + 2); lower the sentence limit or raise the budget"
+            f"(largest {too_big['n_tokens'].max()!s} + 2); raise the budget"
         )
     rows = []
-    names = [c for c in Chunk.__slots__ if c in s.columns]  # type: ignore[attr-defined]
+    names = [c for c in Chunk.__slots__ if c in s.columns]
     for (cid,), part in s.group_by("conversation_id", maintain_order=True):
         chunks = [Chunk(**r) for r in part.select(names).iter_rows(named=True)]
         rows.extend(impl.units(chunks, budget=budget, dialog=cid in dialog_ids))

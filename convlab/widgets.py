@@ -68,7 +68,9 @@ class SearchPanel:
         self.query.add_class("convlab-query")
         self.strategy = w.Dropdown(
             options=strategies,
-            value=default_strategy if default_strategy in strategies else (strategies or [None])[0],
+            value=default_strategy
+            if default_strategy in strategies
+            else next(iter(strategies), None),
             description="Strategy",
         )
         self.k = w.BoundedIntText(value=10, min=1, max=100, description="k")
@@ -114,17 +116,21 @@ class SearchPanel:
         cache_dir: Any = "runs/cache",
     ) -> SearchPanel:
         """Load transcripts, build units and an index per strategy, and open a panel on them."""
-        import convlab
         from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts
         from convlab.index import VectorIndex
+        from convlab.loaders import load
+        from convlab.policy import ContentPolicy
+        from convlab.sentences import sentences
+        from convlab.turns import turns as make_turns
+        from convlab.units import units as make_units
 
-        corpus = convlab.load(path)
-        turns = convlab.turns(corpus)
-        sents = convlab.sentences(corpus, convlab.ContentPolicy(), turns=turns)
+        corpus = load(path)
+        turns = make_turns(corpus)
+        sents = sentences(corpus, ContentPolicy(), turns=turns)
         emb = CachedEmbedder(embedder or MiniLMEmbedder(), cache_dir)
         indexes = {}
         for name in strategies:
-            units = convlab.units(sents, name, conversations=corpus.conversations)
+            units = make_units(sents, name, conversations=corpus.conversations)
             vectors = embed_texts(units["text"].to_list(), emb)
             indexes[name] = VectorIndex.build(units, vectors, model_id=emb.model_id, strategy=name)
         data = PanelData(indexes, sents, corpus.conversations, turns, emb)
@@ -188,7 +194,8 @@ class SearchPanel:
             return None
         ms = (time.perf_counter() - started) * 1000
         self.last_hits = hits
-        self.status.value = f"{hits.height} hits in {ms:.0f} ms &middot; strategy {html.escape(self.strategy.value)}"
+        name = html.escape(self.strategy.value)
+        self.status.value = f"{hits.height} hits in {ms:.0f} ms &middot; strategy {name}"
         self.results.children = tuple(self._render(hits, query, index))
         return hits
 

@@ -1,0 +1,1 @@
+"""Evaluation scripts and benchmarks (run as ``python -m eval.<name>``)."""

@@ -26,26 +26,23 @@ def markdown_table(df: pl.DataFrame) -> str:
 def headline(
     ev: Evaluation, metrics: tuple[str, ...] = ("recall@5", "recall@10", "ndcg@10")
 ) -> pl.DataFrame:
-    """Systems x (metrics + coverage@512), each metric marked * when it differs significantly
-    from the baseline (paired randomization, Holm-corrected, alpha 0.05)."""
+    """Systems x (metrics + coverage@512), significant differences marked.
+
+    A metric is marked * when it differs from the baseline (paired randomization test,
+    Holm-corrected, alpha 0.05).
+    """
     sig = ev.significance.filter(pl.col("metric").is_in(list(metrics)))
     marks = {
         (s, m): ("*" if f else "")
         for s, m, f in sig.select("system", "metric", "significant").iter_rows()
     }
     t = ev.table(metrics)
-    return t.with_columns(
-        [
-            pl.struct("system", m)
-            .map_elements(
-                lambda r, m=m: f"{r[m]:.3f}{marks.get((r['system'], m), '')}",
-                return_dtype=pl.String,
-            )
-            .alias(m)
-            for m in metrics
-            if m in t.columns
-        ]
-    )
+    cols = {
+        m: [f"{v:.3f}{marks.get((s, m), '')}" for s, v in zip(t["system"], t[m], strict=True)]
+        for m in metrics
+        if m in t.columns
+    }
+    return t.with_columns([pl.Series(m, values, dtype=pl.String) for m, values in cols.items()])
 
 
 def write_report(ev: Evaluation, out: Path) -> Path:
@@ -57,7 +54,8 @@ def write_report(ev: Evaluation, out: Path) -> Path:
         f"{data['conversations']} conversations, {data['queries']} queries "
         f"({data['judged_queries']} with relevant docs), scope: {cfg['config']['scope']}, "
         f"model `{cfg['model_id']}`, baseline `{cfg['baseline']}`, {cfg['seconds']} s.",
-        f"Data fingerprint `{data['fingerprint'][:16]}`; evidence cleaning: {data['cleaning'] or 'none'}.",
+        f"Data fingerprint `{data['fingerprint'][:16]}`; "
+        f"evidence cleaning: {data['cleaning'] or 'none'}.",
         "",
         "## Headline",
         "",

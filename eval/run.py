@@ -16,16 +16,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
+import polars as pl
 
 matplotlib.use("Agg")
 
-from convlab import plots  # noqa: E402
-from convlab.datasets import load_labelled  # noqa: E402
-from convlab.embed import CachedEmbedder, MiniLMEmbedder  # noqa: E402
-from convlab.evaluate import EvalConfig, Evaluation, default_systems, evaluate  # noqa: E402
-from convlab.queries import write_qrels, write_run  # noqa: E402
-from convlab.strategies import STRATEGIES  # noqa: E402
-from eval.report import write_report  # noqa: E402
+from convlab import plots
+from convlab.datasets import load_labelled
+from convlab.embed import CachedEmbedder, MiniLMEmbedder
+from convlab.evaluate import EvalConfig, Evaluation, default_systems, evaluate
+from convlab.queries import write_qrels, write_run
+from convlab.strategies import STRATEGIES
+from eval.report import write_report
 
 DEFAULT_STRATEGIES = "isolated,message,turn_pair,sequential,whole_turn,qa_pair"
 
@@ -55,7 +56,7 @@ def save(ev: Evaluation, out: Path) -> Path:
         "budgets": ev.budgets.group_by("system", "budget")
         .agg(
             *[
-                __import__("polars").col(c).mean()
+                pl.col(c).mean()
                 for c in ("coverage", "tokens_used", "answer_contained", "redundancy")
             ]
         )
@@ -84,8 +85,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     strategies = [s for s in args.strategies.split(",") if s]
     unknown = [s for s in strategies if s not in STRATEGIES]
     if unknown:
-        print(f"unknown strategies {unknown}; valid: {', '.join(sorted(STRATEGIES))}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"unknown strategies {unknown}; valid: {', '.join(sorted(STRATEGIES))}", file=sys.stderr
+        )
         return 2
     data = load_labelled(args.data)
     convs = [c for c in (args.conversations or "").split(",") if c]
@@ -95,9 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder = CachedEmbedder(MiniLMEmbedder(), args.cache)
     ev = evaluate(data, default_systems(strategies), embedder=embedder, config=config)
     out = Path(args.out)
-    write_qrels(data.queries, out / "qrels.txt") if out.mkdir(
-        parents=True, exist_ok=True
-    ) is None else None
+    out.mkdir(parents=True, exist_ok=True)
+    write_qrels(data.queries, out / "qrels.txt")
     report = save(ev, out)
     print(ev.table().to_pandas().to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"embedding: {embedder.stats}")

@@ -22,8 +22,16 @@ def corpus(convs: dict[str, list[tuple]], kind: str = "chat") -> Corpus:
             real = m[2] if len(m) > 2 else role == "user"
             speaker = m[3] if len(m) > 3 else None
             blocks = text if isinstance(text, list) else [BlockRow("text", text)]
-            b.message(cid, role, blocks, source_path="test", source_line=i + 1,
-                      timestamp=T0 + timedelta(minutes=i), is_real_user=real, speaker=speaker)  # fmt: skip
+            b.message(
+                cid,
+                role,
+                blocks,
+                source_path="test",
+                source_line=i + 1,
+                timestamp=T0 + timedelta(minutes=i),
+                is_real_user=real,
+                speaker=speaker,
+            )
     return b.build()
 
 
@@ -31,10 +39,20 @@ def sentences_frame(rows: list[tuple]) -> pl.DataFrame:
     """Sentences from (turn, message, role, sentence_index, sentence_in_message, text, n_tokens)."""
     out = []
     for pos, (turn, msg, role, si, sim, text, n) in enumerate(rows):
-        out.append({
-            "chunk_id": schema.chunk_id("c", turn, role, si), "conversation_id": "c",
-            "turn_index": turn, "message_index": msg, "block_index": 0, "role": role,
-            "sentence_index": si, "sentence_in_message": sim, "position": pos,
-            "timestamp": T0, "text": text, "n_tokens": n,
-        })  # fmt: skip
+        out.append(
+            {
+                "chunk_id": schema.chunk_id("c", turn, role, si),
+                "conversation_id": "c",
+                "turn_index": turn,
+                "message_index": msg,
+                "block_index": 0,
+                "role": role,
+                "sentence_index": si,
+                "sentence_in_message": sim,
+                "position": pos,
+                "timestamp": T0,
+                "text": text,
+                "n_tokens": n,
+            }
+        )
     return schema.frame(out, schema.SENTENCES)

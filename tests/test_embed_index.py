@@ -72,11 +72,22 @@ def test_corrupted_segment_is_detected_and_rebuilt(tmp_path: Path) -> None:
 
 def _units(n: int) -> pl.DataFrame:
     return schema.frame(
-        [{"unit_id": f"u{i}", "strategy": "isolated", "conversation_id": f"c{i % 3}",
-          "turn_index": i, "message_index": i, "doc_ids": [f"c{i % 3}:t{i}"], "text": f"t{i}",
-          "n_tokens": 3, "chunk_ids": [f"k{i}"]} for i in range(n)],
+        [
+            {
+                "unit_id": f"u{i}",
+                "strategy": "isolated",
+                "conversation_id": f"c{i % 3}",
+                "turn_index": i,
+                "message_index": i,
+                "doc_ids": [f"c{i % 3}:t{i}"],
+                "text": f"t{i}",
+                "n_tokens": 3,
+                "chunk_ids": [f"k{i}"],
+            }
+            for i in range(n)
+        ],
         schema.UNITS,
-    )  # fmt: skip
+    )
 
 
 def _vectors(n: int, d: int = 32, seed: int = 0) -> np.ndarray:
@@ -84,8 +95,10 @@ def _vectors(n: int, d: int = 32, seed: int = 0) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-@pytest.mark.parametrize(("kind", "params"), [("flat", {}), ("hnsw", {"ef_search": 256}),
-                                              ("ivf", {"nlist": 8, "nprobe": 8})])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "params"),
+    [("flat", {}), ("hnsw", {"ef_search": 256}), ("ivf", {"nlist": 8, "nprobe": 8})],
+)
 def test_search_against_numpy(kind: str, params: dict) -> None:
     v, q = _vectors(500), _vectors(5, seed=1)
     idx = VectorIndex.build(_units(500), v, model_id="m", kind=kind, **params)
@@ -101,7 +114,7 @@ def test_subset_search_and_padding() -> None:
     v, q = _vectors(100), _vectors(2, seed=3)
     idx = VectorIndex.build(_units(100), v, model_id="m")
     subset = np.array([3, 7, 11, 50])
-    scores, rows = idx.search(q, 6, rows=subset)
+    _scores, rows = idx.search(q, 6, rows=subset)
     assert set(rows[0][:4]) == set(subset.tolist())
     assert rows[0][4:].tolist() == [-1, -1]
     best = subset[np.argmax(q[0] @ v[subset].T)]
@@ -133,8 +146,13 @@ def minilm() -> MiniLMEmbedder:
 
 @pytest.mark.model
 def test_real_model(minilm: MiniLMEmbedder) -> None:
-    v = minilm.encode(["How do I fix the login bug?", "the authentication error when signing in",
-                       "a recipe for banana bread"])  # fmt: skip
+    v = minilm.encode(
+        [
+            "How do I fix the login bug?",
+            "the authentication error when signing in",
+            "a recipe for banana bread",
+        ]
+    )
     assert v.shape == (3, 384)
     assert v.dtype == np.float32
     assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)

@@ -21,20 +21,35 @@ def test_tool_call_values_cut_to_250() -> None:
 
 
 def _agent_corpus():  # type: ignore[no-untyped-def]
-    return corpus({"c": [
-        ("user", "Run the tests. Then report."),
-        ("assistant", [BlockRow("thinking", "I should run pytest."), BlockRow("text", "Running."),
-                       BlockRow("tool_call", "", tool_name="Bash",
-                                tool_input='{"command": "pytest -q"}')]),
-        ("tool", [BlockRow("tool_result", "3 passed " * 400)]),
-        ("assistant", "All green."),
-    ]})  # fmt: skip
+    return corpus(
+        {
+            "c": [
+                ("user", "Run the tests. Then report."),
+                (
+                    "assistant",
+                    [
+                        BlockRow("thinking", "I should run pytest."),
+                        BlockRow("text", "Running."),
+                        BlockRow(
+                            "tool_call", "", tool_name="Bash", tool_input='{"command": "pytest -q"}'
+                        ),
+                    ],
+                ),
+                ("tool", [BlockRow("tool_result", "3 passed " * 400)]),
+                ("assistant", "All green."),
+            ]
+        }
+    )
 
 
 def test_default_policy_keeps_text_and_calls_only() -> None:
     pt = policy_text(_agent_corpus(), ContentPolicy())
-    assert pt["text"].to_list() == ["Run the tests. Then report.", "Running.",
-                                    "Bash command:pytest -q", "All green."]  # fmt: skip
+    assert pt["text"].to_list() == [
+        "Run the tests. Then report.",
+        "Running.",
+        "Bash command:pytest -q",
+        "All green.",
+    ]
     assert pt["role"].to_list() == ["user", "assistant", "assistant", "assistant"]
 
 
@@ -57,11 +72,19 @@ def test_policy_validation() -> None:
 def test_sentence_ids_and_s0_per_role() -> None:
     s = sentences(_agent_corpus())
     assert s["chunk_id"].to_list() == [
-        "c:t0:user:s0", "c:t0:user:s1", "c:t0:assistant:s0", "c:t0:assistant:s1",
+        "c:t0:user:s0",
+        "c:t0:user:s1",
+        "c:t0:assistant:s0",
+        "c:t0:assistant:s1",
         "c:t0:assistant:s2",
-    ]  # fmt: skip
-    assert s["text"].to_list() == ["Run the tests.", "Then report.", "Running.",
-                                   "Bash command:pytest -q", "All green."]  # fmt: skip
+    ]
+    assert s["text"].to_list() == [
+        "Run the tests.",
+        "Then report.",
+        "Running.",
+        "Bash command:pytest -q",
+        "All green.",
+    ]
     assert s["sentence_in_message"].to_list() == [0, 1, 0, 1, 0]
     assert s["position"].to_list() == [0, 1, 2, 3, 4]
     assert s["n_tokens"].to_list() == count_tokens(s["text"].to_list())
@@ -71,14 +94,21 @@ def test_sentence_ids_and_s0_per_role() -> None:
 def test_code_blocks_and_dialog_speaker_labels() -> None:
     text = "Use this:\n```python\nimport os\nprint(os.getcwd())\n```\nDone. Really."
     assert split_text(text) == [
-        ("Use this:", False), ("```python", True), ("import os", True),
-        ("print(os.getcwd())", True), ("```", True), ("Done.", False), ("Really.", False),
-    ]  # fmt: skip
+        ("Use this:", False),
+        ("```python", True),
+        ("import os", True),
+        ("print(os.getcwd())", True),
+        ("```", True),
+        ("Done.", False),
+        ("Really.", False),
+    ]
     c = corpus({"c": [("user", text), ("assistant", "ok")]})
     s = sentences(c)
     assert s["text"].to_list()[1] == "```python\nimport os\nprint(os.getcwd())\n```"
-    d = corpus({"d": [("user", "Hi there. Bye.", True, "Ann"), ("assistant", "Yo.", False, "Bo")]},
-               kind="dialog")  # fmt: skip
+    d = corpus(
+        {"d": [("user", "Hi there. Bye.", True, "Ann"), ("assistant", "Yo.", False, "Bo")]},
+        kind="dialog",
+    )
     assert sentences(d)["text"].to_list() == ["Ann: Hi there.", "Bye.", "Bo: Yo."]
 
 
@@ -93,9 +123,13 @@ def test_long_sentence_split_at_word_boundaries() -> None:
 
 
 def test_space_joined_token_counts_are_additive() -> None:
-    parts = ["How does the KV cache work?", "The KV-cache stores key/value pairs (past tokens).",
-             "Scores are capped at 10,000 to prevent runaway!", "naïve café déjà-vu 😀 x²",
-             "`pytest -q --maxfail=1`"]  # fmt: skip
+    parts = [
+        "How does the KV cache work?",
+        "The KV-cache stores key/value pairs (past tokens).",
+        "Scores are capped at 10,000 to prevent runaway!",
+        "naïve café déjà-vu 😀 x²",
+        "`pytest -q --maxfail=1`",
+    ]
     counts = count_tokens(parts)
     for i in range(len(parts)):
         for j in range(len(parts)):

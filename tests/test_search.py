@@ -66,10 +66,21 @@ TEXTS = [
 def setup() -> tuple[VectorIndex, HashEmbedder, BM25Index]:
     rows = []
     for i, (c, t, role, text, days) in enumerate(TEXTS):
-        rows.append({"unit_id": f"u{i}", "strategy": "isolated", "conversation_id": c,
-                     "turn_index": t, "message_index": i, "doc_ids": [f"{c}:t{t}"], "role": role,
-                     "text": text, "n_tokens": 10, "chunk_ids": [f"k{i}"],
-                     "timestamp": NOW - timedelta(days=days)})  # fmt: skip
+        rows.append(
+            {
+                "unit_id": f"u{i}",
+                "strategy": "isolated",
+                "conversation_id": c,
+                "turn_index": t,
+                "message_index": i,
+                "doc_ids": [f"{c}:t{t}"],
+                "role": role,
+                "text": text,
+                "n_tokens": 10,
+                "chunk_ids": [f"k{i}"],
+                "timestamp": NOW - timedelta(days=days),
+            }
+        )
     units = schema.frame(rows, schema.UNITS)
     emb = HashEmbedder(256)
     idx = VectorIndex.build(units, embed_texts(units["text"].to_list(), emb), model_id=emb.model_id)
@@ -95,27 +106,38 @@ def test_filters_and_scope(setup) -> None:  # type: ignore[no-untyped-def]
     assert set(only_c2["conversation_id"]) == {"c2"}
     users = search(idx, "websocket", 10, embedder=emb, options=SearchOptions(roles=("user",)))
     assert set(users["role"]) == {"user"}
-    recent = search(idx, "websocket", 10, embedder=emb,
-                    options=SearchOptions(since=NOW - timedelta(days=5)))  # fmt: skip
+    recent = search(
+        idx, "websocket", 10, embedder=emb, options=SearchOptions(since=NOW - timedelta(days=5))
+    )
     assert set(recent["conversation_id"]) <= {"c2", "c3"}
     none = search(idx, "x", 10, embedder=emb, options=SearchOptions(conversations=("zz",)))
     assert none.height == 0
-    q = pl.DataFrame({"query_id": ["a", "b"], "text": ["websocket", "index"],
-                      "conversation_id": ["c3", "c2"]})  # fmt: skip
+    q = pl.DataFrame(
+        {"query_id": ["a", "b"], "text": ["websocket", "index"], "conversation_id": ["c3", "c2"]}
+    )
     many = search_many(idx, q, embedder=emb, scoped=True)
-    assert dict(many.group_by("query_id").agg(pl.col("conversation_id").unique()).iter_rows()) \
-        == {"a": ["c3"], "b": ["c2"]}  # fmt: skip
+    assert dict(many.group_by("query_id").agg(pl.col("conversation_id").unique()).iter_rows()) == {
+        "a": ["c3"],
+        "b": ["c2"],
+    }
 
 
 def test_hybrid_and_lexical(setup) -> None:  # type: ignore[no-untyped-def]
     idx, emb, bm25 = setup
     with pytest.raises(ValueError, match="BM25 index"):
         search(idx, "x", embedder=emb, options=SearchOptions(hybrid=True))
-    lex = search(idx, "invalid index rebuild", 3, embedder=emb,
-                 options=SearchOptions(lexical=True), bm25=bm25)  # fmt: skip
+    lex = search(
+        idx,
+        "invalid index rebuild",
+        3,
+        embedder=emb,
+        options=SearchOptions(lexical=True),
+        bm25=bm25,
+    )
     assert lex["doc_id"][0] == "c2:t1"
-    hyb = search(idx, "invalid index rebuild", 3, embedder=emb,
-                 options=SearchOptions(hybrid=True), bm25=bm25)  # fmt: skip
+    hyb = search(
+        idx, "invalid index rebuild", 3, embedder=emb, options=SearchOptions(hybrid=True), bm25=bm25
+    )
     # the doc first in both rankings gets 1/61 + 1/61
     assert hyb["doc_id"][0] == "c2:t1"
     assert hyb["score"][0] == pytest.approx(2 / 61)
@@ -124,8 +146,9 @@ def test_hybrid_and_lexical(setup) -> None:  # type: ignore[no-untyped-def]
 def test_recency_reorders_close_scores(setup) -> None:  # type: ignore[no-untyped-def]
     idx, emb, _ = setup
     plain = search(idx, "websocket timeout", 5, embedder=emb)
-    boosted = search(idx, "websocket timeout", 5, embedder=emb,
-                     options=SearchOptions(recency=True, now=NOW))  # fmt: skip
+    boosted = search(
+        idx, "websocket timeout", 5, embedder=emb, options=SearchOptions(recency=True, now=NOW)
+    )
     s_plain = dict(zip(plain["doc_id"], plain["score"], strict=True))
     s_boost = dict(zip(boosted["doc_id"], boosted["score"], strict=True))
     # c3 is 2 days old: x (1 + 0.2 * (1 - 2/14)); c1 is 20 days old: unchanged
@@ -135,11 +158,21 @@ def test_recency_reorders_close_scores(setup) -> None:  # type: ignore[no-untype
 
 def test_hierarchical_floor(setup) -> None:  # type: ignore[no-untyped-def]
     idx, emb, _ = setup
-    hits = search(idx, "postgres index concurrently", 10, embedder=emb,
-                  options=SearchOptions(hierarchical=True, top_conversations=1))  # fmt: skip
+    hits = search(
+        idx,
+        "postgres index concurrently",
+        10,
+        embedder=emb,
+        options=SearchOptions(hierarchical=True, top_conversations=1),
+    )
     assert set(hits["conversation_id"]) == {"c2"}
-    none = search(idx, "postgres index", 10, embedder=emb,
-                  options=SearchOptions(hierarchical=True, conversation_floor=0.99))  # fmt: skip
+    none = search(
+        idx,
+        "postgres index",
+        10,
+        embedder=emb,
+        options=SearchOptions(hierarchical=True, conversation_floor=0.99),
+    )
     assert none.height == 0
 
 
@@ -154,10 +187,12 @@ def test_bm25_against_hand_computation() -> None:
     # 3 docs; query "cat". bm25s (Lucene): idf = ln(1 + (N - df + 0.5) / (df + 0.5)),
     # tf part = tf / (tf + k1 * (1 - b + b * dl / avgdl)) (Lucene drops (k1 + 1)), k1 1.5, b 0.75.
     units = schema.frame(
-        [{"unit_id": f"u{i}", "text": t, "doc_ids": [f"d{i}"], "chunk_ids": []}
-         for i, t in enumerate(["cat sat mat", "dog ran", "cat cat dog"])],
+        [
+            {"unit_id": f"u{i}", "text": t, "doc_ids": [f"d{i}"], "chunk_ids": []}
+            for i, t in enumerate(["cat sat mat", "dog ran", "cat cat dog"])
+        ],
         schema.UNITS,
-    )  # fmt: skip
+    )
     bm = BM25Index.build(units)
     # stemmed, stopword-free lengths: 3, 2, 3 -> avgdl 8/3; df(cat) = 2
     idf = np.log(1 + (3 - 2 + 0.5) / (2 + 0.5))

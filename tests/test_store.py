@@ -194,10 +194,24 @@ def _index_cmd(history: Path, store: Path, crash: str | None) -> subprocess.Comp
     if crash:
         env["CONVLAB_CRASH_AT"] = crash
     return subprocess.run(
-        [sys.executable, "-m", "convlab.cli", "index", str(history), "--store", str(store),
-         "--embedder", "hash", "--quiet"],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "convlab.cli",
+            "index",
+            str(history),
+            "--store",
+            str(store),
+            "--embedder",
+            "hash",
+            "--quiet",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
 
 @pytest.mark.slow

@@ -8,17 +8,21 @@ from tests.helpers import corpus
 
 
 def test_turn_rules() -> None:
-    c = corpus({"c": [
-        ("system", "You are helpful."),                 # 0 preamble -> turn 0
-        ("user", "First question"),                     # 1 turn 0
-        ("assistant", "First answer"),                  # 2 turn 0
-        ("tool", [BlockRow("tool_result", "ok")]),      # 3 turn 0 (carrier)
-        ("user", "Interrupted prompt"),                 # 4 no reply -> joins turn 1
-        ("system", "[Request interrupted by user]"),    # 5 turn 1
-        ("user", "Second question"),                    # 6 turn 1
-        ("assistant", "Second answer"),                 # 7 turn 1
-        ("user", "Last question, no answer yet"),       # 8 turn 2, incomplete
-    ]})  # fmt: skip
+    c = corpus(
+        {
+            "c": [
+                ("system", "You are helpful."),  # 0 preamble -> turn 0
+                ("user", "First question"),  # 1 turn 0
+                ("assistant", "First answer"),  # 2 turn 0
+                ("tool", [BlockRow("tool_result", "ok")]),  # 3 turn 0 (carrier)
+                ("user", "Interrupted prompt"),  # 4 no reply -> joins turn 1
+                ("system", "[Request interrupted by user]"),  # 5 turn 1
+                ("user", "Second question"),  # 6 turn 1
+                ("assistant", "Second answer"),  # 7 turn 1
+                ("user", "Last question, no answer yet"),  # 8 turn 2, incomplete
+            ]
+        }
+    )
     mt = message_turns(c)
     assert mt["turn_index"].to_list() == [0, 0, 0, 0, 1, 1, 1, 1, 2]
     t = turns(c)
@@ -34,8 +38,12 @@ def test_conversation_without_real_user_has_no_turns() -> None:
         {"a": [("system", "x"), ("assistant", "y")], "b": [("user", "q"), ("assistant", "r")]}
     )
     assert turns(c)["conversation_id"].to_list() == ["b"]
-    assert turn_report(c) == {"turns": 1, "incomplete_turns": 0, "messages_in_no_turn": 2,
-                              "conversations_without_turns": 1}  # fmt: skip
+    assert turn_report(c) == {
+        "turns": 1,
+        "incomplete_turns": 0,
+        "messages_in_no_turn": 2,
+        "conversations_without_turns": 1,
+    }
 
 
 def test_sidechain_user_does_not_start_a_turn() -> None:
@@ -46,14 +54,30 @@ def test_sidechain_user_does_not_start_a_turn() -> None:
     b.message(
         "c", "user", [BlockRow("text", "q")], source_path="t", source_line=1, is_real_user=True
     )
-    b.message("c", "user", [BlockRow("text", "Warmup")], source_path="t", source_line=2,
-              is_real_user=True, is_sidechain=True)  # fmt: skip
+    b.message(
+        "c",
+        "user",
+        [BlockRow("text", "Warmup")],
+        source_path="t",
+        source_line=2,
+        is_real_user=True,
+        is_sidechain=True,
+    )
     b.message("c", "assistant", [BlockRow("text", "a")], source_path="t", source_line=3)
     assert turns(b.build()).height == 1
 
 
 def test_dialog_turns() -> None:
-    c = corpus({"d": [("user", "Hi", True, "Ann"), ("assistant", "Hey", False, "Bo"),
-                      ("assistant", "How are you?", False, "Bo"), ("user", "Fine", True, "Ann"),
-                      ("assistant", "Good", False, "Bo")]}, kind="dialog")  # fmt: skip
+    c = corpus(
+        {
+            "d": [
+                ("user", "Hi", True, "Ann"),
+                ("assistant", "Hey", False, "Bo"),
+                ("assistant", "How are you?", False, "Bo"),
+                ("user", "Fine", True, "Ann"),
+                ("assistant", "Good", False, "Bo"),
+            ]
+        },
+        kind="dialog",
+    )
     assert message_turns(c)["turn_index"].to_list() == [0, 0, 0, 1, 1]

@@ -6,8 +6,8 @@ from convlab.loaders import (  # noqa: F401  (register the formats; order = dete
     claude_code,
     codex,
     locomo,
-    sharegpt,
     message_lists,
+    sharegpt,
 )
 from convlab.loaders.base import Corpus, CorpusBuilder, LoadError, LoadReport
 from convlab.loaders.registry import FORMATS, detect, load, load_files, register_format

@@ -34,11 +34,19 @@ def _tool_call(call: Any) -> BlockRow | None:
             parsed = json.loads(args) if isinstance(args, str) else args
         except ValueError:
             parsed = args
-        return BlockRow("tool_call", "", tool_name=str(fn.get("name") or ""),
-                        tool_input=json_text(parsed if parsed is not None else {}))  # fmt: skip
+        return BlockRow(
+            "tool_call",
+            "",
+            tool_name=str(fn.get("name") or ""),
+            tool_input=json_text(parsed if parsed is not None else {}),
+        )
     name = call.get("tool") or call.get("name")
-    return BlockRow("tool_call", "", tool_name=str(name or ""),
-                    tool_input=json_text(call.get("arguments", call.get("input", {}))))  # fmt: skip
+    return BlockRow(
+        "tool_call",
+        "",
+        tool_name=str(name or ""),
+        tool_input=json_text(call.get("arguments", call.get("input", {}))),
+    )
 
 
 def _content_blocks(content: Any) -> list[BlockRow] | None:
@@ -109,10 +117,13 @@ class AmplifierReader:
         cid = str(meta.get("session_id") or path.parent.name)
         parent = meta.get("parent_id")
         builder.conversation(
-            cid, source_format=self.name, source_path=path,
+            cid,
+            source_format=self.name,
+            source_path=path,
             title=meta.get("name") if isinstance(meta.get("name"), str) else None,
-            kind="chat", parent_id=str(parent) if parent else None,
-        )  # fmt: skip
+            kind="chat",
+            parent_id=str(parent) if parent else None,
+        )
         sub = parent is not None and meta.get("agent_name") is not None
         lines = 0
         for number, rec in iter_json_lines(path, builder):
@@ -123,18 +134,27 @@ class AmplifierReader:
             if role not in ("user", "assistant", "tool", "system"):
                 builder.skip(path, number, f"unknown role {role!r}")
                 continue
-            md = rec.get("metadata") if isinstance(rec.get("metadata"), dict) else {}
+            md: dict[str, Any] = rec["metadata"] if isinstance(rec.get("metadata"), dict) else {}
             when = parse_time(rec.get("timestamp")) or parse_time(md.get("timestamp"))
             if role == "tool":
                 content = rec.get("content")
                 text = content if isinstance(content, str) else json_text(content)
                 builder.message(
-                    cid, "tool",
-                    [BlockRow("tool_result", text, tool_name=rec.get("name") if isinstance(
-                        rec.get("name"), str) else None)],
-                    source_path=path, source_line=number, timestamp=when, is_sidechain=sub,
+                    cid,
+                    "tool",
+                    [
+                        BlockRow(
+                            "tool_result",
+                            text,
+                            tool_name=rec.get("name") if isinstance(rec.get("name"), str) else None,
+                        )
+                    ],
+                    source_path=path,
+                    source_line=number,
+                    timestamp=when,
+                    is_sidechain=sub,
                     speaker=rec.get("name") if isinstance(rec.get("name"), str) else None,
-                )  # fmt: skip
+                )
                 continue
             blocks = _content_blocks(rec.get("content"))
             if blocks is None:
@@ -165,7 +185,13 @@ class AmplifierReader:
                 builder.record()
                 continue
             builder.message(
-                cid, role, blocks, source_path=path, source_line=number, timestamp=when,
-                is_real_user=real, is_sidechain=sub,
-            )  # fmt: skip
+                cid,
+                role,
+                blocks,
+                source_path=path,
+                source_line=number,
+                timestamp=when,
+                is_real_user=real,
+                is_sidechain=sub,
+            )
         return lines

@@ -34,8 +34,14 @@ def _parts(content: dict[str, Any]) -> list[BlockRow]:
                     BlockRow("image" if "image" in str(part.get("content_type")) else "other")
                 )
     elif ctype == "code":
-        out.append(BlockRow("tool_call", "", tool_name=str(content.get("language") or "code"),
-                            tool_input=json_text({"code": content.get("text", "")})))  # fmt: skip
+        out.append(
+            BlockRow(
+                "tool_call",
+                "",
+                tool_name=str(content.get("language") or "code"),
+                tool_input=json_text({"code": content.get("text", "")}),
+            )
+        )
     elif ctype == "execution_output":
         out.append(BlockRow("tool_result", str(content.get("text", ""))))
     elif ctype == "thoughts":
@@ -86,8 +92,12 @@ class ChatGPTReader:
     def _conversation(self, path: Path, conv: dict[str, Any], builder: CorpusBuilder) -> None:
         mapping: dict[str, Any] = conv["mapping"]
         cid = str(conv.get("conversation_id") or conv.get("id") or path.stem)
-        builder.conversation(cid, source_format=self.name, source_path=path,
-                             title=conv.get("title") if isinstance(conv.get("title"), str) else None)  # fmt: skip
+        builder.conversation(
+            cid,
+            source_format=self.name,
+            source_path=path,
+            title=conv.get("title") if isinstance(conv.get("title"), str) else None,
+        )
         chain: list[dict[str, Any]] = []
         node_id = conv.get("current_node")
         seen: set[str] = set()
@@ -105,32 +115,47 @@ class ChatGPTReader:
             if not isinstance(msg, dict):
                 builder.record()
                 continue
-            author = msg.get("author") if isinstance(msg.get("author"), dict) else {}
+            author: dict[str, Any] = msg["author"] if isinstance(msg.get("author"), dict) else {}
             role = author.get("role")
             content = msg.get("content")
             if role not in ("user", "assistant", "system", "tool") or not isinstance(content, dict):
                 builder.skip(path, 1, f"{cid}: message {msg.get('id')} has no role or content")
                 continue
             blocks = _parts(content)
-            meta = msg.get("metadata") if isinstance(msg.get("metadata"), dict) else {}
+            meta: dict[str, Any] = msg["metadata"] if isinstance(msg.get("metadata"), dict) else {}
             hidden = bool(meta.get("is_visually_hidden_from_conversation"))
             if not blocks or all(not b.text and b.block_type == "text" for b in blocks):
                 builder.record()
                 continue
             ctype = content.get("content_type")
             if role == "assistant" and msg.get("recipient") not in (None, "all"):
-                blocks = [b if b.block_type != "text" else BlockRow(
-                    "tool_call", "", tool_name=str(msg.get("recipient")),
-                    tool_input=json_text({"input": b.text})) for b in blocks]  # fmt: skip
+                blocks = [
+                    b
+                    if b.block_type != "text"
+                    else BlockRow(
+                        "tool_call",
+                        "",
+                        tool_name=str(msg.get("recipient")),
+                        tool_input=json_text({"input": b.text}),
+                    )
+                    for b in blocks
+                ]
             if role == "tool":
-                blocks = [BlockRow("tool_result", b.text) if b.block_type in ("text", "other") else b
-                          for b in blocks]  # fmt: skip
+                blocks = [
+                    BlockRow("tool_result", b.text) if b.block_type in ("text", "other") else b
+                    for b in blocks
+                ]
             if hidden or ctype == "user_editable_context" or meta.get("is_user_system_message"):
                 role = "system"
             real = role == "user" and any(b.block_type == "text" for b in blocks)
             builder.message(
-                cid, role, blocks, source_path=path, source_line=1,
+                cid,
+                role,
+                blocks,
+                source_path=path,
+                source_line=1,
                 timestamp=parse_time(msg.get("create_time")) or when_default,
-                is_real_user=real, external_id=str(msg.get("id")) if msg.get("id") else None,
+                is_real_user=real,
+                external_id=str(msg.get("id")) if msg.get("id") else None,
                 speaker=author.get("name") if isinstance(author.get("name"), str) else None,
-            )  # fmt: skip
+            )

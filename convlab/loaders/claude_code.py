@@ -37,9 +37,17 @@ from convlab.loaders.registry import register_format
 __all__ = ["ClaudeCodeReader"]
 
 RECORD_TYPES = frozenset(
-    {"user", "assistant", "system", "summary", "file-history-snapshot", "progress",
-     "queue-operation", "last-prompt"}
-)  # fmt: skip
+    {
+        "user",
+        "assistant",
+        "system",
+        "summary",
+        "file-history-snapshot",
+        "progress",
+        "queue-operation",
+        "last-prompt",
+    }
+)
 INJECTED_PREFIXES = (
     "<system-reminder>",
     "<command-name>",
@@ -96,19 +104,24 @@ def _blocks(content: list[Any]) -> list[BlockRow]:
             out.append(BlockRow("thinking", "[redacted thinking]"))
         elif t == "tool_use":
             out.append(
-                BlockRow("tool_call", "", tool_name=str(b.get("name") or ""),
-                         tool_input=json_text(b.get("input", {})))
-            )  # fmt: skip
+                BlockRow(
+                    "tool_call",
+                    "",
+                    tool_name=str(b.get("name") or ""),
+                    tool_input=json_text(b.get("input", {})),
+                )
+            )
         elif t == "tool_result":
             out.append(
-                BlockRow("tool_result", _text_of(b.get("content")),
-                         is_error=bool(b.get("is_error")))
-            )  # fmt: skip
+                BlockRow(
+                    "tool_result", _text_of(b.get("content")), is_error=bool(b.get("is_error"))
+                )
+            )
         elif t == "image":
             out.append(BlockRow("image", ""))
         else:
-            text = b.get("text") if isinstance(b.get("text"), str) else ""
-            out.append(BlockRow("other", text))
+            other = b.get("text")
+            out.append(BlockRow("other", other if isinstance(other, str) else ""))
     return out
 
 
@@ -166,10 +179,16 @@ class ClaudeCodeReader:
                     builder.record()
                     continue
                 builder.message(
-                    cid, p.role, p.blocks, source_path=path, source_line=p.line,
-                    timestamp=p.timestamp, is_real_user=p.real, is_sidechain=p.sidechain,
+                    cid,
+                    p.role,
+                    p.blocks,
+                    source_path=path,
+                    source_line=p.line,
+                    timestamp=p.timestamp,
+                    is_real_user=p.real,
+                    is_sidechain=p.sidechain,
                     external_id=p.external_id,
-                )  # fmt: skip
+                )
             pending = None
 
         for number, rec in iter_json_lines(path, builder):
@@ -195,8 +214,14 @@ class ClaudeCodeReader:
                 content = rec.get("content")
                 if rec.get("subtype") == "local_command" and isinstance(content, str):
                     flush()
-                    pending = _Pending("system", [BlockRow("text", content)], number, when,
-                                       sidechain=side, external_id=uuid)  # fmt: skip
+                    pending = _Pending(
+                        "system",
+                        [BlockRow("text", content)],
+                        number,
+                        when,
+                        sidechain=side,
+                        external_id=uuid,
+                    )
                 else:
                     builder.record()
                 continue
@@ -223,8 +248,15 @@ class ClaudeCodeReader:
                     builder.record()
                     continue
                 flush()
-                pending = _Pending("assistant", blocks, number, when, sidechain=side,
-                                   external_id=uuid, message_id=mid)  # fmt: skip
+                pending = _Pending(
+                    "assistant",
+                    blocks,
+                    number,
+                    when,
+                    sidechain=side,
+                    external_id=uuid,
+                    message_id=mid,
+                )
                 continue
             # user lines: a tool-result carrier, an injected line, or a human prompt
             types = {b.block_type for b in blocks}
@@ -249,8 +281,15 @@ class ClaudeCodeReader:
                 or (side and text.strip() == "Warmup")
             )
             real = not injected and "text" in types
-            pending = _Pending("system" if injected else "user", blocks, number, when,
-                               real=real, sidechain=side, external_id=uuid)  # fmt: skip
+            pending = _Pending(
+                "system" if injected else "user",
+                blocks,
+                number,
+                when,
+                real=real,
+                sidechain=side,
+                external_id=uuid,
+            )
         flush()
         if conv is not None and title:
             builder.conversation(conv, source_format=self.name, source_path=path, title=title)

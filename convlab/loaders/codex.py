@@ -36,9 +36,17 @@ INJECTED = (
     "<user_shell_command>",
 )
 ITEM_TYPES = frozenset(
-    {"message", "reasoning", "function_call", "function_call_output", "custom_tool_call",
-     "custom_tool_call_output", "local_shell_call", "web_search_call"}
-)  # fmt: skip
+    {
+        "message",
+        "reasoning",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "local_shell_call",
+        "web_search_call",
+    }
+)
 
 
 def _content_text(content: Any) -> str:
@@ -92,16 +100,27 @@ class CodexReader:
                 builder.conversation(conv, source_format=self.name, source_path=path)
             return conv
 
-        def emit(role: str, blocks: list[BlockRow], number: int, when: Any, real: bool = False,
-                 speaker: str | None = None) -> None:  # fmt: skip
+        def emit(
+            role: str,
+            blocks: list[BlockRow],
+            number: int,
+            when: Any,
+            real: bool = False,
+            speaker: str | None = None,
+        ) -> None:
             nonlocal last_prompt
-            if role != "user":
-                if role == "assistant":
-                    last_prompt = None
+            if role != "user" and role == "assistant":
+                last_prompt = None
             builder.message(
-                ensure(), role, blocks, source_path=path, source_line=number, timestamp=when,
-                is_real_user=real, speaker=speaker,
-            )  # fmt: skip
+                ensure(),
+                role,
+                blocks,
+                source_path=path,
+                source_line=number,
+                timestamp=when,
+                is_real_user=real,
+                speaker=speaker,
+            )
 
         def prompt(text: str, number: int, when: Any) -> None:
             nonlocal last_prompt
@@ -154,8 +173,16 @@ class CodexReader:
         ensure()
         return lines
 
-    def _item(self, p: dict[str, Any], number: int, when: Any, builder: CorpusBuilder,
-              emit: Any, prompt: Any, path: Path) -> None:  # fmt: skip
+    def _item(
+        self,
+        p: dict[str, Any],
+        number: int,
+        when: Any,
+        builder: CorpusBuilder,
+        emit: Any,
+        prompt: Any,
+        path: Path,
+    ) -> None:
         t = p.get("type")
         if t == "message":
             role = p.get("role")
@@ -181,16 +208,32 @@ class CodexReader:
         elif t in ("function_call", "custom_tool_call", "local_shell_call"):
             name = p.get("name") or ("shell" if t == "local_shell_call" else "tool")
             args = p.get("arguments", p.get("input", p.get("action")))
-            emit("assistant", [BlockRow("tool_call", "", tool_name=str(name), tool_input=_args(args))],
-                 number, when)  # fmt: skip
+            emit(
+                "assistant",
+                [BlockRow("tool_call", "", tool_name=str(name), tool_input=_args(args))],
+                number,
+                when,
+            )
         elif t in ("function_call_output", "custom_tool_call_output"):
             out = p.get("output")
             if isinstance(out, dict):
                 out = out.get("output", json_text(out))
-            emit("tool", [BlockRow("tool_result", out if isinstance(out, str) else json_text(out))],
-                 number, when)  # fmt: skip
+            emit(
+                "tool",
+                [BlockRow("tool_result", out if isinstance(out, str) else json_text(out))],
+                number,
+                when,
+            )
         elif t == "web_search_call":
-            emit("assistant", [BlockRow("tool_call", "", tool_name="web_search",
-                                        tool_input=_args(p.get("action")))], number, when)  # fmt: skip
+            emit(
+                "assistant",
+                [
+                    BlockRow(
+                        "tool_call", "", tool_name="web_search", tool_input=_args(p.get("action"))
+                    )
+                ],
+                number,
+                when,
+            )
         else:
             builder.record()

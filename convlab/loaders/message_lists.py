@@ -68,12 +68,21 @@ def _convert_blocks(content: Any, anthropic: bool) -> list[BlockRow] | None:
         elif t == "redacted_thinking":
             out.append(BlockRow("thinking", "[redacted thinking]"))
         elif t in ("tool_use", "server_tool_use"):
-            out.append(BlockRow("tool_call", "", tool_name=str(b.get("name") or ""),
-                                tool_input=json_text(b.get("input", {}))))  # fmt: skip
+            out.append(
+                BlockRow(
+                    "tool_call",
+                    "",
+                    tool_name=str(b.get("name") or ""),
+                    tool_input=json_text(b.get("input", {})),
+                )
+            )
         elif t == "tool_result":
             c = b.get("content")
-            text = c if isinstance(c, str) else "\n".join(
-                x.get("text", "") for x in c or [] if isinstance(x, dict))  # fmt: skip
+            text = (
+                c
+                if isinstance(c, str)
+                else "\n".join(x.get("text", "") for x in c or [] if isinstance(x, dict))
+            )
             out.append(BlockRow("tool_result", text, is_error=bool(b.get("is_error"))))
         else:
             out.append(
@@ -112,8 +121,9 @@ def _read(reader: Any, path: Path, builder: CorpusBuilder, anthropic: bool) -> i
                 builder.skip(path, line, f"message {j} content is not a string, list or null")
                 continue
             if role == "tool":
-                blocks = [BlockRow("tool_result", b.text) if b.block_type == "text" else b
-                          for b in blocks] or [BlockRow("tool_result", "")]  # fmt: skip
+                blocks = [
+                    BlockRow("tool_result", b.text) if b.block_type == "text" else b for b in blocks
+                ] or [BlockRow("tool_result", "")]
             for call in m.get("tool_calls") or []:
                 fn = call.get("function") if isinstance(call, dict) else None
                 if isinstance(fn, dict):
@@ -122,8 +132,14 @@ def _read(reader: Any, path: Path, builder: CorpusBuilder, anthropic: bool) -> i
                         parsed = json.loads(args) if isinstance(args, str) else args
                     except ValueError:
                         parsed = {"arguments": args}
-                    blocks.append(BlockRow("tool_call", "", tool_name=str(fn.get("name") or ""),
-                                           tool_input=json_text(parsed or {})))  # fmt: skip
+                    blocks.append(
+                        BlockRow(
+                            "tool_call",
+                            "",
+                            tool_name=str(fn.get("name") or ""),
+                            tool_input=json_text(parsed or {}),
+                        )
+                    )
             types = {b.block_type for b in blocks}
             if role == "user" and types and types <= {"tool_result", "image"}:
                 role = "tool"
@@ -131,10 +147,14 @@ def _read(reader: Any, path: Path, builder: CorpusBuilder, anthropic: bool) -> i
                 builder.record()
                 continue
             builder.message(
-                cid, role, blocks, source_path=path, source_line=line,
+                cid,
+                role,
+                blocks,
+                source_path=path,
+                source_line=line,
                 is_real_user=role == "user" and "text" in types,
                 speaker=m.get("name") if isinstance(m.get("name"), str) else None,
-            )  # fmt: skip
+            )
     return n
 
 

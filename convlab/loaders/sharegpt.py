@@ -19,10 +19,19 @@ from convlab.loaders.registry import register_format
 
 __all__ = ["ShareGPTReader"]
 
-ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
-         "chatgpt": "assistant", "bard": "assistant", "system": "system",
-         "function_call": "assistant", "observation": "tool", "tool": "tool",
-         "function": "tool"}  # fmt: skip
+ROLES = {
+    "human": "user",
+    "user": "user",
+    "gpt": "assistant",
+    "assistant": "assistant",
+    "chatgpt": "assistant",
+    "bard": "assistant",
+    "system": "system",
+    "function_call": "assistant",
+    "observation": "tool",
+    "tool": "tool",
+    "function": "tool",
+}
 
 
 def _call(value: str) -> BlockRow:
@@ -33,8 +42,12 @@ def _call(value: str) -> BlockRow:
             "tool_call", "", tool_name="function", tool_input=json_text({"input": value})
         )
     if isinstance(data, dict):
-        return BlockRow("tool_call", "", tool_name=str(data.get("name") or "function"),
-                        tool_input=json_text(data.get("arguments", {})))  # fmt: skip
+        return BlockRow(
+            "tool_call",
+            "",
+            tool_name=str(data.get("name") or "function"),
+            tool_input=json_text(data.get("arguments", {})),
+        )
     return BlockRow("tool_call", "", tool_name="function", tool_input=json_text(data))
 
 
@@ -103,8 +116,13 @@ class ShareGPTReader:
             cid = str(rec.get("id") or f"{path.stem}-{i}")
             builder.conversation(cid, source_format=self.name, source_path=path)
             if isinstance(rec.get("system"), str) and rec["system"].strip():
-                builder.message(cid, "system", [BlockRow("text", rec["system"])],
-                                source_path=path, source_line=line)  # fmt: skip
+                builder.message(
+                    cid,
+                    "system",
+                    [BlockRow("text", rec["system"])],
+                    source_path=path,
+                    source_line=line,
+                )
             for j, t in enumerate(turns):
                 if not isinstance(t, dict):
                     builder.skip(path, line, f"turn {j} is not an object")
@@ -121,6 +139,12 @@ class ShareGPTReader:
                 if not blocks:
                     builder.record()
                     continue
-                builder.message(cid, role, blocks, source_path=path, source_line=line,
-                                is_real_user=role == "user")  # fmt: skip
+                builder.message(
+                    cid,
+                    role,
+                    blocks,
+                    source_path=path,
+                    source_line=line,
+                    is_real_user=role == "user",
+                )
         return n

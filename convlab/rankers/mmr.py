@@ -26,10 +26,7 @@ def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float = 0.7) ->
     sims = vectors @ vectors.T
     left = list(range(n))
     while left and len(chosen) < k:
-        if chosen:
-            red = sims[np.ix_(left, chosen)].max(axis=1)
-        else:
-            red = np.zeros(len(left))
+        red = sims[np.ix_(left, chosen)].max(axis=1) if chosen else np.zeros(len(left))
         value = lam * np.asarray(relevance)[left] - (1 - lam) * red
         best = left[int(np.argmax(value))]
         chosen.append(best)

@@ -1,6 +1,6 @@
 """Embedding strategies: one module each, registered in :data:`STRATEGIES` by a decorator."""
 
+from convlab.strategies import isolated, message, qa_pair, sequential, turn_pair, whole_turn  # noqa: F401
 from convlab.strategies.base import STRATEGIES, Chunk, Strategy, get_strategy, register_strategy
-from convlab.strategies import isolated, message, qa_pair, sequential, turn_pair, whole_turn  # noqa: F401,I001
 
 __all__ = ["STRATEGIES", "Chunk", "Strategy", "get_strategy", "register_strategy"]

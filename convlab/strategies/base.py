@@ -104,7 +104,7 @@ def tokens_of(chunks: Iterable[Chunk]) -> int:
 
 
 def pack(target: Chunk, context: Sequence[Chunk | None], budget: int) -> list[Chunk]:
-    """The target plus each context chunk, in priority order, that still fits; in conversation order.
+    """The target plus each context chunk (in priority order) that fits, in conversation order.
 
     ``None`` entries and chunks already taken (the target being an S0, say) are passed over.
     """

@@ -17,7 +17,12 @@ class Isolated:
     def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
         """One unit per chunk."""
         return [
-            make_unit(self.name, f"{self.name}:{c.chunk_id}", [c], target=c,
-                      doc_ids=doc_ids_for([c], dialog))
+            make_unit(
+                self.name,
+                f"{self.name}:{c.chunk_id}",
+                [c],
+                target=c,
+                doc_ids=doc_ids_for([c], dialog),
+            )
             for c in chunks
-        ]  # fmt: skip
+        ]

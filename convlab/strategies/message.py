@@ -28,7 +28,12 @@ class Message:
             msg = list(group)
             for i, win in enumerate(windows(msg, budget, OVERLAP)):
                 out.append(
-                    make_unit(self.name, f"{self.name}:{msg[0].message_id}:w{i}", win,
-                              target=win[0], doc_ids=doc_ids_for(win, dialog))
-                )  # fmt: skip
+                    make_unit(
+                        self.name,
+                        f"{self.name}:{msg[0].message_id}:w{i}",
+                        win,
+                        target=win[0],
+                        doc_ids=doc_ids_for(win, dialog),
+                    )
+                )
         return out

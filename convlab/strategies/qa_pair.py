@@ -38,7 +38,13 @@ class QAPair:
                 part = [c for c in turn if (c.role == "user") == (side == "question")]
                 for i, win in enumerate(windows(part, budget, OVERLAP)):
                     out.append(
-                        make_unit(self.name, f"{self.name}:{turn[0].turn_id}:{side[0]}{i}", win,
-                                  target=win[0], doc_ids=doc_ids_for(win, dialog), side=side)
-                    )  # fmt: skip
+                        make_unit(
+                            self.name,
+                            f"{self.name}:{turn[0].turn_id}:{side[0]}{i}",
+                            win,
+                            target=win[0],
+                            doc_ids=doc_ids_for(win, dialog),
+                            side=side,
+                        )
+                    )
         return out

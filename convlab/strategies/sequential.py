@@ -26,7 +26,12 @@ class Sequential:
             nxt = chunks[i + 1] if i + 1 < len(chunks) else None
             chosen = pack(c, [prev, nxt], budget)
             out.append(
-                make_unit(self.name, f"{self.name}:{c.chunk_id}", chosen, target=c,
-                          doc_ids=doc_ids_for([c], dialog))
-            )  # fmt: skip
+                make_unit(
+                    self.name,
+                    f"{self.name}:{c.chunk_id}",
+                    chosen,
+                    target=c,
+                    doc_ids=doc_ids_for([c], dialog),
+                )
+            )
         return out

@@ -61,9 +61,12 @@ class TurnPair:
 
     def _unit(self, target: Chunk, chosen: list[Chunk], *, dialog: bool) -> dict[str, Any]:
         return make_unit(
-            self.name, f"{self.name}:{target.chunk_id}", chosen, target=target,
+            self.name,
+            f"{self.name}:{target.chunk_id}",
+            chosen,
+            target=target,
             doc_ids=doc_ids_for([target], dialog),
-        )  # fmt: skip
+        )
 
     def _dialog(self, chunks: Sequence[Chunk], budget: int) -> list[dict[str, Any]]:
         firsts: dict[int, Chunk] = {}

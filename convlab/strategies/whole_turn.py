@@ -38,7 +38,12 @@ class WholeTurn:
             turn = list(group)
             for i, win in enumerate(windows(turn, budget, OVERLAP)):
                 out.append(
-                    make_unit(self.name, f"{self.name}:{turn[0].turn_id}:w{i}", win, target=None,
-                              doc_ids=doc_ids_for(win, dialog))
-                )  # fmt: skip
+                    make_unit(
+                        self.name,
+                        f"{self.name}:{turn[0].turn_id}:w{i}",
+                        win,
+                        target=None,
+                        doc_ids=doc_ids_for(win, dialog),
+                    )
+                )
         return out

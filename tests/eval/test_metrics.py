@@ -24,22 +24,27 @@ from convlab.queries import (
 from convlab.significance import bootstrap_ci, compare, holm, paired_randomization, wilcoxon
 
 QUERIES = schema.frame(
-    [{"query_id": "q1", "text": "a", "relevant": ["a", "b"], "category": "x"},
-     {"query_id": "q2", "text": "b", "relevant": ["z"], "category": "y"},
-     {"query_id": "q3", "text": "c", "relevant": [], "category": "y"}],
+    [
+        {"query_id": "q1", "text": "a", "relevant": ["a", "b"], "category": "x"},
+        {"query_id": "q2", "text": "b", "relevant": ["z"], "category": "y"},
+        {"query_id": "q3", "text": "c", "relevant": [], "category": "y"},
+    ],
     schema.QUERIES,
-)  # fmt: skip
-HITS = pl.DataFrame({
-    "query_id": ["q1"] * 4 + ["q2"] * 2,
-    "doc_id": ["c", "a", "d", "b", "x", "y"],
-    "rank": [1, 2, 3, 4, 1, 2],
-    "score": [4.0, 3.0, 2.0, 1.0, 2.0, 1.0],
-})  # fmt: skip
+)
+HITS = pl.DataFrame(
+    {
+        "query_id": ["q1"] * 4 + ["q2"] * 2,
+        "doc_id": ["c", "a", "d", "b", "x", "y"],
+        "rank": [1, 2, 3, 4, 1, 2],
+        "score": [4.0, 3.0, 2.0, 1.0, 2.0, 1.0],
+    }
+)
 
 
 def test_metrics_by_hand() -> None:
-    pq = per_query(HITS, QUERIES, ["recall@2", "success@2", "recall_all@4", "recall_all@2",
-                                   "mrr", "ndcg@10"])  # fmt: skip
+    pq = per_query(
+        HITS, QUERIES, ["recall@2", "success@2", "recall_all@4", "recall_all@2", "mrr", "ndcg@10"]
+    )
     v = {(q, m): x for q, m, x in pq.iter_rows()}
     # q1: relevant {a, b}, ranking c a d b
     assert v[("q1", "recall@2")] == 0.5
@@ -69,8 +74,11 @@ def test_agrees_with_ir_measures() -> None:
     ours = per_query(run, queries, ["recall@5", "ndcg@10", "mrr", "success@3"])
     qrels = [ir_measures.Qrel(q["query_id"], d, 1) for q in qs for d in q["relevant"]]
     scored = [ir_measures.ScoredDoc(h["query_id"], h["doc_id"], 100 - h["rank"]) for h in hits]
-    ref = ir_measures.calc_aggregate([ir_measures.R @ 5, ir_measures.nDCG @ 10, ir_measures.RR,
-                                      ir_measures.Success @ 3], qrels, scored)  # fmt: skip
+    ref = ir_measures.calc_aggregate(
+        [ir_measures.R @ 5, ir_measures.nDCG @ 10, ir_measures.RR, ir_measures.Success @ 3],
+        qrels,
+        scored,
+    )
     means = dict(ours.group_by("metric").agg(pl.col("value").mean()).iter_rows())
     assert means["recall@5"] == pytest.approx(ref[ir_measures.R @ 5])
     assert means["ndcg@10"] == pytest.approx(ref[ir_measures.nDCG @ 10])
@@ -110,8 +118,10 @@ def test_compare_marks_only_real_differences() -> None:
         ("same", base.copy()),
         ("better", np.maximum(base, rng.integers(0, 2, 300))),
     ]:
-        rows += [{"system": name, "query_id": f"q{i}", "metric": "recall@5", "value": v}
-                 for i, v in enumerate(vals)]  # fmt: skip
+        rows += [
+            {"system": name, "query_id": f"q{i}", "metric": "recall@5", "value": v}
+            for i, v in enumerate(vals)
+        ]
     out = compare(pl.DataFrame(rows), "base")
     sig = dict(out.select("system", "significant").iter_rows())
     assert sig == {"base": False, "same": False, "better": True}
@@ -122,15 +132,23 @@ def test_query_files_roundtrip(tmp_path: Path) -> None:
     back = read_queries(tmp_path / "q.jsonl")
     assert back.equals(QUERIES)
     write_qrels(QUERIES, tmp_path / "qrels.txt")
-    assert read_qrels(tmp_path / "qrels.txt").rows() == [("q1", "a", 1), ("q1", "b", 1),
-                                                         ("q2", "z", 1)]  # fmt: skip
+    assert read_qrels(tmp_path / "qrels.txt").rows() == [
+        ("q1", "a", 1),
+        ("q1", "b", 1),
+        ("q2", "z", 1),
+    ]
     write_run(HITS, tmp_path / "run.trec", "sys")
     run = read_run(tmp_path / "run.trec")
-    assert run.select("query_id", "doc_id", "rank").rows() == HITS.select(
-        "query_id", "doc_id", "rank").rows()  # fmt: skip
+    assert (
+        run.select("query_id", "doc_id", "rank").rows()
+        == HITS.select("query_id", "doc_id", "rank").rows()
+    )
     # ir_measures reads what convlab writes
-    res = ir_measures.calc_aggregate([ir_measures.R @ 2], ir_measures.read_trec_qrels(
-        str(tmp_path / "qrels.txt")), ir_measures.read_trec_run(str(tmp_path / "run.trec")))  # fmt: skip
+    res = ir_measures.calc_aggregate(
+        [ir_measures.R @ 2],
+        ir_measures.read_trec_qrels(str(tmp_path / "qrels.txt")),
+        ir_measures.read_trec_run(str(tmp_path / "run.trec")),
+    )
     assert res[ir_measures.R @ 2] == pytest.approx((0.5 + 0.0) / 2)
 
 

@@ -10,20 +10,31 @@ from convlab.resurrect import budget_measures, normalize_answer, resurrect
 from tests.helpers import sentences_frame
 
 # turn 29/30 of seeds/003 become one convlab turn: user S0 (120), assistant S0 (80), S5 (150)
-SENTS = sentences_frame([
-    (0, 0, "user", 0, 0, "How does brightness scoring work?", 120),
-    (0, 1, "assistant", 0, 0, "Brightness scoring uses magnitude voting.", 80),
-    (0, 1, "assistant", 5, 1, "Scores are capped at 10000.", 150),
-    (1, 2, "user", 0, 0, "And the decay?", 30),
-])  # fmt: skip
-U = schema.frame([
-    {"unit_id": "s5", "chunk_ids": ["c:t0:user:s0", "c:t0:assistant:s0", "c:t0:assistant:s5"],
-     "target_chunk_id": "c:t0:assistant:s5"},
-    {"unit_id": "a0", "chunk_ids": ["c:t0:user:s0", "c:t0:assistant:s0"],
-     "target_chunk_id": "c:t0:assistant:s0"},
-    {"unit_id": "u0", "chunk_ids": ["c:t0:user:s0"], "target_chunk_id": "c:t0:user:s0"},
-    {"unit_id": "d", "chunk_ids": ["c:t1:user:s0"], "target_chunk_id": "c:t1:user:s0"},
-], schema.UNITS)  # fmt: skip
+SENTS = sentences_frame(
+    [
+        (0, 0, "user", 0, 0, "How does brightness scoring work?", 120),
+        (0, 1, "assistant", 0, 0, "Brightness scoring uses magnitude voting.", 80),
+        (0, 1, "assistant", 5, 1, "Scores are capped at 10000.", 150),
+        (1, 2, "user", 0, 0, "And the decay?", 30),
+    ]
+)
+U = schema.frame(
+    [
+        {
+            "unit_id": "s5",
+            "chunk_ids": ["c:t0:user:s0", "c:t0:assistant:s0", "c:t0:assistant:s5"],
+            "target_chunk_id": "c:t0:assistant:s5",
+        },
+        {
+            "unit_id": "a0",
+            "chunk_ids": ["c:t0:user:s0", "c:t0:assistant:s0"],
+            "target_chunk_id": "c:t0:assistant:s0",
+        },
+        {"unit_id": "u0", "chunk_ids": ["c:t0:user:s0"], "target_chunk_id": "c:t0:user:s0"},
+        {"unit_id": "d", "chunk_ids": ["c:t1:user:s0"], "target_chunk_id": "c:t1:user:s0"},
+    ],
+    schema.UNITS,
+)
 
 
 def hits(*units: str) -> pl.DataFrame:
@@ -33,8 +44,11 @@ def hits(*units: str) -> pl.DataFrame:
 def test_example_1_three_chunks_cost_350() -> None:
     r = resurrect(hits("s5"), 1000, units=U, sentences=SENTS)
     assert r.tokens_used == 150 + 120 + 80
-    assert r.context["chunk_id"].to_list() == ["c:t0:user:s0", "c:t0:assistant:s0",
-                                               "c:t0:assistant:s5"]  # fmt: skip
+    assert r.context["chunk_id"].to_list() == [
+        "c:t0:user:s0",
+        "c:t0:assistant:s0",
+        "c:t0:assistant:s5",
+    ]
     assert r.context["is_target"].to_list() == [False, False, True]
 
 
@@ -57,13 +71,17 @@ def test_a_hit_that_does_not_fit_is_skipped_and_the_walk_goes_on() -> None:
 
 
 def test_budget_measures() -> None:
-    queries = schema.frame([{"query_id": "q", "text": "x", "relevant": ["c:t0"],
-                             "answer": "capped at 10,000"}], schema.QUERIES)  # fmt: skip
+    queries = schema.frame(
+        [{"query_id": "q", "text": "x", "relevant": ["c:t0"], "answer": "capped at 10,000"}],
+        schema.QUERIES,
+    )
     h = hits("s5", "d").with_columns(pl.lit("q").alias("query_id"))
-    m = budget_measures(h, queries, units=U, sentences=SENTS, budgets=[100, 350, 400],
-                        dialog_docs=False)  # fmt: skip
+    m = budget_measures(
+        h, queries, units=U, sentences=SENTS, budgets=[100, 350, 400], dialog_docs=False
+    )
     rows = {r["budget"]: r for r in m.iter_rows(named=True)}
-    assert rows[100]["coverage"] == 0.0 and rows[100]["tokens_used"] == 30
+    assert rows[100]["coverage"] == 0.0
+    assert rows[100]["tokens_used"] == 30
     assert rows[350]["coverage"] == 1.0
     assert rows[350]["answer_contained"] == 1.0  # "10,000" and "10000." normalise alike
     assert rows[400]["tokens_used"] == 380

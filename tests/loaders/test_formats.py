@@ -44,9 +44,11 @@ def test_claude_code_subagents_and_titles(transcripts: Path) -> None:
 
 def test_claude_code_compaction_summary_is_system(transcripts: Path) -> None:
     c = load(
-        transcripts / "claude_code" / "kvsankar_synthetic"
+        transcripts
+        / "claude_code"
+        / "kvsankar_synthetic"
         / "compaction_claude_session_with_compaction.jsonl"
-    )  # fmt: skip
+    )
     # 6 user lines: 3 real prompts, 3 tool_result carriers; 6 assistant lines, 6 ids
     assert roles(c) == {"user": 3, "tool": 3, "assistant": 6}
 
@@ -115,8 +117,10 @@ def test_anthropic_fixture() -> None:
     assert c.messages["role"].to_list() == ["system", "user", "assistant", "tool", "assistant"]
     assert c.messages["is_real_user"].to_list() == [False, True, False, False, False]
     assert c.blocks.filter(pl.col("message_index") == 2)["block_type"].to_list() == [
-        "thinking", "text", "tool_call",
-    ]  # fmt: skip
+        "thinking",
+        "text",
+        "tool_call",
+    ]
 
 
 def test_amplifier_sample_sessions() -> None:
@@ -134,8 +138,14 @@ def test_amplifier_sample_sessions() -> None:
 
 def test_every_format_is_registered() -> None:
     assert set(FORMATS) == {
-        "amplifier", "chatgpt", "claude_code", "codex", "locomo", "anthropic", "openai",
+        "amplifier",
+        "chatgpt",
+        "claude_code",
+        "codex",
+        "locomo",
+        "anthropic",
+        "openai",
         "sharegpt",
-    }  # fmt: skip
+    }
     with pytest.raises(ValueError, match="valid formats: amplifier, anthropic"):
         load(FIXTURES / "openai" / "chat.jsonl", format="nope")

@@ -27,8 +27,13 @@ def test_counts_match_the_dataset_card(corpus) -> None:  # type: ignore[no-untyp
     )
     assert corpus.queries.height == 1986
     cats = dict(corpus.queries.group_by("category").len().iter_rows())
-    assert cats == {"multi-hop": 282, "temporal": 321, "open-domain": 96, "single-hop": 841,
-                    "adversarial": 446}  # fmt: skip
+    assert cats == {
+        "multi-hop": 282,
+        "temporal": 321,
+        "open-domain": 96,
+        "single-hop": 841,
+        "adversarial": 446,
+    }
     assert set(corpus.conversations["kind"]) == {"dialog"}
 
 
@@ -38,8 +43,11 @@ def test_evidence_cleaning_totals(corpus) -> None:  # type: ignore[no-untyped-de
     # "D21:18 D21:22 D11:15 D11:19" are split and "D:11:26" repaired (5 fixed); "D" and three
     # ids naming no utterance are dropped (4); 5 questions end with no evidence.
     assert evidence_report() == {
-        "questions": 1986, "evidence_fixed": 5, "evidence_dropped": 4, "no_evidence": 5,
-    }  # fmt: skip
+        "questions": 1986,
+        "evidence_fixed": 5,
+        "evidence_dropped": 4,
+        "no_evidence": 5,
+    }
     q = corpus.queries.filter(pl.col("query_id") == "conv-26:q0")
     assert q["relevant"].item().to_list() == ["conv-26:m2"]  # D1:3 is the third utterance
 
@@ -59,18 +67,33 @@ def test_session_time() -> None:
 
 
 def test_variant_field_names(tmp_path: Path) -> None:
-    data = [{
-        "sample_id": "v1",
-        "dialog": {"speaker_a": "Ann", "speaker_b": "Bo",
-                   "session_1": [
-                       {"speaker": "Ann", "dia_id": "D1:1", "clean_text": "Hi Bo.",
-                        "timestamp": "2024-01-02T10:00:00Z"},
-                       {"speaker": "Bo", "dia_id": "D1:2", "utterance": "Hey Ann!",
-                        "blip_caption": "a dog on a beach"}],
-                   "session_1_date_time": "9:00 am on 2 January, 2024"},
-        "qa": [{"question": "Who has a dog?", "answer": "Bo", "evidence": ["D1:2"],
-                "category": 4}],
-    }]  # fmt: skip
+    data = [
+        {
+            "sample_id": "v1",
+            "dialog": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bo",
+                "session_1": [
+                    {
+                        "speaker": "Ann",
+                        "dia_id": "D1:1",
+                        "clean_text": "Hi Bo.",
+                        "timestamp": "2024-01-02T10:00:00Z",
+                    },
+                    {
+                        "speaker": "Bo",
+                        "dia_id": "D1:2",
+                        "utterance": "Hey Ann!",
+                        "blip_caption": "a dog on a beach",
+                    },
+                ],
+                "session_1_date_time": "9:00 am on 2 January, 2024",
+            },
+            "qa": [
+                {"question": "Who has a dog?", "answer": "Bo", "evidence": ["D1:2"], "category": 4}
+            ],
+        }
+    ]
     path = tmp_path / "variant.json"
     path.write_text(json.dumps(data))
     c = load(path)

@@ -51,21 +51,24 @@ def test_isolated() -> None:
 def test_turn_pair_by_hand() -> None:
     got = texts(units(SENTS, "turn_pair"))
     assert got == {
-        "c:t0:system:s0": ("SYS", 7),                 # system: alone
-        "c:t0:user:s0": ("U0 A0", 42),                # user S0 target: + assistant S0 only
-        "c:t0:user:s1": ("U0 U1 A0", 62),             # own S0 + target + paired S0
-        "c:t0:assistant:s0": ("U0 A0", 42),           # assistant S0 target: + user S0 only
+        "c:t0:system:s0": ("SYS", 7),  # system: alone
+        "c:t0:user:s0": ("U0 A0", 42),  # user S0 target: + assistant S0 only
+        "c:t0:user:s1": ("U0 U1 A0", 62),  # own S0 + target + paired S0
+        "c:t0:assistant:s0": ("U0 A0", 42),  # assistant S0 target: + user S0 only
         "c:t0:assistant:s1": ("U0 A0 A1", 82),
         "c:t0:assistant:s2": ("U0 A0 A2", 92),
         "c:t1:user:s0": ("V0 B0", 42),
         "c:t1:assistant:s0": ("V0 B0", 42),
         "c:t1:assistant:s1": ("V0 B0 B1", 77),
-        "c:t2:user:s0": ("W0", 14),                   # last, incomplete turn: no forward pair
-    }  # fmt: skip
+        "c:t2:user:s0": ("W0", 14),  # last, incomplete turn: no forward pair
+    }
     u = units(SENTS, "turn_pair")
     row = u.filter(pl.col("target_chunk_id") == "c:t0:assistant:s2")
-    assert row["chunk_ids"].item().to_list() == ["c:t0:user:s0", "c:t0:assistant:s0",
-                                                 "c:t0:assistant:s2"]  # fmt: skip
+    assert row["chunk_ids"].item().to_list() == [
+        "c:t0:user:s0",
+        "c:t0:assistant:s0",
+        "c:t0:assistant:s2",
+    ]
 
 
 def test_turn_pair_budget_priority() -> None:
@@ -88,8 +91,11 @@ def test_sequential_by_hand() -> None:
 
 def test_whole_turn_by_hand() -> None:
     u = units(SENTS, "whole_turn")
-    assert u["unit_id"].to_list() == ["whole_turn:c:t0:w0", "whole_turn:c:t1:w0",
-                                      "whole_turn:c:t2:w0"]  # fmt: skip
+    assert u["unit_id"].to_list() == [
+        "whole_turn:c:t0:w0",
+        "whole_turn:c:t1:w0",
+        "whole_turn:c:t2:w0",
+    ]
     assert u["text"].to_list() == ["SYS U0 U1 A0 A1 A2", "V0 B0 B1", "W0"]
     assert u["n_tokens"].to_list() == [157, 77, 14]
     assert u["target_chunk_id"].to_list() == [None, None, None]
@@ -107,8 +113,13 @@ def test_windows_overlap_by_hand() -> None:
 def test_qa_pair_by_hand() -> None:
     u = units(SENTS, "qa_pair")
     got = {(r[0], r[1]): r[2] for r in u.select("turn_index", "side", "text").iter_rows()}
-    assert got == {(0, "question"): "U0 U1", (0, "answer"): "SYS A0 A1 A2",
-                   (1, "question"): "V0", (1, "answer"): "B0 B1", (2, "question"): "W0"}  # fmt: skip
+    assert got == {
+        (0, "question"): "U0 U1",
+        (0, "answer"): "SYS A0 A1 A2",
+        (1, "question"): "V0",
+        (1, "answer"): "B0 B1",
+        (2, "question"): "W0",
+    }
 
 
 def test_message_strategy() -> None:
@@ -117,8 +128,12 @@ def test_message_strategy() -> None:
 
 
 def test_dialog_pairs_and_docs() -> None:
-    rows = [(0, 0, "user", 0, 0, "Ann: Hi.", 4), (0, 1, "assistant", 0, 0, "Bo: Hey.", 4),
-            (0, 2, "assistant", 1, 0, "Bo: Again.", 4), (0, 2, "assistant", 2, 1, "More.", 2)]  # fmt: skip
+    rows = [
+        (0, 0, "user", 0, 0, "Ann: Hi.", 4),
+        (0, 1, "assistant", 0, 0, "Bo: Hey.", 4),
+        (0, 2, "assistant", 1, 0, "Bo: Again.", 4),
+        (0, 2, "assistant", 2, 1, "More.", 2),
+    ]
     s = sentences_frame(rows)
     u = units(s, "turn_pair", dialogs={"c"})
     got = dict(u.select("target_chunk_id", "text").iter_rows())
@@ -141,13 +156,25 @@ def test_registry_errors() -> None:
         class Again:
             name = "isolated"
 
-    assert set(STRATEGIES) == {"isolated", "message", "turn_pair", "sequential", "whole_turn",
-                               "qa_pair"}  # fmt: skip
+    assert set(STRATEGIES) == {
+        "isolated",
+        "message",
+        "turn_pair",
+        "sequential",
+        "whole_turn",
+        "qa_pair",
+    }
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["user", "assistant"]), st.integers(1, 254)),
-                min_size=1, max_size=30), st.integers(40, 256))  # fmt: skip
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["user", "assistant"]), st.integers(1, 254)),
+        min_size=1,
+        max_size=30,
+    ),
+    st.integers(40, 256),
+)
 def test_units_never_exceed_the_budget(chunks: list[tuple[str, int]], budget: int) -> None:
     rows = []
     turn, last_role, counts = 0, None, {"user": 0, "assistant": 0}
