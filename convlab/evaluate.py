@@ -131,6 +131,26 @@ class Evaluation:
             "system", *[m for m in metrics if m in wide.columns], "coverage@512"
         )
 
+    def headline(
+        self, metrics: tuple[str, ...] = ("recall@5", "recall@10", "ndcg@10")
+    ) -> pl.DataFrame:
+        """:meth:`table` with each metric marked ``*`` where it differs from the baseline.
+
+        Marked when the paired randomization test, Holm-corrected, gives p < 0.05.
+        """
+        sig = self.significance.filter(pl.col("metric").is_in(list(metrics)))
+        marks = {
+            (s, m): ("*" if f else "")
+            for s, m, f in sig.select("system", "metric", "significant").iter_rows()
+        }
+        t = self.table(metrics)
+        cols = {
+            m: [f"{v:.3f}{marks.get((s, m), '')}" for s, v in zip(t["system"], t[m], strict=True)]
+            for m in metrics
+            if m in t.columns
+        }
+        return t.with_columns([pl.Series(m, v, dtype=pl.String) for m, v in cols.items()])
+
 
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version(), "convlab": __version__}

@@ -7,13 +7,20 @@ legend).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import polars as pl
 from matplotlib.figure import Figure
 
-__all__ = ["coverage_by_budget", "recall_at_k", "recall_by_category", "unit_lengths"]
+__all__ = [
+    "coverage_by_budget",
+    "recall_at_k",
+    "recall_by_category",
+    "unit_lengths",
+    "unit_map",
+]
 
 
 def recall_at_k(summary: pl.DataFrame, *, title: str = "Recall@k by system") -> Figure:
@@ -86,5 +93,37 @@ def unit_lengths(units: Mapping[str, pl.DataFrame], *, budget: int = 256) -> Fig
     ax.axvline(budget, color="k", linestyle="--", label=f"limit ({budget})")
     ax.set(title="Tokens per unit, by strategy", xlabel="tokens the model sees", ylabel="units")
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def unit_map(
+    vectors: np.ndarray,
+    conversations: Sequence[str],
+    *,
+    query: np.ndarray | None = None,
+    hit_rows: Sequence[int] = (),
+    title: str = "Units in 2-D (PCA), coloured by conversation",
+) -> Figure:
+    """A PCA map of unit vectors, coloured by conversation, with a query and its hits marked."""
+    from sklearn.decomposition import PCA
+
+    pca = PCA(n_components=2, random_state=0).fit(vectors)
+    xy = pca.transform(vectors)
+    fig, ax = plt.subplots(figsize=(7, 6))
+    convs = sorted(set(conversations))
+    colour = {c: i for i, c in enumerate(convs)}
+    ax.scatter(
+        xy[:, 0], xy[:, 1], c=[colour[c] for c in conversations], cmap="tab20", s=8, alpha=0.6
+    )
+    if len(hit_rows):
+        h = xy[list(hit_rows)]
+        ax.scatter(h[:, 0], h[:, 1], facecolors="none", edgecolors="k", s=80, label="hits")
+    if query is not None:
+        q = pca.transform(query.reshape(1, -1))
+        ax.scatter(q[:, 0], q[:, 1], marker="*", c="red", s=250, label="query")
+    ax.set(title=title, xlabel="first principal component", ylabel="second principal component")
+    if query is not None or len(hit_rows):
+        ax.legend()
     fig.tight_layout()
     return fig

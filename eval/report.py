@@ -23,28 +23,6 @@ def markdown_table(df: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def headline(
-    ev: Evaluation, metrics: tuple[str, ...] = ("recall@5", "recall@10", "ndcg@10")
-) -> pl.DataFrame:
-    """Systems x (metrics + coverage@512), significant differences marked.
-
-    A metric is marked * when it differs from the baseline (paired randomization test,
-    Holm-corrected, alpha 0.05).
-    """
-    sig = ev.significance.filter(pl.col("metric").is_in(list(metrics)))
-    marks = {
-        (s, m): ("*" if f else "")
-        for s, m, f in sig.select("system", "metric", "significant").iter_rows()
-    }
-    t = ev.table(metrics)
-    cols = {
-        m: [f"{v:.3f}{marks.get((s, m), '')}" for s, v in zip(t["system"], t[m], strict=True)]
-        for m in metrics
-        if m in t.columns
-    }
-    return t.with_columns([pl.Series(m, values, dtype=pl.String) for m, values in cols.items()])
-
-
 def write_report(ev: Evaluation, out: Path) -> Path:
     cfg = ev.config
     data = cfg["data"]
@@ -61,7 +39,7 @@ def write_report(ev: Evaluation, out: Path) -> Path:
         "",
         "`*`: differs from the baseline (paired randomization test, Holm-corrected, p < 0.05).",
         "",
-        markdown_table(headline(ev)),
+        markdown_table(ev.headline()),
         "",
         "## Per category (recall@5)",
         "",
