@@ -1,0 +1,153 @@
+"""The search panel in a real browser: JupyterLab in Debian's chromium, driven by Playwright.
+
+Playwright drives the chromium that Debian's package installs (``executable_path``); it never
+downloads a browser. The test starts JupyterLab on a free loopback port with a temporary root,
+runs notebook 05, searches, expands a result, checks that transcript HTML renders as text, saves a
+screenshot in ``test-artifacts/``, and stops the server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = REPO / "test-artifacts"
+TOKEN = "convlab-test"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(
+            "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+        )
+    root = tmp_path_factory.mktemp("lab")
+    nb = json.loads((REPO / "notebooks" / "05_search_panel.ipynb").read_text())
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        cell["source"] = src.replace('Path("../runs/cache")', repr(str(REPO / "runs" / "cache")))
+    (root / "05_search_panel.ipynb").write_text(json.dumps(nb))
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.token={TOKEN}",
+        f"--ServerApp.root_dir={root}",
+        "--ServerApp.open_browser=False",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    if os.geteuid() == 0:
+        cmd.append("--allow-root")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JUPYTER_CONFIG_DIR": str(root / ".jupyter")}
+    log = (root / "lab.log").open("w")
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(120):
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None:
+                    pytest.fail(f"JupyterLab exited: {(root / 'lab.log').read_text()[-2000:]}")
+                time.sleep(0.5)
+        else:
+            pytest.fail("JupyterLab did not start in 60 s")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.mark.browser
+@pytest.mark.model
+@pytest.mark.slow
+def test_search_panel_in_chromium(lab: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    dialogs: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-dev-shm-usage",
+            ],
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+            page.goto(f"{lab}/lab/tree/05_search_panel.ipynb?token={TOKEN}")
+            page.wait_for_selector(".jp-Notebook", timeout=120_000)
+            page.wait_for_selector(
+                ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000
+            )
+            page.get_by_text("Run", exact=True).first.click()
+            page.get_by_text("Run All Cells", exact=True).first.click()
+            query = page.locator(".convlab-query input")
+            query.wait_for(timeout=600_000)
+            query.fill("what flag did we pass to postgres to avoid locking the table")
+            query.press("Enter")
+            page.wait_for_selector(".convlab-hit", timeout=120_000)
+            docs = page.locator(".convlab-hit").evaluate_all(
+                "els => els.map(e => e.getAttribute('data-doc'))"
+            )
+            assert "cc-pg-index:t0" in docs[:3], docs
+            assert "hits in" in page.locator(".convlab-status").inner_text()
+            page.locator(".convlab-expand").first.click()
+            page.wait_for_selector(".convlab-context", timeout=60_000)
+            context = page.locator(".convlab-context").first.inner_text()
+            assert "tokens of 512" in context
+            assert page.locator(".convlab-target").count() >= 1
+            # transcript HTML shows as text, never as markup
+            query.fill("script injection through a comment alert onerror")
+            query.press("Enter")
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.convlab-hit')].some("
+                "e => e.getAttribute('data-doc') === 'cc-react-double-fetch:t3')",
+                timeout=60_000,
+            )
+            results = page.locator(".convlab-results").inner_text()
+            assert "<script>alert(1)</script>" in results or "<img src=x onerror" in results
+            assert page.locator(".convlab-results img[src='x']").count() == 0
+            assert page.locator(".convlab-results script").count() == 0
+            page.screenshot(path=str(ARTIFACTS / "search_panel.png"), full_page=True)
+        finally:
+            browser.close()
+    assert dialogs == []
