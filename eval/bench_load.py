@@ -1,0 +1,224 @@
+"""Benchmark load -> turns -> sentences on a large synthetic Claude Code history.
+
+``python -m eval.bench_load --out DIR [--messages 1000000]`` writes ``DIR/bench_load.json``.
+Targets: loading >= 100,000 messages/s; sentence splitting + token counting >= 20,000
+sentences/s; peak memory < 4 GB for a million messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+import convlab
+
+WORDS = [
+    "cache",
+    "index",
+    "query",
+    "turn",
+    "embed",
+    "vector",
+    "budget",
+    "token",
+    "search",
+    "fixture",
+    "migration",
+    "header",
+    "socket",
+    "worker",
+    "leak",
+    "retry",
+    "backoff",
+    "schema",
+    "parquet",
+    "frame",
+    "model",
+    "latency",
+    "recall",
+    "shard",
+    "replica",
+    "lock",
+    "commit",
+    "branch",
+    "rebase",
+    "deploy",
+    "probe",
+    "timeout",
+    "encoding",
+    "pipeline",
+    "metric",
+    "plot",
+    "kernel",
+    "notebook",
+]
+
+
+def sentence(rng: random.Random) -> str:
+    n = rng.randint(6, 16)
+    return " ".join(rng.choice(WORDS) for _ in range(n)).capitalize() + "."
+
+
+def generate(root: Path, messages: int, per_session: int = 200, seed: int = 0) -> int:
+    """Write sessions of (prompt, assistant text, tool_use, tool_result, assistant text) lines."""
+    rng = random.Random(seed)
+    written = 0
+    s = 0
+    while written < messages:
+        sid = f"bench-{s:06d}"
+        lines = []
+        parent = None
+        for t in range(per_session // 4):
+            ts = f"2026-01-{1 + t % 28:02d}T10:{t % 60:02d}:00.000Z"
+            base = {
+                "sessionId": sid,
+                "isSidechain": False,
+                "timestamp": ts,
+                "cwd": "/w",
+                "version": "2.1.40",
+                "userType": "external",
+            }
+            u = f"{sid}-u{t}"
+            lines.append(
+                {
+                    **base,
+                    "type": "user",
+                    "uuid": u,
+                    "parentUuid": parent,
+                    "message": {
+                        "role": "user",
+                        "content": " ".join(sentence(rng) for _ in range(rng.randint(1, 3))),
+                    },
+                }
+            )
+            mid = f"msg_{sid}_{t}"
+            lines.append(
+                {
+                    **base,
+                    "type": "assistant",
+                    "uuid": u + "a",
+                    "parentUuid": u,
+                    "message": {
+                        "id": mid,
+                        "role": "assistant",
+                        "content": [
+                            {
+                                "type": "text",
+                                "text": " ".join(sentence(rng) for _ in range(rng.randint(1, 4))),
+                            }
+                        ],
+                    },
+                }
+            )
+            lines.append(
+                {
+                    **base,
+                    "type": "assistant",
+                    "uuid": u + "b",
+                    "parentUuid": u + "a",
+                    "message": {
+                        "id": mid,
+                        "role": "assistant",
+                        "content": [
+                            {
+                                "type": "tool_use",
+                                "id": f"t{t}",
+                                "name": "Bash",
+                                "input": {"command": f"grep -n {rng.choice(WORDS)} src"},
+                            }
+                        ],
+                    },
+                }
+            )
+            lines.append(
+                {
+                    **base,
+                    "type": "user",
+                    "uuid": u + "r",
+                    "parentUuid": u + "b",
+                    "message": {
+                        "role": "user",
+                        "content": [
+                            {
+                                "type": "tool_result",
+                                "tool_use_id": f"t{t}",
+                                "content": sentence(rng),
+                            }
+                        ],
+                    },
+                }
+            )
+            lines.append(
+                {
+                    **base,
+                    "type": "assistant",
+                    "uuid": u + "c",
+                    "parentUuid": u + "r",
+                    "message": {
+                        "id": mid + "c",
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": sentence(rng)}],
+                    },
+                }
+            )
+            parent = u + "c"
+            written += 4  # user, merged assistant, tool, assistant
+        path = root / f"{sid}.jsonl"
+        path.write_text("\n".join(json.dumps(x, separators=(",", ":")) for x in lines) + "\n")
+        s += 1
+    return written
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m eval.bench_load", description=__doc__)
+    p.add_argument("--out", type=Path, default=Path("runs/bench"))
+    p.add_argument("--messages", type=int, default=1_000_000)
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        t0 = time.perf_counter()
+        expected = generate(root, args.messages)
+        gen_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        corpus = convlab.load(root, format="claude_code")
+        load_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        turns = convlab.turns(corpus)
+        turns_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        sents = convlab.sentences(corpus, convlab.ContentPolicy())
+        sent_s = time.perf_counter() - t0
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    n_msg = corpus.messages.height
+    result = {
+        "messages": n_msg,
+        "messages_expected": expected,
+        "turns": turns.height,
+        "sentences": sents.height,
+        "seconds": {"generate": gen_s, "load": load_s, "turns": turns_s, "sentences": sent_s},
+        "messages_per_s": n_msg / load_s,
+        "sentences_per_s": sents.height / sent_s,
+        "turn_messages_per_s": n_msg / turns_s,
+        "peak_rss_mb": peak_mb,
+        "targets": {
+            "load_messages_per_s>=100000": n_msg / load_s >= 100_000,
+            "sentences_per_s>=20000": sents.height / sent_s >= 20_000,
+            "peak_rss_mb<4096": peak_mb < 4096,
+        },
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench_load.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
