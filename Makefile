@@ -13,9 +13,10 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 DATA ?= data/sample
 OUT ?= runs/eval
+LOCOMO ?= $(or $(CONVLAB_DATA),../shared/datasets)
 EVAL_ARGS ?=
 
-.PHONY: help venv chromium test check lint typecheck pytest eval lab bench clean
+.PHONY: help venv chromium test check lint typecheck pytest eval eval-ci lab bench clean
 
 help:
 	@echo "make eval   - build .venv if missing, run the strategy comparison, write a report"
@@ -48,11 +49,22 @@ typecheck: venv
 pytest: venv chromium
 	$(VENV)/bin/pytest
 
-test: lint typecheck pytest
+# The strategy comparison on the bundled sample and on two LoCoMo conversations, checked against
+# eval/thresholds.toml: a system that falls below its threshold fails the build.
+eval-ci: venv
+	@mkdir -p runs
+	$(PY) -m eval.run --out runs/ci-sample > runs/ci-sample.log 2>&1 || { tail -30 runs/ci-sample.log; exit 1; }
+	$(PY) -m eval.check_thresholds runs/ci-sample --set sample
+	$(PY) -m eval.run --data $(LOCOMO) --conversations conv-26,conv-30 --out runs/ci-locomo2 \
+	  > runs/ci-locomo2.log 2>&1 || { tail -30 runs/ci-locomo2.log; exit 1; }
+	$(PY) -m eval.check_thresholds runs/ci-locomo2 --set locomo2
+
+test: lint typecheck eval-ci pytest
 
 check: test
 
 eval: venv
+	@mkdir -p runs
 	$(PY) -m eval.run --data $(DATA) --out $(OUT) $(EVAL_ARGS)
 
 bench: venv
