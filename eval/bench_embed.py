@@ -1,0 +1,88 @@
+"""Benchmark embedding: convlab's cached embedding of every strategy's units against a plain encode.
+
+``python -m eval.bench_embed --out DIR [--conversations 2]`` writes ``DIR/bench_embed.json``.
+Same run, same texts: convlab cold (fresh cache: each distinct text embedded once across all
+strategies), a plain ``SentenceTransformer.encode`` of the distinct texts, and convlab warm.
+Targets: cold throughput per text embedded >= 0.95 of plain; fewer model inputs than the plain
+sum over strategies; warm >= 50x faster than cold.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import convlab
+from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts
+from convlab.model import model_path
+from convlab.paths import locomo_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m eval.bench_embed", description=__doc__)
+    p.add_argument("--out", type=Path, default=Path("runs/bench"))
+    p.add_argument("--conversations", type=int, default=2)
+    args = p.parse_args(argv)
+    corpus = convlab.load(locomo_path())
+    ids = corpus.conversations["conversation_id"].to_list()[: args.conversations]
+    corpus = corpus.filter_conversations(ids)
+    sents = convlab.sentences(corpus, convlab.ContentPolicy())
+    texts = {
+        s: convlab.units(sents, s, conversations=corpus.conversations)["text"].to_list()
+        for s in sorted(convlab.STRATEGIES)
+    }
+    plain_sum = sum(len(t) for t in texts.values())
+    distinct = list(dict.fromkeys(t for ts in texts.values() for t in ts))
+    with tempfile.TemporaryDirectory() as tmp:
+        inner = MiniLMEmbedder(show_progress=False)
+        inner.encode(["warm up the model"])
+        cold = CachedEmbedder(inner, tmp)
+        t = time.perf_counter()
+        for ts in texts.values():
+            embed_texts(ts, cold)
+        cold_s = time.perf_counter() - t
+        embedded = cold.stats.embedded
+        from sentence_transformers import SentenceTransformer
+
+        st = SentenceTransformer(str(model_path()), device="cpu")
+        t = time.perf_counter()
+        st.encode(distinct, batch_size=64, normalize_embeddings=True, show_progress_bar=False)
+        plain_s = time.perf_counter() - t
+        warm = CachedEmbedder(inner, tmp)
+        t = time.perf_counter()
+        for ts in texts.values():
+            embed_texts(ts, warm)
+        warm_s = time.perf_counter() - t
+        assert warm.stats.embedded == 0
+    result = {
+        "conversations": ids,
+        "units_per_strategy": {s: len(t) for s, t in texts.items()},
+        "plain_sum_of_units": plain_sum,
+        "distinct_texts": len(distinct),
+        "texts_embedded_by_convlab": embedded,
+        "cold_s": cold_s,
+        "plain_encode_distinct_s": plain_s,
+        "warm_s": warm_s,
+        "cold_texts_per_s": embedded / cold_s,
+        "plain_texts_per_s": len(distinct) / plain_s,
+        "throughput_ratio_cold_over_plain": (embedded / cold_s) / (len(distinct) / plain_s),
+        "cold_over_warm": cold_s / warm_s,
+        "targets": {
+            "throughput_ratio>=0.95": (embedded / cold_s) / (len(distinct) / plain_s) >= 0.95,
+            "embedded<plain_sum": embedded < plain_sum,
+            "cold_over_warm>=50": cold_s / warm_s >= 50,
+        },
+        "cpus": os.cpu_count(),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "bench_embed.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
