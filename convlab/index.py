@@ -3,6 +3,10 @@
 Kinds (a small registry, :data:`INDEX_KINDS`):
 
 - ``flat``: exact inner product (``IndexFlatIP``); vectors are normalised, so scores are cosine.
+  Queries are answered by one BLAS matrix product over the stored vectors plus a partial sort:
+  exact search is bound by memory bandwidth, and on this project's machines FAISS's single-query
+  flat path measured about 2x slower than that product (eval/bench_search.py records both); the
+  FAISS index is kept for saving and for tools that read FAISS files.
 - ``hnsw``: ``IndexHNSWFlat`` (M=32, efConstruction=200, efSearch=128 by default: FAISS's
   efSearch 16 loses recall), for sub-millisecond queries at 100k+ units.
 - ``ivf``: ``IndexIVFFlat`` (nlist ~ 4 sqrt(n), nprobe=16 by default: nprobe 1 is poor).
@@ -142,11 +146,16 @@ class VectorIndex:
         m = q.shape[0]
         scores = np.full((m, k), -np.inf, dtype=np.float32)
         ids = np.full((m, k), -1, dtype=np.int64)
+        if rows is None and self.manifest.get("kind") == "flat":
+            rows = np.arange(len(self), dtype=np.int64)
+            full = True
+        else:
+            full = False
         if rows is not None:
             subset = np.asarray(rows, dtype=np.int64)
             if subset.size == 0:
                 return scores, ids
-            sims = q @ self._vectors[subset].T
+            sims = q @ (self._vectors if full else self._vectors[subset]).T
             kk = min(k, subset.size)
             top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
             top_s = np.take_along_axis(sims, top, axis=1)

@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         row["flat_p50_ms"] = float(np.percentile(lat_flat, 50))
         row["flat_p99_ms"] = float(np.percentile(lat_flat, 99))
         row["flat_over_numpy_p50"] = row["flat_p50_ms"] / row["numpy_p50_ms"]
+        lat_faiss = latencies(lambda q, ix=flat: ix._faiss.search(q, k), queries)
+        row["faiss_indexflatip_p50_ms"] = float(np.percentile(lat_faiss, 50))
         if size <= args.hnsw_max:
             t = time.perf_counter()
             hnsw = VectorIndex.build(units, vectors, model_id=emb.model_id, kind="hnsw")
