@@ -325,6 +325,10 @@ def _stats(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from convlab.paths import REPO_ROOT
+
+    if (REPO_ROOT / "eval" / "run.py").is_file() and str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
     try:
         from eval.run import main as run_main  # the harness lives in the repo's eval/ package
     except ImportError:
