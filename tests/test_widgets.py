@@ -1,0 +1,48 @@
+"""The search panel without a browser: messages, escaping, context (the browser test covers JS)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from convlab.embed import HashEmbedder
+from convlab.paths import sample_data_path
+from convlab.widgets import SearchPanel, highlight
+
+
+def test_highlight_escapes_html_and_marks_terms() -> None:
+    out = highlight('<img src=x onerror="alert(1)"> the cache key', "cache keys")
+    assert out.startswith("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;")
+    assert "<mark>cache</mark>" in out
+    assert "<img" not in out
+
+
+def test_panel_without_an_index_says_so() -> None:
+    panel = SearchPanel(None)
+    assert "No index is built yet" in panel.status.value
+    panel.query.value = "anything"
+    assert panel.run() is None
+
+
+def test_empty_query_and_a_real_search(tmp_path: Path) -> None:
+    panel = SearchPanel.from_data(
+        sample_data_path() / "transcripts",
+        strategies=("turn_pair",),
+        embedder=HashEmbedder(256),
+        cache_dir=tmp_path,
+    )
+    panel.query.value = "   "
+    assert panel.run() is None
+    assert "Type a query" in panel.status.value
+    panel.query.value = "postgres index concurrently without locking"
+    hits = panel.run()
+    assert hits is not None
+    assert hits["doc_id"][0] == "cc-pg-index:t0"
+    assert "hits in" in panel.status.value
+    assert len(panel.results.children) == hits.height
+    html = panel.context_html(hits.row(0, named=True), panel.data.indexes["turn_pair"])  # type: ignore[union-attr]
+    assert "convlab-target" in html
+    assert "tokens of 512" in html
+    panel.conversation.value = "amp-sqlite-wal"
+    hits = panel.run()
+    assert hits is not None
+    assert set(hits["conversation_id"]) == {"amp-sqlite-wal"}
