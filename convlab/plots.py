@@ -28,7 +28,7 @@ def recall_at_k(summary: pl.DataFrame, *, title: str = "Recall@k by system") -> 
     s = summary.filter(pl.col("metric").str.starts_with("recall@")).with_columns(
         pl.col("metric").str.split("@").list.get(1).cast(pl.Int32).alias("k")
     )
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
     for (system,), part in s.sort("k").group_by("system", maintain_order=True):
         ax.plot(part["k"], part["mean"], marker="o", label=str(system))
     ax.set(
@@ -36,7 +36,7 @@ def recall_at_k(summary: pl.DataFrame, *, title: str = "Recall@k by system") -> 
     )
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig
 
@@ -46,7 +46,7 @@ def coverage_by_budget(
 ) -> Figure:
     """Mean evidence coverage against the resurrection budget, one line per system."""
     b = budgets.group_by("system", "budget").agg(pl.col("coverage").mean()).sort("budget")
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
     for (system,), part in b.group_by("system", maintain_order=True):
         ax.plot(part["budget"], part["coverage"], marker="o", label=str(system))
     ax.set_xscale("log", base=2)
@@ -57,7 +57,7 @@ def coverage_by_budget(
     )
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     return fig
 
@@ -87,7 +87,7 @@ def recall_by_category(
 
 def unit_lengths(units: Mapping[str, pl.DataFrame], *, budget: int = 256) -> Figure:
     """Histogram of unit token counts per strategy, with the model's limit marked."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
     for name, u in units.items():
         ax.hist(u["n_tokens"].to_numpy(), bins=40, range=(0, budget), alpha=0.45, label=name)
     ax.axvline(budget, color="k", linestyle="--", label=f"limit ({budget})")
