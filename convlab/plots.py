@@ -23,7 +23,9 @@ __all__ = [
 ]
 
 
-def recall_at_k(summary: pl.DataFrame, *, title: str = "Recall@k by system") -> Figure:
+def recall_at_k(
+    summary: pl.DataFrame, *, title: str = "Recall@k by system (share of the evidence in the top k)"
+) -> Figure:
     """Recall@k against k, one line per system (from ``Evaluation.summary``)."""
     s = summary.filter(pl.col("metric").str.starts_with("recall@")).with_columns(
         pl.col("metric").str.split("@").list.get(1).cast(pl.Int32).alias("k")
@@ -31,9 +33,7 @@ def recall_at_k(summary: pl.DataFrame, *, title: str = "Recall@k by system") -> 
     fig, ax = plt.subplots(figsize=(8.5, 4.5))
     for (system,), part in s.sort("k").group_by("system", maintain_order=True):
         ax.plot(part["k"], part["mean"], marker="o", label=str(system))
-    ax.set(
-        title=title, xlabel="k (docs retrieved)", ylabel="mean Recall@k (share of evidence found)"
-    )
+    ax.set(title=title, xlabel="k (docs retrieved)", ylabel="mean Recall@k")
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
@@ -42,7 +42,9 @@ def recall_at_k(summary: pl.DataFrame, *, title: str = "Recall@k by system") -> 
 
 
 def coverage_by_budget(
-    budgets: pl.DataFrame, *, title: str = "Evidence brought back against the token budget"
+    budgets: pl.DataFrame,
+    *,
+    title: str = "Share of relevant docs fully brought back, by token budget",
 ) -> Figure:
     """Mean evidence coverage against the resurrection budget, one line per system."""
     b = budgets.group_by("system", "budget").agg(pl.col("coverage").mean()).sort("budget")
@@ -53,7 +55,7 @@ def coverage_by_budget(
     ax.set(
         title=title,
         xlabel="budget (tokens, log scale)",
-        ylabel="evidence coverage (share of relevant docs fully resurrected)",
+        ylabel="evidence coverage",
     )
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
