@@ -1,0 +1,58 @@
+"""Plots: one line or bar group per system, with titles, axis labels and legends."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import polars as pl
+
+from convlab import plots
+
+SUMMARY = pl.DataFrame(
+    {
+        "system": ["a", "a", "b", "b", "a", "b"],
+        "metric": ["recall@1", "recall@5", "recall@1", "recall@5", "ndcg@10", "ndcg@10"],
+        "mean": [0.1, 0.4, 0.2, 0.5, 0.3, 0.3],
+    }
+)
+
+
+def test_recall_at_k_lines() -> None:
+    fig = plots.recall_at_k(SUMMARY)
+    ax = fig.axes[0]
+    lines = {ln.get_label(): ln for ln in ax.get_lines()}
+    assert set(lines) == {"a", "b"}
+    assert list(lines["a"].get_xdata()) == [1, 5]
+    assert list(lines["b"].get_ydata()) == [0.2, 0.5]
+    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+
+
+def test_coverage_and_category_bars() -> None:
+    budgets = pl.DataFrame(
+        {"system": ["a"] * 4, "budget": [128, 128, 256, 256], "coverage": [0.0, 1.0, 1.0, 1.0]}
+    )
+    ax = plots.coverage_by_budget(budgets).axes[0]
+    (line,) = ax.get_lines()
+    assert list(line.get_ydata()) == [0.5, 1.0]
+    by_cat = pl.DataFrame(
+        {
+            "system": ["a", "a", "b", "b"],
+            "category": ["x", "y", "x", "y"],
+            "metric": ["recall@5"] * 4,
+            "mean": [0.1, 0.2, 0.3, 0.4],
+        }
+    )
+    ax = plots.recall_by_category(by_cat).axes[0]
+    heights = sorted(round(p.get_height(), 3) for p in ax.patches)
+    assert heights == [0.1, 0.2, 0.3, 0.4]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["x", "y"]
+
+
+def test_unit_map_marks_query_and_hits() -> None:
+    v = np.random.default_rng(0).normal(size=(30, 8))
+    fig = plots.unit_map(v, ["c1"] * 15 + ["c2"] * 15, query=v[0], hit_rows=[1, 2])
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["hits", "query"]
