@@ -27,7 +27,9 @@ def test_recall_at_k_lines() -> None:
     assert set(lines) == {"a", "b"}
     assert list(lines["a"].get_xdata()) == [1, 5]
     assert list(lines["b"].get_ydata()) == [0.2, 0.5]
-    assert ax.get_xlabel() and ax.get_ylabel() and ax.get_title()
+    assert ax.get_xlabel()
+    assert ax.get_ylabel()
+    assert ax.get_title()
 
 
 def test_coverage_and_category_bars() -> None:
