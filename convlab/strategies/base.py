@@ -25,6 +25,7 @@ __all__ = [
     "make_unit",
     "pack",
     "register_strategy",
+    "window_units",
     "windows",
 ]
 
@@ -189,3 +190,41 @@ def doc_ids_for(chunks: Sequence[Chunk], dialog: bool) -> list[str]:
 def s0_index(chunks: Sequence[Chunk]) -> Mapping[tuple[int, str], Chunk]:
     """Each turn's S0 per role: ``(turn_index, role) -> chunk``."""
     return {(c.turn_index, c.role): c for c in chunks if c.sentence_index == 0}
+
+
+OVERLAP = 0.25
+"""Share of the budget a window may carry over from the previous one (whole_turn, qa_pair...)."""
+
+
+def window_units(
+    strategy: str,
+    prefix: str,
+    chunks: Sequence[Chunk],
+    budget: int,
+    dialog: bool,
+    *,
+    with_target: bool,
+    side: str | None = None,
+) -> list[dict[str, Any]]:
+    """Units of one group of chunks cut into overlapping windows (ids ``{prefix}{i}``).
+
+    Args:
+        strategy: the strategy's name.
+        prefix: unit id prefix, e.g. ``"whole_turn:c:t0:w"``.
+        chunks: the group's chunks in order.
+        budget: the unit token budget.
+        dialog: docs are messages.
+        with_target: a window's first chunk is its target (else the window has none).
+        side: qa_pair's side.
+    """
+    return [
+        make_unit(
+            strategy,
+            f"{prefix}{i}",
+            win,
+            target=win[0] if with_target else None,
+            doc_ids=doc_ids_for(win, dialog),
+            side=side,
+        )
+        for i, win in enumerate(windows(chunks, budget, OVERLAP))
+    ]

@@ -10,9 +10,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
 
-from convlab.strategies.base import Chunk, doc_ids_for, make_unit, register_strategy, windows
-
-OVERLAP = 0.25
+from convlab.strategies.base import Chunk, register_strategy, window_units
 
 
 @register_strategy
@@ -22,18 +20,10 @@ class Message:
     name = "message"
 
     def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
-        """Windows per message (per role part of a message, in order)."""
+        """Windows per message."""
         out = []
         for _, group in groupby(chunks, key=lambda c: c.message_index):
             msg = list(group)
-            for i, win in enumerate(windows(msg, budget, OVERLAP)):
-                out.append(
-                    make_unit(
-                        self.name,
-                        f"{self.name}:{msg[0].message_id}:w{i}",
-                        win,
-                        target=win[0],
-                        doc_ids=doc_ids_for(win, dialog),
-                    )
-                )
+            prefix = f"{self.name}:{msg[0].message_id}:w"
+            out += window_units(self.name, prefix, msg, budget, dialog, with_target=True)
         return out

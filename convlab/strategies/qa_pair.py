@@ -12,15 +12,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
 
-from convlab.strategies.base import (
-    Chunk,
-    doc_ids_for,
-    make_unit,
-    register_strategy,
-    windows,
-)
-
-OVERLAP = 0.25
+from convlab.strategies.base import Chunk, register_strategy, window_units
 
 
 @register_strategy
@@ -36,15 +28,8 @@ class QAPair:
             turn = list(group)
             for side in ("question", "answer"):
                 part = [c for c in turn if (c.role == "user") == (side == "question")]
-                for i, win in enumerate(windows(part, budget, OVERLAP)):
-                    out.append(
-                        make_unit(
-                            self.name,
-                            f"{self.name}:{turn[0].turn_id}:{side[0]}{i}",
-                            win,
-                            target=win[0],
-                            doc_ids=doc_ids_for(win, dialog),
-                            side=side,
-                        )
-                    )
+                prefix = f"{self.name}:{turn[0].turn_id}:{side[0]}"
+                out += window_units(
+                    self.name, prefix, part, budget, dialog, with_target=True, side=side
+                )
         return out

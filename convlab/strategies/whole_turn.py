@@ -14,15 +14,7 @@ from collections.abc import Sequence
 from itertools import groupby
 from typing import Any
 
-from convlab.strategies.base import (
-    Chunk,
-    doc_ids_for,
-    make_unit,
-    register_strategy,
-    windows,
-)
-
-OVERLAP = 0.25
+from convlab.strategies.base import Chunk, register_strategy, window_units
 
 
 @register_strategy
@@ -36,14 +28,6 @@ class WholeTurn:
         out = []
         for _, group in groupby(chunks, key=lambda c: c.turn_index):
             turn = list(group)
-            for i, win in enumerate(windows(turn, budget, OVERLAP)):
-                out.append(
-                    make_unit(
-                        self.name,
-                        f"{self.name}:{turn[0].turn_id}:w{i}",
-                        win,
-                        target=None,
-                        doc_ids=doc_ids_for(win, dialog),
-                    )
-                )
+            prefix = f"{self.name}:{turn[0].turn_id}:w"
+            out += window_units(self.name, prefix, turn, budget, dialog, with_target=False)
         return out
