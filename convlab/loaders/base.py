@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import polars as pl
 
@@ -38,9 +38,11 @@ class LoadError(ValueError):
         super().__init__(f"{self.path}:{self.line}: {reason}")
 
 
-@dataclass(frozen=True, slots=True)
-class BlockRow:
-    """One content block of a message, as a reader hands it to the builder."""
+class BlockRow(NamedTuple):
+    """One content block of a message, as a reader hands it to the builder.
+
+    A NamedTuple (cheap to build: readers make millions); the builder checks ``block_type``.
+    """
 
     block_type: str
     text: str = ""
@@ -48,11 +50,9 @@ class BlockRow:
     tool_input: str | None = None
     is_error: bool = False
 
-    def __post_init__(self) -> None:
-        if self.block_type not in schema.BLOCK_TYPES:
-            raise ValueError(
-                f"unknown block type {self.block_type!r}; valid: {', '.join(schema.BLOCK_TYPES)}"
-            )
+
+_BLOCK_TYPES = frozenset(schema.BLOCK_TYPES)
+_ROLES = frozenset(schema.ROLES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +300,7 @@ class CorpusBuilder:
         external_id: str | None = None,
     ) -> int:
         """Append a message with its blocks to an open conversation; return its index."""
-        if role not in schema.ROLES:
+        if role not in _ROLES:
             raise ValueError(f"unknown role {role!r}; valid: {', '.join(schema.ROLES)}")
         conv = self._conversations[conversation_id]
         index = conv.n_messages
@@ -310,7 +310,7 @@ class CorpusBuilder:
         m = self._messages
         m["conversation_id"].append(conversation_id)
         m["message_index"].append(index)
-        m["message_id"].append(schema.message_id(conversation_id, index))
+        m["message_id"].append(f"{conversation_id}:m{index}")
         m["role"].append(role)
         m["speaker"].append(speaker)
         m["timestamp"].append(timestamp)
@@ -321,19 +321,25 @@ class CorpusBuilder:
         m["source_path"].append(str(source_path))
         m["source_line"].append(int(source_line))
         b = self._blocks
-        for i, block in enumerate(blocks):
-            text = block.text
+        b_conv, b_msg, b_idx = b["conversation_id"], b["message_index"], b["block_index"]
+        b_type, b_text, b_name = b["block_type"], b["text"], b["tool_name"]
+        b_input, b_err = b["tool_input"], b["is_error"]
+        for i, (block_type, text, tool_name, tool_input, is_error) in enumerate(blocks):
+            if block_type not in _BLOCK_TYPES:
+                raise ValueError(
+                    f"unknown block type {block_type!r}; valid: {', '.join(schema.BLOCK_TYPES)}"
+                )
             if len(text) > self.max_block_chars:
                 text = text[: self.max_block_chars] + self.TRUNCATION_MARKER
-                self._note(source_path, source_line, f"truncated {block.block_type} block")
-            b["conversation_id"].append(conversation_id)
-            b["message_index"].append(index)
-            b["block_index"].append(i)
-            b["block_type"].append(block.block_type)
-            b["text"].append(text)
-            b["tool_name"].append(block.tool_name)
-            b["tool_input"].append(block.tool_input)
-            b["is_error"].append(bool(block.is_error))
+                self._note(source_path, source_line, f"truncated {block_type} block")
+            b_conv.append(conversation_id)
+            b_msg.append(index)
+            b_idx.append(i)
+            b_type.append(block_type)
+            b_text.append(text)
+            b_name.append(tool_name)
+            b_input.append(tool_input)
+            b_err.append(bool(is_error))
         self._file_records += 1
         return index
 
