@@ -197,7 +197,7 @@ class _Conversation:
     kind: str
     parent_id: str | None
     n_messages: int = 0
-    times: list[datetime] = field(default_factory=list)
+    times: list[int] = field(default_factory=list)  # microseconds since the epoch
 
 
 class CorpusBuilder:
@@ -305,15 +305,16 @@ class CorpusBuilder:
         conv = self._conversations[conversation_id]
         index = conv.n_messages
         conv.n_messages += 1
-        if timestamp is not None:
-            conv.times.append(timestamp)
+        ts = None if timestamp is None else round(timestamp.timestamp() * 1_000_000)
+        if ts is not None:
+            conv.times.append(ts)
         m = self._messages
         m["conversation_id"].append(conversation_id)
         m["message_index"].append(index)
         m["message_id"].append(f"{conversation_id}:m{index}")
         m["role"].append(role)
         m["speaker"].append(speaker)
-        m["timestamp"].append(timestamp)
+        m["timestamp"].append(ts)  # microseconds since the epoch; typed in build()
         m["is_real_user"].append(bool(is_real_user))
         m["is_sidechain"].append(bool(is_sidechain))
         m["session_index"].append(session_index)
@@ -359,14 +360,19 @@ class CorpusBuilder:
                 "source_path": [c.source_path for c in convs],
                 "kind": [c.kind for c in convs],
                 "parent_id": [c.parent_id for c in convs],
-                "started_at": [min(c.times) if c.times else None for c in convs],
-                "ended_at": [max(c.times) if c.times else None for c in convs],
             },
             schema.CONVERSATIONS,
+        ).with_columns(
+            _micros([min(c.times) if c.times else None for c in convs]).alias("started_at"),
+            _micros([max(c.times) if c.times else None for c in convs]).alias("ended_at"),
         )
+        messages = schema.frame(
+            {**self._messages, "timestamp": [None] * len(self._messages["timestamp"])},
+            schema.MESSAGES,
+        ).with_columns(_micros(self._messages["timestamp"]).alias("timestamp"))
         return Corpus(
             conversations=conversations,
-            messages=schema.frame(self._messages, schema.MESSAGES),
+            messages=messages,
             blocks=schema.frame(self._blocks, schema.BLOCKS),
             report=LoadReport(
                 files=schema.frame(self._files, schema.FILES),
@@ -374,6 +380,11 @@ class CorpusBuilder:
             ),
             queries=schema.frame(self._queries, schema.QUERIES) if self._queries else None,
         )
+
+
+def _micros(values: list[int | None]) -> pl.Series:
+    """Microseconds since the epoch as a UTC datetime column (fast: no Python datetimes)."""
+    return pl.Series(values, dtype=pl.Int64).cast(schema.UTC_TIME)
 
 
 def iter_json_lines(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, dict[str, Any]]]:
