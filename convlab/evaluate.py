@@ -210,15 +210,24 @@ def evaluate(
     units: dict[str, pl.DataFrame] = {}
     indexes: dict[str, VectorIndex] = {}
     lexical: dict[str, BM25Index] = {}
-    for strategy in dict.fromkeys(s.strategy for s in systems):
-        u = make_units(sents, strategy, config.budget, conversations=corpus.conversations)
-        units[strategy] = u
-        needs_dense = any(s.strategy == strategy and s.retrieval != "bm25" for s in systems)
-        vectors = (
-            embed_texts(u["text"].to_list(), embedder)
-            if needs_dense
-            else np.zeros((u.height, embedder.dimension), dtype=np.float32)
+    strategies = list(dict.fromkeys(s.strategy for s in systems))
+    for strategy in strategies:
+        units[strategy] = make_units(
+            sents, strategy, config.budget, conversations=corpus.conversations
         )
+    # every dense strategy's texts in one pass: each distinct text is embedded once
+    dense = [
+        st for st in strategies if any(s.strategy == st and s.retrieval != "bm25" for s in systems)
+    ]
+    all_vectors = embed_texts([t for st in dense for t in units[st]["text"].to_list()], embedder)
+    offset = 0
+    for strategy in strategies:
+        u = units[strategy]
+        if strategy in dense:
+            vectors = all_vectors[offset : offset + u.height]
+            offset += u.height
+        else:
+            vectors = np.zeros((u.height, embedder.dimension), dtype=np.float32)
         indexes[strategy] = VectorIndex.build(
             u,
             vectors,
