@@ -18,6 +18,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -45,6 +46,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         src = "".join(cell["source"])
         cell["source"] = src.replace('Path("../runs/cache")', repr(str(REPO / "runs" / "cache")))
     (root / "05_search_panel.ipynb").write_text(json.dumps(nb))
+    # no "notified about Jupyter news?" toast over the results in the screenshot
+    settings = root / "settings"
+    notification = (
+        settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    )
+    notification.parent.mkdir(parents=True)
+    notification.write_text(json.dumps({"fetchNews": "false"}))
     port = _free_port()
     cmd = [
         sys.executable,
@@ -54,11 +62,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "--no-browser",
         f"--port={port}",
         "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.token={TOKEN}",
+        f"--IdentityProvider.token={TOKEN}",
         f"--ServerApp.root_dir={root}",
         "--ServerApp.open_browser=False",
         "--LabApp.news_url=",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        # window.jupyterapp: the test runs cells through JupyterLab's own command registry
+        "--LabApp.expose_app_in_browser=True",
+        f"--LabApp.user_settings_dir={settings}",
     ]
     if os.geteuid() == 0:
         cmd.append("--allow-root")
@@ -87,6 +98,32 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         log.close()
 
 
+# the notebook panel's kernel, once it is connected and idle
+_KERNEL_IDLE = """() => {
+  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!k && k.connectionStatus === 'connected' && k.status === 'idle';
+}"""
+
+
+def _run_all_cells(page: Any) -> None:
+    """Run every cell once the kernel is connected and idle.
+
+    Clicking the Run menu as soon as the page shows an idle indicator races the kernel start-up:
+    the request can be sent before the kernel connection is live and is then lost. Waiting for a
+    connected, idle kernel and calling JupyterLab's own command avoids both the race and the menu.
+    """
+    page.wait_for_function(_KERNEL_IDLE, timeout=120_000)
+    page.evaluate(
+        """async () => {
+          const w = window.jupyterapp.shell.currentWidget;
+          await w.context.ready;
+          await w.sessionContext.ready;
+          await window.jupyterapp.commands.execute('notebook:run-all-cells');
+        }"""
+    )
+
+
 @pytest.mark.browser
 @pytest.mark.model
 @pytest.mark.slow
@@ -113,41 +150,43 @@ def test_search_panel_in_chromium(lab: str) -> None:
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-            page.goto(f"{lab}/lab/tree/05_search_panel.ipynb?token={TOKEN}")
-            page.wait_for_selector(".jp-Notebook", timeout=120_000)
-            page.wait_for_selector(
-                ".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=120_000
-            )
-            page.get_by_text("Run", exact=True).first.click()
-            page.get_by_text("Run All Cells", exact=True).first.click()
-            query = page.locator(".convlab-query input")
-            query.wait_for(timeout=600_000)
-            query.fill("what flag did we pass to postgres to avoid locking the table")
-            query.press("Enter")
-            page.wait_for_selector(".convlab-hit", timeout=120_000)
-            docs = page.locator(".convlab-hit").evaluate_all(
-                "els => els.map(e => e.getAttribute('data-doc'))"
-            )
-            assert "cc-pg-index:t0" in docs[:3], docs
-            assert "hits in" in page.locator(".convlab-status").inner_text()
-            page.locator(".convlab-expand").first.click()
-            page.wait_for_selector(".convlab-context", timeout=60_000)
-            context = page.locator(".convlab-context").first.inner_text()
-            assert "tokens of 512" in context
-            assert page.locator(".convlab-target").count() >= 1
-            # transcript HTML shows as text, never as markup
-            query.fill("script injection through a comment alert onerror")
-            query.press("Enter")
-            page.wait_for_function(
-                "() => [...document.querySelectorAll('.convlab-hit')].some("
-                "e => e.getAttribute('data-doc') === 'cc-react-double-fetch:t3')",
-                timeout=60_000,
-            )
-            results = page.locator(".convlab-results").inner_text()
-            assert "<script>alert(1)</script>" in results or "<img src=x onerror" in results
-            assert page.locator(".convlab-results img[src='x']").count() == 0
-            assert page.locator(".convlab-results script").count() == 0
-            page.screenshot(path=str(ARTIFACTS / "search_panel.png"), full_page=True)
+            try:
+                page.goto(f"{lab}/lab/tree/05_search_panel.ipynb?token={TOKEN}")
+                page.wait_for_selector(".jp-Notebook", timeout=120_000)
+                _run_all_cells(page)
+                query = page.locator(".convlab-query input")
+                query.wait_for(timeout=300_000)
+                query.fill("what flag did we pass to postgres to avoid locking the table")
+                query.press("Enter")
+                page.wait_for_selector(".convlab-hit", timeout=120_000)
+                docs = page.locator(".convlab-hit").evaluate_all(
+                    "els => els.map(e => e.getAttribute('data-doc'))"
+                )
+                assert "cc-pg-index:t0" in docs[:3], docs
+                assert "hits in" in page.locator(".convlab-status").inner_text()
+                page.locator(".convlab-expand").first.click()
+                page.wait_for_selector(".convlab-context", timeout=60_000)
+                context = page.locator(".convlab-context").first.inner_text()
+                assert "tokens of 512" in context
+                assert page.locator(".convlab-target").count() >= 1
+                # transcript HTML shows as text, never as markup
+                query.fill("script injection through a comment alert onerror")
+                query.press("Enter")
+                page.wait_for_function(
+                    "() => [...document.querySelectorAll('.convlab-hit')].some("
+                    "e => e.getAttribute('data-doc') === 'cc-react-double-fetch:t3')",
+                    timeout=60_000,
+                )
+                results = page.locator(".convlab-results").inner_text()
+                assert "<script>alert(1)</script>" in results or "<img src=x onerror" in results
+                assert page.locator(".convlab-results img[src='x']").count() == 0
+                assert page.locator(".convlab-results script").count() == 0
+                page.locator(".convlab-expand").first.click()
+                page.wait_for_selector(".convlab-context", timeout=60_000)
+                page.screenshot(path=str(ARTIFACTS / "search_panel.png"), full_page=True)
+            except Exception:
+                page.screenshot(path=str(ARTIFACTS / "search_panel_failure.png"), full_page=True)
+                raise
         finally:
             browser.close()
     assert dialogs == []
