@@ -41,21 +41,42 @@ def recall_at_k(
     return fig
 
 
+_BUDGET_MEASURES = {
+    "coverage": ("Share of relevant docs fully brought back, by token budget", "evidence coverage"),
+    "evidence_token_recall": (
+        "Share of the relevant docs' tokens brought back, by token budget",
+        "evidence token recall",
+    ),
+    "answer_contained": (
+        "Share of answers found in the resurrected context, by token budget",
+        "answer containment",
+    ),
+}
+
+
 def coverage_by_budget(
     budgets: pl.DataFrame,
     *,
-    title: str = "Share of relevant docs fully brought back, by token budget",
+    measure: str = "coverage",
+    title: str | None = None,
 ) -> Figure:
-    """Mean evidence coverage against the resurrection budget, one line per system."""
-    b = budgets.group_by("system", "budget").agg(pl.col("coverage").mean()).sort("budget")
+    """Mean of a resurrection ``measure`` against the budget, one line per system.
+
+    ``measure`` is ``coverage`` (strict: whole relevant docs), ``evidence_token_recall``
+    (partial credit) or ``answer_contained``.
+    """
+    if measure not in _BUDGET_MEASURES:
+        raise ValueError(f"unknown measure {measure!r}; valid: {', '.join(_BUDGET_MEASURES)}")
+    default_title, ylabel = _BUDGET_MEASURES[measure]
+    b = budgets.group_by("system", "budget").agg(pl.col(measure).mean()).sort("budget")
     fig, ax = plt.subplots(figsize=(8.5, 4.5))
     for (system,), part in b.group_by("system", maintain_order=True):
-        ax.plot(part["budget"], part["coverage"], marker="o", label=str(system))
+        ax.plot(part["budget"], part[measure], marker="o", label=str(system))
     ax.set_xscale("log", base=2)
     ax.set(
-        title=title,
+        title=title or default_title,
         xlabel="budget (tokens, log scale)",
-        ylabel="evidence coverage",
+        ylabel=ylabel,
     )
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)

@@ -9,6 +9,8 @@ Evaluation measures per budget (:func:`budget_measures`):
 
 - **coverage**: share of a query's relevant docs fully brought back (every chunk of the doc --
   of the turn in chats, of the message in dialogs -- is in the context);
+- **evidence token recall**: share of the relevant docs' tokens that are in the context (the
+  partial credit that strict coverage does not give: half of a long turn counts half);
 - **tokens used**;
 - **answer containment**: the normalised reference answer (lower-cased, punctuation and articles
   removed, whitespace folded: SQuAD's normalisation) is found in the normalised context;
@@ -49,6 +51,48 @@ class Resurrection:
         return 1.0 - self.tokens_used / self.tokens_offered
 
 
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """What one walk over ranked hits brought back."""
+
+    alive: dict[str, int]  # chunk id -> rank of the hit that brought it back, in walk order
+    used: int
+    offered: int
+    hits_used: list[int]
+    hits_skipped: list[int]
+
+
+def _walk(
+    ranked: Sequence[tuple[int, str]],
+    budget: int,
+    chunk_ids: dict[str, list[str]],
+    tokens: dict[str, int],
+) -> _Walk:
+    """The one walk behind :func:`resurrect` and :func:`budget_measures`.
+
+    ``ranked`` is (rank, unit id) in rank order. A hit costs the tokens of its chunks not yet
+    alive; one that does not fit is skipped and the walk goes on.
+    """
+    alive: dict[str, int] = {}
+    used = offered = 0
+    hits_used: list[int] = []
+    skipped: list[int] = []
+    for rank, unit in ranked:
+        ids = chunk_ids.get(unit)
+        if ids is None:
+            raise ValueError(f"hit {rank} points to unit {unit!r}, which is not in units")
+        cost = sum(tokens[c] for c in ids if c not in alive)
+        if used + cost > budget:
+            skipped.append(rank)
+            continue
+        offered += sum(tokens[c] for c in ids)
+        for c in ids:
+            alive.setdefault(c, rank)
+        used += cost
+        hits_used.append(rank)
+    return _Walk(alive, used, offered, hits_used, skipped)
+
+
 def resurrect(
     hits: pl.DataFrame, budget: int, *, units: pl.DataFrame, sentences: pl.DataFrame
 ) -> Resurrection:
@@ -71,59 +115,25 @@ def resurrect(
     wanted = {c for u in hits["unit_id"].to_list() for c in chunk_ids.get(u, [])}
     sent = sentences.filter(pl.col("chunk_id").is_in(sorted(wanted)))
     tokens = dict(sent.select("chunk_id", "n_tokens").iter_rows())
-    alive: dict[str, int] = {}
+    ranked = list(hits.sort("rank").select("rank", "unit_id").iter_rows())
+    walk = _walk(ranked, budget, chunk_ids, tokens)
     target_set: set[str] = set()
-    used = offered = 0
-    hits_used: list[int] = []
-    skipped: list[int] = []
-    for rank, unit in hits.sort("rank").select("rank", "unit_id").iter_rows():
-        ids = chunk_ids.get(unit)
-        if ids is None:
-            raise ValueError(f"hit {rank} points to unit {unit!r}, which is not in units")
-        cost = sum(tokens[c] for c in ids if c not in alive)
-        if used + cost > budget:
-            skipped.append(rank)
-            continue
-        offered += sum(tokens[c] for c in ids)
-        for c in ids:
-            alive.setdefault(c, rank)
-        used += cost
-        hits_used.append(rank)
+    units_used = dict(ranked)
+    for rank in walk.hits_used:
+        unit = units_used[rank]
         if targets.get(unit):
             target_set.add(targets[unit])
         else:  # a window: every chunk stands for the unit
-            target_set.update(ids)
-    if alive:
-        ctx = sent.filter(pl.col("chunk_id").is_in(list(alive))).with_columns(
-            pl.col("chunk_id").replace_strict(alive, return_dtype=pl.Int32).alias("hit_rank"),
+            target_set.update(chunk_ids[unit])
+    if walk.alive:
+        ctx = sent.filter(pl.col("chunk_id").is_in(list(walk.alive))).with_columns(
+            pl.col("chunk_id").replace_strict(walk.alive, return_dtype=pl.Int32).alias("hit_rank"),
             pl.col("chunk_id").is_in(sorted(target_set)).alias("is_target"),
         )
         ctx = ctx.sort("conversation_id", "position").select(list(schema.CONTEXT))
     else:
         ctx = schema.empty(schema.CONTEXT)
-    return Resurrection(ctx, budget, used, hits_used, skipped, offered)
-
-
-def _walk(
-    ranked_units: Sequence[str],
-    budget: int,
-    chunk_ids: dict[str, list[str]],
-    tokens: dict[str, int],
-) -> tuple[set[str], int, int, int, int]:
-    """The walk of :func:`resurrect` on plain dicts: (chunks, used, offered, used, skipped)."""
-    alive: set[str] = set()
-    used = offered = n_used = n_skipped = 0
-    for unit in ranked_units:
-        ids = chunk_ids[unit]
-        cost = sum(tokens[c] for c in ids if c not in alive)
-        if used + cost > budget:
-            n_skipped += 1
-            continue
-        offered += sum(tokens[c] for c in ids)
-        alive.update(ids)
-        used += cost
-        n_used += 1
-    return alive, used, offered, n_used, n_skipped
+    return Resurrection(ctx, budget, walk.used, walk.hits_used, walk.hits_skipped, walk.offered)
 
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -145,7 +155,7 @@ def budget_measures(
     budgets: Sequence[int],
     dialog_docs: bool,
 ) -> pl.DataFrame:
-    """Per query and budget: coverage, tokens used, answer containment, redundancy.
+    """Per query and budget: coverage, evidence token recall, tokens, containment, redundancy.
 
     Args:
         hits: ranked hits (``query_id``, ``rank``, ``unit_id``).
@@ -170,34 +180,48 @@ def budget_measures(
     chunk_ids = dict(units.select("unit_id", "chunk_ids").iter_rows())
     tokens = dict(sentences.select("chunk_id", "n_tokens").iter_rows())
     texts = dict(sentences.select("chunk_id", "text").iter_rows())
+    # conversation order, so an answer that spans two adjacent chunks is found in the context
+    order = {
+        c: i
+        for i, c in enumerate(sentences.sort("conversation_id", "position")["chunk_id"].to_list())
+    }
     by_query = {
-        q: part.sort("rank")["unit_id"].to_list() for (q,), part in hits.group_by("query_id")
+        q: list(part.sort("rank").select("rank", "unit_id").iter_rows())
+        for (q,), part in hits.group_by("query_id")
     }
     rows = []
     for q, relevant, answer in queries.select("query_id", "relevant", "answer").iter_rows():
         ranked = by_query.get(q, [])
+        evidence = [doc_chunks.get(d, set()) for d in relevant or []]
+        evidence_tokens = sum(tokens[c] for chunks in evidence for c in chunks)
         for b in budgets:
-            got, used, offered, n_used, n_skipped = _walk(ranked, b, chunk_ids, tokens)
+            walk = _walk(ranked, b, chunk_ids, tokens)
+            got = walk.alive
             cov = (
-                sum(1 for d in relevant if doc_chunks.get(d) and doc_chunks[d] <= got)
-                / len(relevant)
-                if relevant
+                sum(1 for chunks in evidence if chunks and chunks <= got.keys()) / len(evidence)
+                if evidence
+                else None
+            )
+            recall = (
+                sum(tokens[c] for chunks in evidence for c in chunks if c in got) / evidence_tokens
+                if evidence_tokens
                 else None
             )
             contained = None
             if answer is not None and normalize_answer(answer):
-                text = normalize_answer(" ".join(texts[c] for c in got))
+                text = normalize_answer(" ".join(texts[c] for c in sorted(got, key=order.get)))
                 contained = float(normalize_answer(answer) in text)
             rows.append(
                 {
                     "query_id": q,
                     "budget": b,
                     "coverage": cov,
-                    "tokens_used": used,
+                    "evidence_token_recall": recall,
+                    "tokens_used": walk.used,
                     "answer_contained": contained,
-                    "redundancy": 0.0 if offered == 0 else 1.0 - used / offered,
-                    "hits_used": n_used,
-                    "hits_skipped": n_skipped,
+                    "redundancy": 0.0 if walk.offered == 0 else 1.0 - walk.used / walk.offered,
+                    "hits_used": len(walk.hits_used),
+                    "hits_skipped": len(walk.hits_skipped),
                 }
             )
     return pl.DataFrame(
@@ -206,6 +230,7 @@ def budget_measures(
             "query_id": pl.String,
             "budget": pl.Int32,
             "coverage": pl.Float64,
+            "evidence_token_recall": pl.Float64,
             "tokens_used": pl.Int32,
             "answer_contained": pl.Float64,
             "redundancy": pl.Float64,

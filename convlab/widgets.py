@@ -26,17 +26,27 @@ __all__ = ["PanelData", "SearchPanel", "highlight"]
 
 
 def highlight(text: str, query: str) -> str:
-    """HTML of ``text`` (escaped) with the query's words (3+ letters) wrapped in ``<mark>``.
+    """HTML of ``text`` (escaped) with the query's words marked where a word starts with them.
+
+    Query words of three letters or more count, except English stopwords (scikit-learn's list),
+    so "what did we decide about the cache" marks *decide* and *cache*, not every *the*; a word
+    matches at the start of a text word, so *cache* also marks *caches* and *cached*.
 
     Example:
-        >>> highlight("Use <b>flock</b> here", "flock")
+        >>> highlight("Use <b>flock</b> here", "the flock")
         'Use &lt;b&gt;<mark>flock</mark>&lt;/b&gt; here'
     """
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
     escaped = html.escape(text)
-    words = sorted({w for w in re.findall(r"\w{3,}", query.lower())}, key=len, reverse=True)
+    words = sorted(
+        {w for w in re.findall(r"\w{3,}", query.lower()) if w not in ENGLISH_STOP_WORDS},
+        key=len,
+        reverse=True,
+    )
     if not words:
         return escaped
-    pattern = re.compile("|".join(re.escape(html.escape(w)) for w in words), re.IGNORECASE)
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + ")", re.IGNORECASE)
     return pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", escaped)
 
 

@@ -55,6 +55,7 @@ def write_report(ev: Evaluation, out: Path) -> Path:
             ev.budgets.group_by("system", "budget")
             .agg(
                 pl.col("coverage").mean(),
+                pl.col("evidence_token_recall").mean(),
                 pl.col("answer_contained").mean(),
                 pl.col("tokens_used").mean(),
                 pl.col("redundancy").mean(),

@@ -8,119 +8,179 @@ import nbformat as nbf
 
 HERE = Path(__file__).resolve().parent
 
-CONFIG = '''# Configuration: change these and run all cells.
+CONFIG = """# Configuration: change these and run all cells.
 from pathlib import Path
 
 DATA = None  # None = the bundled sample (data/sample); or a folder / LoCoMo json path
 STRATEGIES = ["isolated", "message", "turn_pair", "sequential", "whole_turn", "qa_pair"]
 BUDGETS = [128, 256, 512, 1024, 2048]
-CACHE = Path("../runs/cache")  # embeddings are cached here across notebooks and runs'''
+CACHE = Path("../runs/cache")  # embeddings are cached here across notebooks and runs"""
 
 NOTEBOOKS = {
     "01_load_and_explore": [
-        ("md", "# 1. Load and explore\nLoad a corpus into frames and look at turns, sentences and "
-               "what the content policy keeps."),
+        (
+            "md",
+            "# 1. Load and explore\nLoad a corpus into frames and look at turns, sentences and "
+            "what the content policy keeps.",
+        ),
         ("code", CONFIG),
-        ("code", "import polars as pl\nimport convlab\nfrom convlab.datasets import load_labelled\n"
-                 "from convlab.policy import policy_summary\nfrom convlab.turns import turn_report\n\n"
-                 "data = load_labelled(DATA)\ncorpus = data.corpus\ncorpus"),
+        (
+            "code",
+            "import polars as pl\nimport convlab\nfrom convlab.datasets import load_labelled\n"
+            "from convlab.policy import policy_summary\nfrom convlab.turns import turn_report\n\n"
+            "data = load_labelled(DATA)\ncorpus = data.corpus\ncorpus",
+        ),
         ("code", "corpus.conversations.to_pandas()"),
         ("code", "corpus.messages.group_by('role').len().sort('role')"),
         ("code", "turns = convlab.turns(corpus)\nturn_report(corpus)"),
-        ("code", "sents = convlab.sentences(corpus, convlab.ContentPolicy(), turns=turns)\n"
-                 "sents.group_by('role').agg(pl.len().alias('sentences'), "
-                 "pl.col('n_tokens').sum().alias('tokens'), pl.col('n_tokens').mean().alias('mean'))"),
-        ("code", "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(7, 4))\n"
-                 "for role, part in sents.group_by('role'):\n"
-                 "    ax.hist(part['n_tokens'].to_numpy(), bins=40, alpha=0.5, label=role[0])\n"
-                 "ax.set(title='Tokens per sentence, by role', xlabel='tokens', ylabel='sentences')\n"
-                 "ax.legend();"),
+        (
+            "code",
+            "sents = convlab.sentences(corpus, convlab.ContentPolicy(), turns=turns)\n"
+            "sents.group_by('role').agg(pl.len().alias('sentences'), "
+            "pl.col('n_tokens').sum().alias('tokens'), pl.col('n_tokens').mean().alias('mean'))",
+        ),
+        (
+            "code",
+            "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(7, 4))\n"
+            "for role, part in sents.group_by('role'):\n"
+            "    ax.hist(part['n_tokens'].to_numpy(), bins=40, alpha=0.5, label=role[0])\n"
+            "ax.set(title='Tokens per sentence, by role', xlabel='tokens', ylabel='sentences')\n"
+            "ax.legend();",
+        ),
         ("md", "What the default policy keeps and drops (blocks and characters):"),
         ("code", "policy_summary(corpus, convlab.ContentPolicy())"),
     ],
     "02_strategy_anatomy": [
-        ("md", "# 2. Strategy anatomy\nFor one turn, what each strategy embeds: the target chunk "
-               "and, apart, the context it is embedded with."),
+        (
+            "md",
+            "# 2. Strategy anatomy\nFor one turn, what each strategy embeds: the target chunk "
+            "and, apart, the context it is embedded with.",
+        ),
         ("code", CONFIG),
-        ("code", "import numpy as np\nimport polars as pl\nimport convlab\nfrom convlab import plots\n"
-                 "from convlab.anatomy import turn_anatomy\nfrom convlab.datasets import load_labelled\n"
-                 "from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts\n\n"
-                 "data = load_labelled(DATA)\ncorpus = data.corpus\n"
-                 "sents = convlab.sentences(corpus, convlab.ContentPolicy())\n"
-                 "TURN = sents['conversation_id'][0] + ':t1'"),
-        ("code", "pl.Config.set_fmt_str_lengths(120)\n"
-                 "turn_anatomy(sents, TURN, STRATEGIES, conversations=corpus.conversations)"),
-        ("code", "units = {s: convlab.units(sents, s, conversations=corpus.conversations) "
-                 "for s in STRATEGIES}\n"
-                 "pl.DataFrame({'strategy': list(units), 'units': [u.height for u in units.values()],"
-                 " 'mean tokens': [u['n_tokens'].mean() for u in units.values()],"
-                 " 'max tokens': [u['n_tokens'].max() for u in units.values()]})"),
+        (
+            "code",
+            "import numpy as np\nimport polars as pl\nimport convlab\nfrom convlab import plots\n"
+            "from convlab.anatomy import turn_anatomy\nfrom convlab.datasets import load_labelled\n"
+            "from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts\n\n"
+            "data = load_labelled(DATA)\ncorpus = data.corpus\n"
+            "sents = convlab.sentences(corpus, convlab.ContentPolicy())\n"
+            "TURN = sents['conversation_id'][0] + ':t1'",
+        ),
+        (
+            "code",
+            "pl.Config.set_fmt_str_lengths(120)\n"
+            "turn_anatomy(sents, TURN, STRATEGIES, conversations=corpus.conversations)",
+        ),
+        (
+            "code",
+            "units = {s: convlab.units(sents, s, conversations=corpus.conversations) "
+            "for s in STRATEGIES}\n"
+            "pl.DataFrame({'strategy': list(units), 'units': [u.height for u in units.values()],"
+            " 'mean tokens': [u['n_tokens'].mean() for u in units.values()],"
+            " 'max tokens': [u['n_tokens'].max() for u in units.values()]})",
+        ),
         ("code", "plots.unit_lengths(units);"),
-        ("code", "emb = CachedEmbedder(MiniLMEmbedder(), CACHE)\nu = units['turn_pair']\n"
-                 "vectors = embed_texts(u['text'].to_list(), emb)\n"
-                 "index = convlab.VectorIndex.build(u, vectors, model_id=emb.model_id)\n"
-                 "query = data.queries['text'][0]\n"
-                 "hits = convlab.search(index, query, 5, embedder=emb)\n"
-                 "rows = [u['unit_id'].to_list().index(x) for x in hits['unit_id']]\n"
-                 "plots.unit_map(vectors, u['conversation_id'].to_list(), "
-                 "query=emb.encode([query])[0], hit_rows=rows, "
-                 "title=f'turn_pair units; query: {query!r}');"),
+        (
+            "code",
+            "emb = CachedEmbedder(MiniLMEmbedder(), CACHE)\nu = units['turn_pair']\n"
+            "vectors = embed_texts(u['text'].to_list(), emb)\n"
+            "index = convlab.VectorIndex.build(u, vectors, model_id=emb.model_id)\n"
+            "query = data.queries['text'][0]\n"
+            "hits = convlab.search(index, query, 5, embedder=emb)\n"
+            "rows = [u['unit_id'].to_list().index(x) for x in hits['unit_id']]\n"
+            "plots.unit_map(vectors, u['conversation_id'].to_list(), "
+            "query=emb.encode([query])[0], hit_rows=rows, "
+            "title=f'turn_pair units; query: {query!r}');",
+        ),
     ],
     "03_retrieval_eval": [
-        ("md", "# 3. Retrieval evaluation\nThe strategy comparison on labelled queries: which way "
-               "of embedding finds the right turns, and whether the differences are real."),
+        (
+            "md",
+            "# 3. Retrieval evaluation\nThe strategy comparison on labelled queries: which way "
+            "of embedding finds the right turns, and whether the differences are real.",
+        ),
         ("code", CONFIG),
-        ("code", "import polars as pl\nfrom convlab import plots\nfrom convlab.datasets import "
-                 "load_labelled\nfrom convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
-                 "from convlab.evaluate import EvalConfig, default_systems, evaluate\n"
-                 "\n"
-                 "data = load_labelled(DATA)\n"
-                 "ev = evaluate(data, default_systems(STRATEGIES), "
-                 "embedder=CachedEmbedder(MiniLMEmbedder(), CACHE), "
-                 "config=EvalConfig(budgets=tuple(BUDGETS)))"),
-        ("md", "`*` marks a difference from the baseline that holds (paired randomization test, "
-               "Holm-corrected, p < 0.05)."),
+        (
+            "code",
+            "import polars as pl\nfrom convlab import plots\nfrom convlab.datasets import "
+            "load_labelled\nfrom convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
+            "from convlab.evaluate import EvalConfig, default_systems, evaluate\n"
+            "\n"
+            "data = load_labelled(DATA)\n"
+            "ev = evaluate(data, default_systems(STRATEGIES), "
+            "embedder=CachedEmbedder(MiniLMEmbedder(), CACHE), "
+            "config=EvalConfig(budgets=tuple(BUDGETS)))",
+        ),
+        (
+            "md",
+            "`*` marks a difference from the baseline that holds (paired randomization test, "
+            "Holm-corrected, p < 0.05).",
+        ),
         ("code", "comparison = ev.headline()\ncomparison"),
         ("code", "plots.recall_at_k(ev.summary);"),
         ("code", "plots.recall_by_category(ev.by_category);"),
         ("code", "ev.significance.filter(pl.col('metric') == 'recall@5')"),
     ],
     "04_resurrection_budgets": [
-        ("md", "# 4. Resurrection budgets\nHow much evidence each strategy brings back into a "
-               "context for a token budget, and one query walked through step by step."),
+        (
+            "md",
+            "# 4. Resurrection budgets\nHow much evidence each strategy brings back into a "
+            "context for a token budget, and one query walked through step by step.",
+        ),
         ("code", CONFIG),
-        ("code", "import polars as pl\nimport convlab\nfrom convlab import plots\n"
-                 "from convlab.datasets import load_labelled\n"
-                 "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
-                 "from convlab.evaluate import EvalConfig, default_systems, evaluate\n\n"
-                 "data = load_labelled(DATA)\n"
-                 "ev = evaluate(data, default_systems(STRATEGIES), "
-                 "embedder=CachedEmbedder(MiniLMEmbedder(), CACHE), "
-                 "config=EvalConfig(budgets=tuple(BUDGETS)))"),
+        (
+            "code",
+            "import polars as pl\nimport convlab\nfrom convlab import plots\n"
+            "from convlab.datasets import load_labelled\n"
+            "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
+            "from convlab.evaluate import EvalConfig, default_systems, evaluate\n\n"
+            "data = load_labelled(DATA)\n"
+            "ev = evaluate(data, default_systems(STRATEGIES), "
+            "embedder=CachedEmbedder(MiniLMEmbedder(), CACHE), "
+            "config=EvalConfig(budgets=tuple(BUDGETS)))",
+        ),
         ("code", "plots.coverage_by_budget(ev.budgets);"),
-        ("code", "ev.budgets.group_by('system', 'budget').agg(pl.col('coverage').mean(), "
-                 "pl.col('answer_contained').mean(), pl.col('tokens_used').mean(), "
-                 "pl.col('redundancy').mean()).sort('system', 'budget')"),
+        (
+            "md",
+            "Strict coverage gives no credit for half of a long turn; evidence token recall does.",
+        ),
+        ("code", "plots.coverage_by_budget(ev.budgets, measure='evidence_token_recall');"),
+        (
+            "code",
+            "ev.budgets.group_by('system', 'budget').agg(pl.col('coverage').mean(), "
+            "pl.col('evidence_token_recall').mean(), "
+            "pl.col('answer_contained').mean(), pl.col('tokens_used').mean(), "
+            "pl.col('redundancy').mean()).sort('system', 'budget')",
+        ),
         ("md", "One query, step by step: the hits in rank order and what each brings back."),
-        ("code", "q = data.queries.row(0, named=True)\nprint(q['text'], '->', q['relevant'])\n"
-                 "hits = ev.hits['turn_pair'].filter(pl.col('query_id') == q['query_id']).head(8)\n"
-                 "sents = convlab.sentences(data.corpus, convlab.ContentPolicy())\n"
-                 "for n in range(1, hits.height + 1):\n"
-                 "    r = convlab.resurrect(hits.head(n), 512, units=ev.units['turn_pair'], "
-                 "sentences=sents)\n"
-                 "    print(f\"hit {n}: {hits['doc_id'][n-1]:<28} tokens {r.tokens_used:>4}/512 "
-                 "skipped {r.hits_skipped}\")"),
+        (
+            "code",
+            "q = data.queries.row(0, named=True)\nprint(q['text'], '->', q['relevant'])\n"
+            "hits = ev.hits['turn_pair'].filter(pl.col('query_id') == q['query_id']).head(8)\n"
+            "sents = convlab.sentences(data.corpus, convlab.ContentPolicy())\n"
+            "for n in range(1, hits.height + 1):\n"
+            "    r = convlab.resurrect(hits.head(n), 512, units=ev.units['turn_pair'], "
+            "sentences=sents)\n"
+            "    print(f\"hit {n}: {hits['doc_id'][n-1]:<28} tokens {r.tokens_used:>4}/512 "
+            'skipped {r.hits_skipped}")',
+        ),
         ("code", "r.context.select('turn_index', 'role', 'n_tokens', 'is_target', 'text')"),
     ],
     "05_search_panel": [
-        ("md", "# 5. Search panel\nAsk *when did we discuss X?* and see the moment: press Enter "
-               "to search, expand a result to see the context it resurrects."),
+        (
+            "md",
+            "# 5. Search panel\nAsk *when did we discuss X?* and see the moment: press Enter "
+            "to search, expand a result to see the context it resurrects.",
+        ),
         ("code", CONFIG),
-        ("code", "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
-                 "from convlab.paths import sample_data_path\nfrom convlab.widgets import SearchPanel\n\n"
-                 "source = DATA or sample_data_path() / 'transcripts'\n"
-                 "panel = SearchPanel.from_data(source, strategies=('turn_pair', 'isolated'), "
-                 "embedder=MiniLMEmbedder(), cache_dir=CACHE)\npanel"),
+        (
+            "code",
+            "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
+            "from convlab.paths import sample_data_path\nfrom convlab.widgets import SearchPanel\n\n"
+            "source = DATA or sample_data_path() / 'transcripts'\n"
+            "panel = SearchPanel.from_data(source, strategies=('turn_pair', 'isolated'), "
+            "embedder=MiniLMEmbedder(), cache_dir=CACHE)\npanel",
+        ),
     ],
 }
 
@@ -128,10 +188,15 @@ NOTEBOOKS = {
 def build() -> None:
     for name, cells in NOTEBOOKS.items():
         nb = nbf.v4.new_notebook()
-        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                     "language": "python"}
-        nb.cells = [nbf.v4.new_markdown_cell(src) if kind == "md" else nbf.v4.new_code_cell(src)
-                    for kind, src in cells]
+        nb.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
+        nb.cells = [
+            nbf.v4.new_markdown_cell(src) if kind == "md" else nbf.v4.new_code_cell(src)
+            for kind, src in cells
+        ]
         for i, cell in enumerate(nb.cells):
             cell["id"] = f"{name[:2]}-{i:02d}"
         nbf.write(nb, HERE / f"{name}.ipynb")

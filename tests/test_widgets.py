@@ -16,6 +16,11 @@ def test_highlight_escapes_html_and_marks_terms() -> None:
     assert "<img" not in out
 
 
+def test_highlight_skips_stopwords_and_marks_word_starts() -> None:
+    out = highlight("The caches were cached; a recache later", "what about the cache")
+    assert out == "The <mark>cache</mark>s were <mark>cache</mark>d; a recache later"
+
+
 def test_panel_without_an_index_says_so() -> None:
     panel = SearchPanel(None)
     assert "No index is built yet" in panel.status.value

@@ -86,3 +86,29 @@ def test_budget_measures() -> None:
     assert rows[350]["answer_contained"] == 1.0  # "10,000" and "10000." normalise alike
     assert rows[400]["tokens_used"] == 380
     assert normalize_answer("The  Capped, at 10000!") == "capped at 10000"
+
+
+def test_evidence_token_recall_gives_partial_credit() -> None:
+    # a0 brings back user S0 (120) + assistant S0 (80) of turn 0, whose three chunks hold 350
+    queries = schema.frame(
+        [{"query_id": "q", "text": "x", "relevant": ["c:t0"], "answer": None}], schema.QUERIES
+    )
+    h = hits("a0").with_columns(pl.lit("q").alias("query_id"))
+    m = budget_measures(h, queries, units=U, sentences=SENTS, budgets=[199, 200], dialog_docs=False)
+    rows = {r["budget"]: r for r in m.iter_rows(named=True)}
+    assert rows[199]["evidence_token_recall"] == 0.0
+    assert rows[200]["coverage"] == 0.0  # strict: the turn is not whole
+    assert rows[200]["evidence_token_recall"] == pytest.approx(200 / 350)
+
+
+def test_an_answer_spanning_two_chunks_is_found_in_conversation_order() -> None:
+    queries = schema.frame(
+        [{"query_id": "q", "text": "x", "relevant": ["c:t0"], "answer": "voting. Scores are"}],
+        schema.QUERIES,
+    )
+    # the walk brings S5 back before the S0s: joined in walk order the answer is not there
+    s5_alone = {"unit_id": "s5-alone", "chunk_ids": ["c:t0:assistant:s5"], "target_chunk_id": ""}
+    units = pl.concat([U, schema.frame([s5_alone], schema.UNITS)])
+    h = hits("s5-alone", "a0").with_columns(pl.lit("q").alias("query_id"))
+    m = budget_measures(h, queries, units=units, sentences=SENTS, budgets=[400], dialog_docs=False)
+    assert m["answer_contained"].to_list() == [1.0]
