@@ -37,9 +37,11 @@ from convlab.significance import compare
 from convlab.turns import turns as make_turns
 from convlab.units import units as make_units
 
-__all__ = ["EvalConfig", "Evaluation", "System", "default_systems", "evaluate"]
+__all__ = ["HEADLINE", "EvalConfig", "Evaluation", "System", "default_systems", "evaluate"]
 
 RETRIEVALS = ("dense", "bm25", "hybrid")
+# the metrics of the headline tables: finding the evidence, ranking it, bringing it back
+HEADLINE = ("recall@5", "recall@10", "ndcg@10", "coverage@512")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,50 +108,76 @@ class EvalConfig:
 class Evaluation:
     """What :func:`evaluate` measured."""
 
-    per_query: pl.DataFrame  # system, query_id, category, metric, value
+    per_query: pl.DataFrame  # system, query_id, category, metric, value (coverage@B too)
     summary: pl.DataFrame  # system, metric, mean, queries
     by_category: pl.DataFrame  # system, category, metric, mean, queries
     significance: pl.DataFrame  # system, metric, mean, ci, delta, p values, significant
+    category_significance: pl.DataFrame  # the same per category, for the HEADLINE metrics
     budgets: pl.DataFrame  # system, query_id, budget, coverage, tokens_used, ...
     hits: dict[str, pl.DataFrame]
     units: dict[str, pl.DataFrame]
     config: dict[str, Any]
 
-    def table(
-        self, metrics: tuple[str, ...] = ("recall@5", "recall@10", "ndcg@10")
-    ) -> pl.DataFrame:
-        """Systems as rows, the chosen metrics and coverage at 512 tokens as columns."""
+    @property
+    def systems(self) -> list[str]:
+        """System names in the order they were given (the baseline first when it was)."""
+        return [s["name"] for s in self.config["systems"]]
+
+    def _in_system_order(self, frame: pl.DataFrame, *then: str) -> pl.DataFrame:
+        order = {s: i for i, s in enumerate(self.systems)}
+        key = pl.col("system").replace_strict(order, default=len(order), return_dtype=pl.Int32)
+        return frame.sort(*then, key) if then else frame.sort(key)
+
+    def table(self, metrics: tuple[str, ...] = HEADLINE) -> pl.DataFrame:
+        """Systems as rows (in the order given), the chosen metrics' means as columns."""
         wide = self.summary.filter(pl.col("metric").is_in(list(metrics))).pivot(
             on="metric", index="system", values="mean"
         )
-        cov = (
-            self.budgets.filter(pl.col("budget") == 512)
-            .group_by("system")
-            .agg(pl.col("coverage").mean().alias("coverage@512"))
-        )
-        return wide.join(cov, on="system", how="left").select(
-            "system", *[m for m in metrics if m in wide.columns], "coverage@512"
-        )
+        wide = wide.select("system", *[m for m in metrics if m in wide.columns])
+        return self._in_system_order(wide)
 
-    def headline(
-        self, metrics: tuple[str, ...] = ("recall@5", "recall@10", "ndcg@10")
-    ) -> pl.DataFrame:
+    def headline(self, metrics: tuple[str, ...] = HEADLINE) -> pl.DataFrame:
         """:meth:`table` with each metric marked ``*`` where it differs from the baseline.
 
         Marked when the paired randomization test, Holm-corrected, gives p < 0.05.
         """
-        sig = self.significance.filter(pl.col("metric").is_in(list(metrics)))
-        marks = {
-            (s, m): ("*" if f else "")
-            for s, m, f in sig.select("system", "metric", "significant").iter_rows()
-        }
-        t = self.table(metrics)
-        cols = {
-            m: [f"{v:.3f}{marks.get((s, m), '')}" for s, v in zip(t["system"], t[m], strict=True)]
-            for m in metrics
-            if m in t.columns
-        }
-        return t.with_columns([pl.Series(m, v, dtype=pl.String) for m, v in cols.items()])
+        return _marked(self.table(metrics), self.significance, metrics, ["system"])
+
+    def category_headline(self, metrics: tuple[str, ...] = HEADLINE) -> pl.DataFrame:
+        """Per (system, category), the metrics' means marked ``*`` as in :meth:`headline`.
+
+        The tests are run inside each category (Holm-corrected over the systems).
+        """
+        wide = self.by_category.filter(pl.col("metric").is_in(list(metrics))).pivot(
+            on="metric", index=["system", "category"], values="mean"
+        )
+        wide = wide.select("category", "system", *[m for m in metrics if m in wide.columns])
+        wide = self._in_system_order(wide, "category")
+        return _marked(wide, self.category_significance, metrics, ["category", "system"])
+
+
+def _marked(
+    table: pl.DataFrame, sig: pl.DataFrame, metrics: tuple[str, ...], keys: list[str]
+) -> pl.DataFrame:
+    """``table``'s metric columns as text, ``*`` appended where ``sig`` says significant."""
+    flags: dict[tuple[Any, ...], bool] = {}
+    if sig.height:
+        for row in sig.filter(pl.col("metric").is_in(list(metrics))).iter_rows(named=True):
+            flags[(*(row[k] for k in keys), row["metric"])] = bool(row["significant"])
+    key_values = list(table.select(keys).iter_rows())
+    cols = [
+        pl.Series(
+            m,
+            [
+                None if v is None else f"{v:.3f}{'*' if flags.get((*kv, m)) else ''}"
+                for kv, v in zip(key_values, table[m], strict=True)
+            ],
+            dtype=pl.String,
+        )
+        for m in metrics
+        if m in table.columns
+    ]
+    return table.with_columns(cols)
 
 
 def _versions() -> dict[str, str]:
@@ -271,12 +299,29 @@ def evaluate(
                 dialog_docs=dialog,
             ).with_columns(pl.lit(system.name).alias("system"))
         )
-    per_q = pl.concat(pq).join(categories, on="query_id", how="left")
+    budgets = pl.concat(budget_rows)
+    # coverage at each budget joins the per-query metrics: averaged, split and tested alike
+    coverage = budgets.filter(pl.col("coverage").is_not_null()).select(
+        "query_id",
+        pl.format("coverage@{}", pl.col("budget")).alias("metric"),
+        pl.col("coverage").alias("value"),
+        "system",
+    )
+    per_q = pl.concat([*pq, coverage], how="diagonal_relaxed")
+    per_q = per_q.join(categories, on="query_id", how="left")
     per_q = per_q.select("system", "query_id", "category", "metric", "value")
     summary = aggregate(per_q, by=["system"])
     by_cat = aggregate(per_q, by=["system", "category"])
     sig = compare(per_q.select("system", "query_id", "metric", "value"), baseline, seed=config.seed)
-    budgets = pl.concat(budget_rows)
+    cat_sig = [
+        compare(
+            part.select("system", "query_id", "metric", "value"), baseline, seed=config.seed
+        ).with_columns(pl.lit(category).alias("category"))
+        for (category,), part in per_q.filter(pl.col("metric").is_in(HEADLINE)).group_by(
+            "category", maintain_order=True
+        )
+    ]
+    category_sig = pl.concat(cat_sig, how="diagonal_relaxed") if cat_sig else pl.DataFrame()
     cfg = {
         "config": {
             k: (v.as_dict() if hasattr(v, "as_dict") else v)
@@ -298,4 +343,4 @@ def evaluate(
         "seconds": round(time.perf_counter() - started, 1),
     }
     json.dumps(cfg, default=str)  # fail here, not when saving, if something is not serialisable
-    return Evaluation(per_q, summary, by_cat, sig, budgets, hits, units, cfg)
+    return Evaluation(per_q, summary, by_cat, sig, category_sig, budgets, hits, units, cfg)

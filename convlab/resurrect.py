@@ -209,7 +209,9 @@ def budget_measures(
             )
             contained = None
             if answer is not None and normalize_answer(answer):
-                text = normalize_answer(" ".join(texts[c] for c in sorted(got, key=order.get)))
+                text = normalize_answer(
+                    " ".join(texts[c] for c in sorted(got, key=order.__getitem__))
+                )
                 contained = float(normalize_answer(answer) in text)
             rows.append(
                 {

@@ -41,7 +41,13 @@ def write_report(ev: Evaluation, out: Path) -> Path:
         "",
         markdown_table(ev.headline()),
         "",
-        "## Per category (recall@5)",
+        "## Per category",
+        "",
+        "`*`: differs from the baseline inside the category (same test, Holm over systems).",
+        "",
+        markdown_table(ev.category_headline()),
+        "",
+        "## Recall@5 by category",
         "",
         markdown_table(
             ev.by_category.filter(pl.col("metric") == "recall@5").pivot(

@@ -2,9 +2,9 @@
 
 Writes a run folder: ``config.json`` (every setting, model id, package versions, data
 fingerprint), ``per_query.parquet``, ``budgets.parquet``, ``significance.parquet``,
-``metrics.json``, ``qrels.txt`` and one TREC run per system under ``runs/``, ``report.md`` and
-PNG plots. ``--data`` is the bundled sample folder (default) or LoCoMo (its json, or a folder
-holding ``locomo/locomo10.json``).
+``category_significance.parquet``, ``metrics.json``, ``qrels.txt`` and one TREC run per system
+under ``runs/``, ``report.md`` and PNG plots. ``--data`` is the bundled sample folder (default)
+or LoCoMo (its json, or a folder holding ``locomo/locomo10.json``).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ def save(ev: Evaluation, out: Path) -> Path:
     ev.per_query.write_parquet(out / "per_query.parquet")
     ev.budgets.write_parquet(out / "budgets.parquet")
     ev.significance.write_parquet(out / "significance.parquet")
+    ev.category_significance.write_parquet(out / "category_significance.parquet")
     metrics = {
         "summary": ev.summary.to_dicts(),
         "by_category": ev.by_category.to_dicts(),
@@ -57,12 +58,19 @@ def save(ev: Evaluation, out: Path) -> Path:
         .agg(
             *[
                 pl.col(c).mean()
-                for c in ("coverage", "tokens_used", "answer_contained", "redundancy")
+                for c in (
+                    "coverage",
+                    "evidence_token_recall",
+                    "tokens_used",
+                    "answer_contained",
+                    "redundancy",
+                )
             ]
         )
         .sort("system", "budget")
         .to_dicts(),
         "significance": ev.significance.to_dicts(),
+        "category_significance": ev.category_significance.to_dicts(),
     }
     (out / "metrics.json").write_text(json.dumps(metrics, indent=1, default=str))
     runs = out / "runs"

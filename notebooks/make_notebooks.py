@@ -117,6 +117,8 @@ NOTEBOOKS = {
             "Holm-corrected, p < 0.05).",
         ),
         ("code", "comparison = ev.headline()\ncomparison"),
+        ("md", "The same per question category, tested inside each category."),
+        ("code", "ev.category_headline()"),
         ("code", "plots.recall_at_k(ev.summary);"),
         ("code", "plots.recall_by_category(ev.by_category);"),
         ("code", "ev.significance.filter(pl.col('metric') == 'recall@5')"),

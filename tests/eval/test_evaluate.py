@@ -1,0 +1,90 @@
+"""The evaluation harness end to end on the bundled sample, with the fast fake embedder.
+
+The real model runs the same path in ``make test`` (eval-ci) and in the notebooks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from convlab.datasets import load_labelled
+from convlab.embed import HashEmbedder
+from convlab.evaluate import HEADLINE, EvalConfig, System, evaluate
+from convlab.paths import sample_data_path
+from eval.check_thresholds import measured
+from eval.run import save
+
+
+@pytest.fixture(scope="module")
+def ev():  # type: ignore[no-untyped-def]
+    data = load_labelled(str(sample_data_path()))
+    systems = [
+        System(name="isolated", strategy="isolated"),
+        System(name="isolated-again", strategy="isolated"),  # the baseline under another name
+        System(name="whole_turn", strategy="whole_turn"),
+        System(name="bm25:whole_turn", strategy="whole_turn", retrieval="bm25"),
+    ]
+    return evaluate(
+        data, systems, embedder=HashEmbedder(256), config=EvalConfig(budgets=(128, 512))
+    )
+
+
+def test_every_system_has_a_headline_row(ev) -> None:  # type: ignore[no-untyped-def]
+    t = ev.table()
+    assert t["system"].to_list() == ["isolated", "isolated-again", "whole_turn", "bm25:whole_turn"]
+    assert t.columns == ["system", *HEADLINE]
+
+
+def test_coverage_joins_the_metrics_as_the_budget_mean(ev) -> None:  # type: ignore[no-untyped-def]
+    b = (
+        ev.budgets.filter(pl.col("budget") == 512, pl.col("coverage").is_not_null())
+        .group_by("system")
+        .agg(pl.col("coverage").mean())
+    )
+    s = ev.summary.filter(pl.col("metric") == "coverage@512").select("system", "mean")
+    joined = b.join(s, on="system")
+    assert joined.height == 4
+    assert (joined["coverage"] - joined["mean"]).abs().max() < 1e-12
+
+
+def test_a_copy_of_the_baseline_is_never_significant(ev) -> None:  # type: ignore[no-untyped-def]
+    same = ev.significance.filter(pl.col("system") == "isolated-again")
+    assert same.height > 0
+    assert not same["significant"].any()
+    assert (same["delta"] == 0.0).all()
+    headline = ev.headline()
+    row = headline.filter(pl.col("system") == "isolated-again").row(0, named=True)
+    assert not any(str(row[m]).endswith("*") for m in HEADLINE)
+
+
+def test_category_headline_has_a_row_per_system_and_category(ev) -> None:  # type: ignore[no-untyped-def]
+    cats = ev.per_query["category"].unique().drop_nulls().to_list()
+    t = ev.category_headline()
+    assert t.height == 4 * len(cats)
+    assert t.columns == ["category", "system", *HEADLINE]
+    assert t["system"].head(4).to_list() == ev.systems
+    assert set(ev.category_significance["metric"].unique()) <= set(HEADLINE)
+
+
+def test_the_run_folder_and_thresholds_read_back(ev, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    report = save(ev, tmp_path)
+    for name in (
+        "config.json",
+        "per_query.parquet",
+        "budgets.parquet",
+        "significance.parquet",
+        "category_significance.parquet",
+        "metrics.json",
+        "recall_at_k.png",
+        "coverage_by_budget.png",
+    ):
+        assert (tmp_path / name).stat().st_size > 0, name
+    text = report.read_text()
+    for system in ("isolated", "whole_turn", "bm25:whole_turn"):
+        assert f"| {system} |" in text
+    got = measured(tmp_path)
+    expected = ev.summary.filter(pl.col("metric") == "coverage@512", pl.col("system") == "isolated")
+    assert got["isolated"]["coverage@512"] == pytest.approx(expected["mean"].item())
