@@ -74,7 +74,10 @@ class SearchPanel:
 
         self.data = data
         strategies = sorted(data.indexes) if data is not None else []
-        self.query = w.Text(placeholder="when did we discuss ...", description="Query")
+        # the value reaches Python on Enter (or when the box loses focus), and a new value searches
+        self.query = w.Text(
+            placeholder="when did we discuss ...", description="Query", continuous_update=False
+        )
         self.query.add_class("convlab-query")
         self.strategy = w.Dropdown(
             options=strategies,
@@ -100,7 +103,7 @@ class SearchPanel:
         self.status.add_class("convlab-status")
         self.results = w.VBox([])
         self.results.add_class("convlab-results")
-        self.query.on_submit(lambda _: self.run())
+        self.query.observe(lambda _: self.run(), names="value")
         self.button.on_click(lambda _: self.run())
         controls = w.VBox(
             [

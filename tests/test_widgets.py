@@ -38,7 +38,10 @@ def test_empty_query_and_a_real_search(tmp_path: Path) -> None:
     panel.query.value = "   "
     assert panel.run() is None
     assert "Type a query" in panel.status.value
+    # a new value (Enter in the browser) searches by itself
     panel.query.value = "postgres index concurrently without locking"
+    assert "hits in" in panel.status.value
+    assert panel.last_hits is not None
     hits = panel.run()
     assert hits is not None
     assert hits["doc_id"][0] == "cc-pg-index:t0"
