@@ -7,7 +7,7 @@ Kinds (a small registry, :data:`INDEX_KINDS`):
   exact search is bound by memory bandwidth, and on this project's machines FAISS's single-query
   flat path measured about 2x slower than that product (eval/bench_search.py records both); the
   FAISS index is kept for saving and for tools that read FAISS files.
-- ``hnsw``: ``IndexHNSWFlat`` (M=32, efConstruction=200, efSearch=128 by default: FAISS's
+- ``hnsw``: ``IndexHNSWFlat`` (M=32, efConstruction=200, efSearch=64 by default: FAISS's
   efSearch 16 loses recall), for sub-millisecond queries at 100k+ units.
 - ``ivf``: ``IndexIVFFlat`` (nlist ~ 4 sqrt(n), nprobe=16 by default: nprobe 1 is poor).
 
@@ -44,7 +44,7 @@ def _flat(d: int, n: int, params: dict[str, Any]) -> Any:
 def _hnsw(d: int, n: int, params: dict[str, Any]) -> Any:
     index = faiss.IndexHNSWFlat(d, int(params.get("hnsw_m", 32)), faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = int(params.get("ef_construction", 200))
-    index.hnsw.efSearch = int(params.get("ef_search", 128))
+    index.hnsw.efSearch = int(params.get("ef_search", 64))
     return index
 
 
@@ -60,6 +60,20 @@ INDEX_KINDS: dict[str, Callable[[int, int, dict[str, Any]], Any]] = {
     "hnsw": _hnsw,
     "ivf": _ivf,
 }
+
+
+def _top_into(
+    sims: np.ndarray, k: int, subset: np.ndarray | None, scores: np.ndarray, ids: np.ndarray
+) -> None:
+    """Write the ``k`` best of one query's similarities into ``scores`` / ``ids`` (padded rows).
+
+    ``subset`` maps positions in ``sims`` to row numbers (None: positions are rows).
+    """
+    kk = min(k, sims.shape[0])
+    top = np.argpartition(-sims, kk - 1)[:kk] if kk < sims.shape[0] else np.arange(kk)
+    top = top[np.argsort(-sims[top], kind="stable")]
+    scores[:kk] = sims[top]
+    ids[:kk] = top if subset is None else subset[top]
 
 
 class VectorIndex:
@@ -147,21 +161,21 @@ class VectorIndex:
         scores = np.full((m, k), -np.inf, dtype=np.float32)
         ids = np.full((m, k), -1, dtype=np.int64)
         if rows is None and self.manifest.get("kind") == "flat":
-            rows = np.arange(len(self), dtype=np.int64)
-            full = True
-        else:
-            full = False
+            # the whole index: one product, no subset bookkeeping (the hot path of exact search)
+            if len(self) == 0:
+                return scores, ids
+            if m == 1:  # matrix-vector (gemv), as a plain numpy scan does
+                _top_into(self._vectors @ q[0], k, None, scores[0], ids[0])
+            else:
+                for j, sims in enumerate(q @ self._vectors.T):
+                    _top_into(sims, k, None, scores[j], ids[j])
+            return scores, ids
         if rows is not None:
             subset = np.asarray(rows, dtype=np.int64)
             if subset.size == 0:
                 return scores, ids
-            sims = q @ (self._vectors if full else self._vectors[subset]).T
-            kk = min(k, subset.size)
-            top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
-            top_s = np.take_along_axis(sims, top, axis=1)
-            order = np.argsort(-top_s, axis=1, kind="stable")
-            scores[:, :kk] = np.take_along_axis(top_s, order, axis=1)
-            ids[:, :kk] = subset[np.take_along_axis(top, order, axis=1)]
+            for j, sims in enumerate(q @ self._vectors[subset].T):
+                _top_into(sims, k, subset, scores[j], ids[j])
             return scores, ids
         if len(self) == 0:
             return scores, ids

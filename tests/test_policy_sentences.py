@@ -141,3 +141,20 @@ def test_split_at_tokens_small() -> None:
     assert split_at_tokens("a b c d e", 2) == ["a b", "c d", "e"]
     with pytest.raises(ValueError, match="at least 1"):
         split_at_tokens("a", 0)
+
+
+def test_sentence_breaker_matches_blingfires_own_wrapper() -> None:
+    import blingfire
+
+    from convlab.sentences import _break_sentences
+
+    texts = [
+        "Hello there. How are you?",
+        "Ünïcode — déjà vu. Next one!",
+        "Dr. Smith went to Washington. He said hi.",
+        "日本語の文。次の文。",
+        "😀 emoji first. Then words",
+        "x" * 70_000 + ". A long line grows the buffer.",
+    ]
+    for t in texts:
+        assert _break_sentences(t) == blingfire.text_to_sentences(t)
