@@ -19,7 +19,15 @@ import polars as pl
 
 from convlab import schema
 
-__all__ = ["BlockRow", "Corpus", "CorpusBuilder", "LoadError", "LoadReport", "parse_time"]
+__all__ = [
+    "BlockRow",
+    "Corpus",
+    "CorpusBuilder",
+    "LoadError",
+    "LoadReport",
+    "merge_parts",
+    "parse_time",
+]
 
 
 class LoadError(ValueError):
@@ -36,6 +44,10 @@ class LoadError(ValueError):
         self.line = int(line)
         self.reason = reason
         super().__init__(f"{self.path}:{self.line}: {reason}")
+
+    def __reduce__(self) -> tuple[type[LoadError], tuple[str, int, str]]:
+        # raised in a loader worker process, it crosses back to the caller whole
+        return (type(self), (self.path, self.line, self.reason))
 
 
 class BlockRow(NamedTuple):
@@ -153,6 +165,63 @@ class Corpus:
             ids = out.conversations.filter(dup)["conversation_id"].unique().to_list()
             raise ValueError(f"conversation ids loaded twice: {ids[:5]}")
         return out
+
+
+def merge_parts(parts: Sequence[Corpus]) -> Corpus:
+    """Corpora of consecutive chunks of one file list, in order, as one serial load builds them.
+
+    A conversation whose files fell into two chunks continues: its messages in later chunks are
+    renumbered after those of earlier chunks, its title is the first one given, its times span
+    both. Everything else is concatenated in order.
+    """
+    if not parts:
+        raise ValueError("nothing to merge")
+    if len(parts) == 1:
+        return parts[0]
+    messages, blocks = [], []
+    so_far: dict[str, int] = {}  # conversation -> messages in earlier chunks
+    for part in parts:
+        counts = dict(part.messages.group_by("conversation_id").len().iter_rows())
+        offsets = {c: so_far[c] for c in counts if so_far.get(c)}
+        m, b = part.messages, part.blocks
+        if offsets:
+            shift = (
+                pl.col("message_index")
+                + pl.col("conversation_id").replace_strict(
+                    offsets, default=0, return_dtype=pl.Int32
+                )
+            ).cast(pl.Int32)
+            m = m.with_columns(shift).with_columns(
+                pl.format("{}:m{}", "conversation_id", "message_index").alias("message_id")
+            )
+            b = b.with_columns(shift)
+        for c, n in counts.items():
+            so_far[c] = so_far.get(c, 0) + n
+        messages.append(m)
+        blocks.append(b)
+    conversations = pl.concat([p.conversations for p in parts])
+    if conversations["conversation_id"].is_duplicated().any():
+        conversations = (
+            conversations.group_by("conversation_id", maintain_order=True)
+            .agg(
+                pl.col("title").filter(pl.col("title") != "").first(),
+                *(pl.col(c).first() for c in ("source_format", "source_path", "kind", "parent_id")),
+                pl.col("started_at").min(),
+                pl.col("ended_at").max(),
+            )
+            .select(list(schema.CONVERSATIONS))
+        )
+    queries = [p.queries for p in parts if p.queries is not None]
+    return Corpus(
+        conversations=conversations,
+        messages=pl.concat(messages),
+        blocks=pl.concat(blocks),
+        report=LoadReport(
+            files=pl.concat([p.report.files for p in parts]),
+            skipped=pl.concat([p.report.skipped for p in parts]),
+        ),
+        queries=pl.concat(queries) if queries else None,
+    )
 
 
 def parse_time(value: object) -> datetime | None:

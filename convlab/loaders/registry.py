@@ -8,16 +8,21 @@ drift from what exists.
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
 
-from convlab.loaders.base import Corpus, CorpusBuilder, LoadError
+from convlab.loaders.base import Corpus, CorpusBuilder, LoadError, merge_parts
 
 __all__ = ["FORMATS", "Reader", "detect", "load", "load_files", "register_format"]
 
 SNIFF_BYTES = 64 * 1024
+PARALLEL_MIN_BYTES = 64 * 1024 * 1024
+"""Below this many bytes of input, ``workers=None`` loads in this process (start-up would cost
+more than it saves)."""
 
 
 @runtime_checkable
@@ -102,6 +107,8 @@ def load(
     path: str | Path,
     format: str | None = None,
     strict: bool = False,
+    *,
+    workers: int | None = None,
 ) -> Corpus:
     """Load transcripts from a file or a directory tree into a :class:`Corpus`.
 
@@ -112,6 +119,7 @@ def load(
         strict: raise :class:`LoadError` naming file and line at the first bad record; by
             default bad records and unrecognised files are skipped and listed in
             ``corpus.report.skipped``.
+        workers: processes that read files in parallel (see :func:`load_files`).
 
     Returns:
         The corpus with its conversations, messages, blocks and load report.
@@ -130,20 +138,82 @@ def load(
     if not root.exists():
         raise FileNotFoundError(f"no such file or directory: {root}")
     files = [root] if root.is_file() else list(_walk(root))
-    return load_files(files, format=format, strict=strict)
+    return load_files(files, format=format, strict=strict, workers=workers)
 
 
 def load_files(
     files: Sequence[str | Path],
     format: str | None = None,
     strict: bool = False,
+    *,
+    workers: int | None = None,
 ) -> Corpus:
     """Load an explicit list of files into one corpus (see :func:`load` for the arguments).
 
     Files of one conversation (a session copied into two files on resume, say) merge into one
     conversation, as they do when a directory is loaded.
+
+    ``workers``: with more than one, consecutive chunks of the file list are read in that many
+    processes and merged in file order (:func:`convlab.loaders.base.merge_parts`): the corpus is
+    the same as a serial load's, a strict-mode :class:`LoadError` reaches the caller as it is.
+    ``None`` uses every CPU when the files hold at least :data:`PARALLEL_MIN_BYTES`, else one.
     """
     import convlab.loaders  # noqa: F401 - registers the formats
+
+    if format is not None:
+        _reader(format)  # an unknown format fails here, not in a worker
+    paths = [Path(f) for f in files]
+    n = _workers(paths, workers)
+    if n > 1:
+        chunks = _chunks(paths, 4 * n)
+        ctx = multiprocessing.get_context("spawn")  # no fork of polars' or torch's threads
+        with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
+            parts = list(
+                pool.map(_load_serial, chunks, [format] * len(chunks), [strict] * len(chunks))
+            )
+        return merge_parts(parts)
+    return _load_serial(paths, format, strict)
+
+
+def _workers(paths: Sequence[Path], workers: int | None) -> int:
+    if workers is not None:
+        if workers < 1:
+            raise ValueError("workers must be at least 1")
+        return min(workers, len(paths)) or 1
+    if len(paths) < 2:
+        return 1
+    size = 0
+    for p in paths:
+        try:
+            size += p.stat().st_size
+        except OSError:
+            continue
+    return min(os.cpu_count() or 1, len(paths)) if size >= PARALLEL_MIN_BYTES else 1
+
+
+def _chunks(paths: Sequence[Path], n: int) -> list[list[Path]]:
+    """Consecutive runs of ``paths`` of about equal bytes (at most ``n`` of them)."""
+    sizes = []
+    for p in paths:
+        try:
+            sizes.append(max(p.stat().st_size, 1))
+        except OSError:
+            sizes.append(1)
+    target = sum(sizes) / max(1, min(n, len(paths)))
+    chunks: list[list[Path]] = [[]]
+    acc = 0.0
+    for p, size in zip(paths, sizes, strict=True):
+        if chunks[-1] and acc + size > target * 1.05:
+            chunks.append([])
+            acc = 0.0
+        chunks[-1].append(p)
+        acc += size
+    return chunks
+
+
+def _load_serial(files: Sequence[Path], format: str | None, strict: bool) -> Corpus:
+    """Read ``files`` in this process, in order, into one corpus."""
+    import convlab.loaders  # noqa: F401 - registers the formats (a fresh worker process)
 
     forced = _reader(format) if format is not None else None
     builder = CorpusBuilder(strict=strict)
@@ -154,7 +224,7 @@ def load_files(
     gc.disable()
     try:
         for file in files:
-            _load_file(Path(file), forced, builder)
+            _load_file(file, forced, builder)
     finally:
         if was_enabled:
             gc.enable()
