@@ -163,9 +163,10 @@ def load_files(
     if format is not None:
         _reader(format)  # an unknown format fails here, not in a worker
     paths = [Path(f) for f in files]
-    n = _workers(paths, workers)
+    sizes = _sizes(paths)
+    n = _workers(sizes, workers)
     if n > 1:
-        chunks = _chunks(paths, 4 * n)
+        chunks = _chunks(paths, sizes, 4 * n)
         ctx = multiprocessing.get_context("spawn")  # no fork of polars' or torch's threads
         with ProcessPoolExecutor(max_workers=n, mp_context=ctx) as pool:
             parts = list(
@@ -175,30 +176,29 @@ def load_files(
     return _load_serial(paths, format, strict)
 
 
-def _workers(paths: Sequence[Path], workers: int | None) -> int:
+def _sizes(paths: Sequence[Path]) -> list[int]:
+    """Bytes of each file (1 for an empty or unreadable one: the reader reports it)."""
+    out = []
+    for p in paths:
+        try:
+            out.append(max(p.stat().st_size, 1))
+        except OSError:
+            out.append(1)
+    return out
+
+
+def _workers(sizes: Sequence[int], workers: int | None) -> int:
     if workers is not None:
         if workers < 1:
             raise ValueError("workers must be at least 1")
-        return min(workers, len(paths)) or 1
-    if len(paths) < 2:
+        return max(1, min(workers, len(sizes)))
+    if len(sizes) < 2 or sum(sizes) < PARALLEL_MIN_BYTES:
         return 1
-    size = 0
-    for p in paths:
-        try:
-            size += p.stat().st_size
-        except OSError:
-            continue
-    return min(os.cpu_count() or 1, len(paths)) if size >= PARALLEL_MIN_BYTES else 1
+    return min(os.cpu_count() or 1, len(sizes))
 
 
-def _chunks(paths: Sequence[Path], n: int) -> list[list[Path]]:
-    """Consecutive runs of ``paths`` of about equal bytes (at most ``n`` of them)."""
-    sizes = []
-    for p in paths:
-        try:
-            sizes.append(max(p.stat().st_size, 1))
-        except OSError:
-            sizes.append(1)
+def _chunks(paths: Sequence[Path], sizes: Sequence[int], n: int) -> list[list[Path]]:
+    """Consecutive runs of ``paths`` of about ``1/n`` of the bytes each (about ``n`` runs)."""
     target = sum(sizes) / max(1, min(n, len(paths)))
     chunks: list[list[Path]] = [[]]
     acc = 0.0

@@ -13,7 +13,7 @@ from polars.testing import assert_frame_equal
 
 from convlab.loaders import LoadError, load
 from convlab.loaders.base import merge_parts
-from convlab.loaders.registry import _chunks, _load_serial
+from convlab.loaders.registry import _chunks, _load_serial, _sizes
 from convlab.paths import sample_data_path
 
 
@@ -94,7 +94,7 @@ def test_chunks_keep_order_and_cover_every_file(tmp_path: Path) -> None:
         p = tmp_path / f"{i}.jsonl"
         p.write_bytes(b"x" * size)
         files.append(p)
-    chunks = _chunks(files, 3)
+    chunks = _chunks(files, _sizes(files), 3)
     assert [f for c in chunks for f in c] == files
     assert chunks == [files[:3], files[3:4], files[4:]]
 
