@@ -56,7 +56,8 @@ class _SentenceBreaker:
 
     ``blingfire.text_to_sentences`` allocates a fresh ctypes buffer per call, which costs more
     than the breaking itself for short lines (eval/bench_load.py profile: 14 of 30 us a call);
-    this calls the same C function into a buffer that only grows. Same output.
+    this calls the same C function into a buffer that only grows. Same output. The buffer is
+    shared: one breaker per process, not for threads that split text at the same time.
     """
 
     def __init__(self) -> None:
