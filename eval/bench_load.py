@@ -227,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         t0 = time.perf_counter()
         expected = generate(root, args.messages)
+        os.sync()  # the generated files on disk before the reader is timed, not its writeback
         gen_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         serial = convlab.load(root, format="claude_code", workers=1)

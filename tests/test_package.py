@@ -33,7 +33,8 @@ def test_import_sets_offline_and_leaves_heavy_libraries_unloaded():
     code = (
         "import sys, os, convlab.loaders; "
         "print(os.environ['HF_HUB_OFFLINE'], "
-        "sorted(m for m in ('scipy', 'faiss', 'torch', 'sentence_transformers') if m in sys.modules))"
+        "sorted(m for m in ('scipy', 'faiss', 'torch', 'sentence_transformers') "
+        "if m in sys.modules))"
     )
     env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
     out = subprocess.run(
