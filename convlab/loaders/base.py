@@ -473,18 +473,37 @@ def iter_json_lines(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, d
         for number, raw in enumerate(fh, start=1):
             try:
                 record = loads(raw)
-            except UnicodeDecodeError:
-                builder.skip(path, number, "invalid UTF-8")
-                continue
-            except ValueError as exc:
-                if raw.isspace():  # blank lines are checked only when they fail to parse
+            except ValueError:  # orjson's JSONDecodeError and UnicodeDecodeError both
+                record = parse_json_line(raw, path, number, builder)
+                if record is None:
                     continue
-                builder.skip(path, number, f"invalid JSON ({str(exc).splitlines()[0][:80]})")
-                continue
             if not isinstance(record, dict):
                 builder.skip(path, number, f"expected a JSON object, got {type(record).__name__}")
                 continue
             yield number, record
+
+
+def parse_json_line(
+    raw: bytes, path: Path, number: int, builder: CorpusBuilder
+) -> dict[str, Any] | None:
+    """One JSONL line as an object, or ``None`` when blank or skipped (through ``builder``).
+
+    The slow path of a line reader: its fast parse failed, this one says why.
+    """
+    try:
+        record = _json_loads(raw)
+    except UnicodeDecodeError:
+        builder.skip(path, number, "invalid UTF-8")
+        return None
+    except ValueError as exc:
+        if raw.isspace():  # blank lines are checked only when they fail to parse
+            return None
+        builder.skip(path, number, f"invalid JSON ({str(exc).splitlines()[0][:80]})")
+        return None
+    if not isinstance(record, dict):
+        builder.skip(path, number, f"expected a JSON object, got {type(record).__name__}")
+        return None
+    return record
 
 
 def count_lines(path: Path) -> int:

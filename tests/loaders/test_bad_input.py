@@ -68,6 +68,36 @@ def test_wrong_types_and_missing_fields(tmp_path: Path) -> None:
     assert c.messages.height == 2
 
 
+def test_odd_field_types_take_the_slow_path_and_keep_what_is_valid(tmp_path: Path) -> None:
+    # typed decoding refuses these lines; the dict path reads them with the same rules
+    mixed = {
+        **SESSION[1],
+        "uuid": "a2",
+        "timestamp": 1767261605,  # epoch seconds, not ISO text
+        "message": {
+            "id": "m2",
+            "content": ["stray string", 7, {"type": "text", "text": "Still here."}],
+        },
+    }
+    title = {"type": "summary", "summary": ["not", "a", "string"], "leafUuid": "a1"}
+    f = write(tmp_path / "s1.jsonl", [SESSION[0], mixed, title, SESSION[1]])
+    c = load(f, strict=True)
+    assert c.blocks["text"].to_list() == ["Fix the build", "Still here.", "Done."]
+    assert str(c.messages["timestamp"][1]) == "2026-01-01 10:00:05+00:00"
+    assert c.conversations["title"].to_list() == [None]
+
+
+def test_deeply_nested_line_is_a_skip_not_a_recursion_error(tmp_path: Path) -> None:
+    deep = '{"type": "user", "content": ' + "[" * 5000 + "]" * 5000 + "}"
+    f = write(tmp_path / "s1.jsonl", [SESSION[0], deep, SESSION[1]])
+    c = load(f)
+    assert c.messages.height == 2
+    assert c.report.skipped["source_line"].to_list() == [2]
+    assert c.report.skipped["reason"][0].startswith("invalid JSON")
+    with pytest.raises(LoadError, match=r"s1\.jsonl:2: invalid JSON"):
+        load(f, strict=True)
+
+
 def test_unknown_block_type_is_kept_as_other(tmp_path: Path) -> None:
     odd = {
         **SESSION[1],

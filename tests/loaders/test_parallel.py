@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
+import tempfile
 from pathlib import Path
 
 import polars as pl
@@ -13,7 +14,7 @@ from polars.testing import assert_frame_equal
 
 from convlab.loaders import LoadError, load
 from convlab.loaders.base import merge_parts
-from convlab.loaders.registry import _chunks, _load_serial, _sizes
+from convlab.loaders.registry import _chunks, _load_part, _load_serial, _read_part, _sizes
 from convlab.paths import sample_data_path
 
 
@@ -22,12 +23,43 @@ def _assert_same(a, b) -> None:  # type: ignore[no-untyped-def]
         assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
     assert_frame_equal(a.report.files, b.report.files)
     assert_frame_equal(a.report.skipped, b.report.skipped)
+    assert (a.queries is None) == (b.queries is None)
+    if a.queries is not None:
+        assert_frame_equal(a.queries, b.queries, check_exact=True)
 
 
 @pytest.mark.slow
 def test_two_workers_load_what_one_loads() -> None:
     root = sample_data_path() / "transcripts"
     _assert_same(load(root, workers=2), load(root, workers=1))
+
+
+def test_a_worker_part_reads_back_as_the_corpus_it_loaded(
+    tmp_path: Path, transcripts: Path, locomo_file: Path
+) -> None:
+    # workers hand their corpus back as Arrow files; LoCoMo's part carries queries too
+    for files in (sorted((transcripts / "claude_code").rglob("*.jsonl")), [locomo_file]):
+        out = _load_part(files, None, False, str(tmp_path / "part"))
+        _assert_same(_read_part(out), _load_serial(files, None, False))
+        for f in tmp_path.iterdir():
+            f.unlink()
+
+
+def test_parallel_load_leaves_no_temporary_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    root = sample_data_path() / "transcripts"
+    _assert_same(load(root, workers=2), load(root, workers=1))
+    bad = tmp_path / "bad"
+    shutil.copytree(root, bad)
+    with sorted(bad.rglob("*.jsonl"))[0].open("a") as fh:
+        fh.write("{not json\n")
+    with pytest.raises(LoadError):
+        load(bad, strict=True, workers=2)
+    assert list(scratch.iterdir()) == []
 
 
 def test_real_samples_merged_from_one_chunk_per_file_equal_a_serial_load(
