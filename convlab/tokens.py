@@ -1,4 +1,4 @@
-"""Exact token counts from the model's own tokenizer, batched, and splitting at token boundaries.
+"""Exact token counts of the model's own tokenizer, fast, and splitting at token boundaries.
 
 Counts here are *content* tokens: the model adds [CLS] and [SEP] (:data:`SPECIAL_TOKENS`) to
 every text it embeds, so a text fits the model when ``count + SPECIAL_TOKENS <= MAX_TOKENS``.
@@ -8,7 +8,9 @@ of their parts; :mod:`convlab.strategies` relies on this and the tests check it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from functools import lru_cache
 
 from convlab.model import MAX_TOKENS, tokenizer
 
@@ -21,19 +23,52 @@ _BATCH = 4096
 
 
 def count_tokens(texts: Sequence[str]) -> list[int]:
-    """Content-token count of each text (no [CLS]/[SEP]), batched through the fast tokenizer.
+    """Content-token count of each text (no [CLS]/[SEP]), exactly as the model's tokenizer counts.
+
+    Most conversation text is ASCII, and for ASCII the model's BERT normalizer only lowercases
+    (its accent stripping and CJK spacing change nothing, and texts with control characters,
+    which it deletes, are excluded), and its pre-tokenizer splits at whitespace and makes every
+    other non-alphanumeric character a word. Such a text's count is the sum of its words'
+    WordPiece counts, each word's looked up once (:func:`_word_tokens`); three to four times
+    faster than encoding every text, and checked against the tokenizer in the tests. Every
+    other text goes through the fast tokenizer, batched.
 
     Example:
         >>> count_tokens(["Hello world.", ""])
         [3, 0]
     """
-    tok = tokenizer()
     out: list[int] = []
-    for start in range(0, len(texts), _BATCH):
-        batch = list(texts[start : start + _BATCH])
-        encodings = tok.encode_batch_fast(batch, add_special_tokens=False)
-        out.extend(len(e.ids) for e in encodings)
+    slow: list[int] = []
+    words, unsafe, per_word = _WORDS.findall, _UNSAFE.search, _word_tokens
+    for i, text in enumerate(texts):
+        if text.isascii() and unsafe(text) is None:
+            out.append(sum(map(per_word, words(text.lower()))))
+        else:
+            out.append(0)
+            slow.append(i)
+    if slow:
+        tok = tokenizer()
+        for start in range(0, len(slow), _BATCH):
+            batch = [texts[i] for i in slow[start : start + _BATCH]]
+            encodings = tok.encode_batch_fast(batch, add_special_tokens=False)
+            for i, e in zip(slow[start : start + _BATCH], encodings, strict=True):
+                out[i] = len(e.ids)
     return out
+
+
+_WORDS = re.compile(r"[a-z0-9]+|[^\sa-z0-9]")
+"""BERT's pre-tokenizer on lowercased ASCII: runs of letters and digits; any other non-space
+character (all printable ASCII punctuation is punctuation to BERT) alone."""
+
+_UNSAFE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+"""ASCII control characters other than tab, newline and carriage return: BERT's normalizer
+deletes them (joining the words around them), so texts holding them take the slow path."""
+
+
+@lru_cache(maxsize=1 << 20)
+def _word_tokens(word: str) -> int:
+    """WordPiece tokens of one pre-tokenized, lowercased word (the model's own WordPiece)."""
+    return len(tokenizer().model.tokenize(word))
 
 
 def split_at_tokens(text: str, max_tokens: int = MAX_CONTENT_TOKENS) -> list[str]:
