@@ -1,9 +1,9 @@
 """Benchmark embedding: convlab's cached embedding of every strategy's units against a plain encode.
 
-``python -m eval.bench_embed --out DIR [--conversations 2] [--repeats 2]`` writes
+``python -m eval.bench_embed --out DIR [--conversations 2] [--repeats 3]`` writes
 ``DIR/bench_embed.json``. Same run, same texts: convlab cold (fresh cache: each distinct text
 embedded once across all strategies), a plain ``SentenceTransformer.encode`` of the distinct texts
-(alternated with cold, best of each), and convlab warm.
+(alternated with cold, best of each of 3 by default), and convlab warm.
 Targets: cold throughput per text embedded >= 0.95 of plain; fewer model inputs than the plain
 sum over strategies; warm >= 50x faster than cold.
 """
@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.bench_embed", description=__doc__)
     p.add_argument("--out", type=Path, default=Path("runs/bench"))
     p.add_argument("--conversations", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=2, help="alternating timings of each")
+    p.add_argument("--repeats", type=int, default=3, help="alternating timings of each")
     args = p.parse_args(argv)
     corpus = convlab.load(locomo_path())
     ids = corpus.conversations["conversation_id"].to_list()[: args.conversations]

@@ -9,6 +9,7 @@ names the file and line. Nothing is dropped without a row in ``report.skipped``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -404,6 +405,10 @@ class CorpusBuilder:
             if len(text) > self.max_block_chars:
                 text = text[: self.max_block_chars] + self.TRUNCATION_MARKER
                 self._note(source_path, source_line, f"truncated {block_type} block")
+            if not text.isascii() and _SURROGATES.search(text):
+                text = self._surrogates(text, source_path, source_line, f"{block_type} block")
+            if tool_input and not tool_input.isascii() and _SURROGATES.search(tool_input):
+                tool_input = self._surrogates(tool_input, source_path, source_line, "tool input")
             b_conv.append(conversation_id)
             b_msg.append(index)
             b_idx.append(i)
@@ -415,6 +420,16 @@ class CorpusBuilder:
         self._file_records += 1
         return index
 
+    def _surrogates(self, text: str, path: str | Path, line: int, where: str) -> str:
+        """Text holding lone surrogates (JSON escapes of half a pair): invalid Unicode.
+
+        Strict mode raises; otherwise each becomes U+FFFD and the line is noted.
+        """
+        if self.strict:
+            raise LoadError(path, line, f"invalid Unicode (a lone surrogate) in a {where}")
+        self._note(path, line, f"lone surrogates replaced by U+FFFD in a {where}")
+        return _SURROGATES.sub("\ufffd", text)
+
     def query(self, **row: Any) -> None:
         """Add a labelled query (:data:`convlab.schema.QUERIES` columns)."""
         self._queries.append(row)
@@ -423,7 +438,8 @@ class CorpusBuilder:
     def build(self) -> Corpus:
         """The frames collected so far, typed by :mod:`convlab.schema`."""
         convs = list(self._conversations.values())
-        conversations = schema.frame(
+        conversations = self._frame(
+            "conversations",
             {
                 "conversation_id": [c.conversation_id for c in convs],
                 "title": [c.title for c in convs],
@@ -437,23 +453,59 @@ class CorpusBuilder:
             _micros([min(c.times) if c.times else None for c in convs]).alias("started_at"),
             _micros([max(c.times) if c.times else None for c in convs]).alias("ended_at"),
         )
-        messages = schema.frame(
+        messages = self._frame(
+            "messages",
             {**self._messages, "timestamp": [None] * len(self._messages["timestamp"])},
             schema.MESSAGES,
         ).with_columns(
             pl.format("{}:m{}", "conversation_id", "message_index").alias("message_id"),
             _micros(self._messages["timestamp"]).alias("timestamp"),
         )
-        return Corpus(
+        blocks = self._frame("blocks", self._blocks, schema.BLOCKS)
+        files = self._frame("files", self._files, schema.FILES)
+        queries = self._frame("queries", self._queries, schema.QUERIES) if self._queries else None
+        return Corpus(  # the skipped frame last: building the others may add to it
             conversations=conversations,
             messages=messages,
-            blocks=schema.frame(self._blocks, schema.BLOCKS),
+            blocks=blocks,
             report=LoadReport(
-                files=schema.frame(self._files, schema.FILES),
-                skipped=schema.frame(self._skipped, schema.SKIPPED),
+                files=files, skipped=self._frame("skipped", self._skipped, schema.SKIPPED)
             ),
-            queries=schema.frame(self._queries, schema.QUERIES) if self._queries else None,
+            queries=queries,
         )
+
+    def _frame(self, name: str, data: Any, frame_schema: schema.Schema) -> pl.DataFrame:
+        """``schema.frame(data)``; strings polars cannot hold (lone surrogates) replaced and noted.
+
+        Lone surrogates reach here from a file name that is not UTF-8 (Python decodes it with
+        surrogate escapes) or from half a surrogate pair escaped in JSON, which the standard
+        library's parser accepts, in an id or a title; block text is checked earlier, by line.
+        """
+        try:
+            return schema.frame(data, frame_schema)
+        except UnicodeEncodeError:
+            cleaned = _without_surrogates(data)
+            columns = data.keys() if isinstance(data, dict) else ["rows"]
+            for column in columns:
+                before = data[column] if isinstance(data, dict) else data
+                after = cleaned[column] if isinstance(data, dict) else cleaned
+                if before != after:
+                    self._note("", 0, f"lone surrogates replaced by U+FFFD in {name}.{column}")
+            return schema.frame(cleaned, frame_schema)
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _without_surrogates(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings replaced by U+FFFD (lists, dicts too)."""
+    if isinstance(value, str):
+        return _SURROGATES.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _without_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def _micros(values: list[int | None]) -> pl.Series:
@@ -524,9 +576,9 @@ _orjson_dumps = orjson.dumps
 def json_text(value: object) -> str:
     """Compact JSON text of a tool input (keys kept in source order, non-ASCII kept).
 
-    orjson writes it (ten times faster than :func:`json.dumps`); what orjson refuses (integers
-    over 64 bits, lone surrogates) goes through :func:`json.dumps` instead; NaN and the
-    infinities become ``null``, as strict JSON has them.
+    orjson writes it (15x faster than :func:`json.dumps` on a small input); what it refuses
+    (integers over 64 bits, lone surrogates) goes through :func:`json.dumps` instead; NaN and
+    the infinities become ``null``, as strict JSON has them.
     """
     try:
         return _orjson_dumps(value, default=str).decode()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import random
 import shutil
 from pathlib import Path
@@ -243,3 +244,44 @@ def test_corrupted_real_samples_load_or_raise_load_error(
         with contextlib.suppress(LoadError):
             load(dst, strict=strict)
     shutil.rmtree(dst.parent, ignore_errors=True)
+
+
+def test_tool_input_json_text_is_compact_and_takes_what_orjson_refuses() -> None:
+    from convlab.loaders.base import json_text
+
+    assert json_text({"cmd": "ls -la", "é": [1, 2.5, None, True]}) == (
+        '{"cmd":"ls -la","é":[1,2.5,null,true]}'
+    )
+    assert json_text({"n": 2**70}) == '{"n":1180591620717411303424}'  # over 64 bits
+    # a lone surrogate stays as it is (the builder replaces it, see below)
+    assert json_text({"s": "\ud800"}) == '{"s":"\ud800"}'
+
+
+def test_lone_surrogates_in_text_are_named_in_strict_mode_and_replaced_otherwise(
+    tmp_path: Path,
+) -> None:
+    # half a surrogate pair escaped in JSON: the standard library's parser accepts it, polars
+    # cannot store it (it is not Unicode)
+    f = tmp_path / "chat.json"
+    f.write_text(
+        '[{"conversations": [{"from": "human", "value": "hi \\ud800 there"},'
+        ' {"from": "gpt", "value": "ok"}]}]'
+    )
+    with pytest.raises(LoadError, match=r"chat\.json:1: invalid Unicode \(a lone surrogate\)"):
+        load(f, strict=True)
+    c = load(f)
+    assert c.blocks["text"].to_list() == ["hi \ufffd there", "ok"]
+    assert c.report.skipped.rows() == [
+        (str(f), 1, "lone surrogates replaced by U+FFFD in a text block")
+    ]
+
+
+def test_a_file_name_that_is_not_utf8_loads(tmp_path: Path) -> None:
+    name = os.fsdecode(b"s\xff1.jsonl")  # Python decodes the byte as the surrogate \udcff
+    write(tmp_path / name, SESSION)
+    c = load(tmp_path, strict=True)
+    assert c.messages.height == 2
+    assert c.messages["source_path"][0] == str(tmp_path / "s\ufffd1.jsonl")
+    assert "lone surrogates replaced by U+FFFD in messages.source_path" in (
+        c.report.skipped["reason"].to_list()
+    )
