@@ -180,6 +180,7 @@ JUNK = st.one_of(
     st.none(),
     st.integers(),
     st.text(max_size=5),
+    st.sampled_from(["\ud800", "a\udfffb"]),  # half a surrogate pair (escaped by json.dumps)
     st.lists(st.integers(), max_size=2),
     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
 )
