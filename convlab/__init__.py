@@ -11,6 +11,7 @@ Submodules (``convlab.plots``, ``convlab.datasets``, ...) load the same way.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 import sys
 import types
 from typing import TYPE_CHECKING, Any
@@ -39,37 +40,7 @@ _EXPORTS = {
     "turns": "convlab.turns",
     "units": "convlab.units",
 }
-_SUBMODULES = frozenset(
-    {
-        "anatomy",
-        "cli",
-        "datasets",
-        "embed",
-        "evaluate",
-        "index",
-        "lexical",
-        "loaders",
-        "metrics",
-        "model",
-        "paths",
-        "plots",
-        "policy",
-        "queries",
-        "rankers",
-        "redact",
-        "resurrect",
-        "schema",
-        "search",
-        "sentences",
-        "significance",
-        "store",
-        "strategies",
-        "tokens",
-        "turns",
-        "units",
-        "widgets",
-    }
-)
+_SUBMODULES = frozenset(m.name for m in pkgutil.iter_modules(__path__))
 
 __all__ = [
     "STRATEGIES",

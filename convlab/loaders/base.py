@@ -485,12 +485,12 @@ class CorpusBuilder:
             return schema.frame(data, frame_schema)
         except UnicodeEncodeError:
             cleaned = _without_surrogates(data)
-            columns = data.keys() if isinstance(data, dict) else ["rows"]
-            for column in columns:
-                before = data[column] if isinstance(data, dict) else data
-                after = cleaned[column] if isinstance(data, dict) else cleaned
-                if before != after:
-                    self._note("", 0, f"lone surrogates replaced by U+FFFD in {name}.{column}")
+            if isinstance(data, dict):  # columns: name the ones repaired
+                where = [f"{name}.{c}" for c in data if data[c] != cleaned[c]]
+            else:  # rows (queries)
+                where = [name]
+            for w in where:
+                self._note("", 0, f"lone surrogates replaced by U+FFFD in {w}")
             return schema.frame(cleaned, frame_schema)
 
 
@@ -526,12 +526,11 @@ def iter_json_lines(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, d
             try:
                 record = loads(raw)
             except ValueError:  # orjson's JSONDecodeError and UnicodeDecodeError both
+                record = None
+            if not isinstance(record, dict):  # blank, bad, or not an object: say which
                 record = parse_json_line(raw, path, number, builder)
                 if record is None:
                     continue
-            if not isinstance(record, dict):
-                builder.skip(path, number, f"expected a JSON object, got {type(record).__name__}")
-                continue
             yield number, record
 
 

@@ -161,25 +161,28 @@ class _Pending:
 
 
 def _text_of(content: Any) -> str:
+    """The text of message or tool-result content: a string, or its text blocks joined.
+
+    Blocks are :class:`_Block` (decoded lines) or dicts (a tool result's nested content).
+    """
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "\n".join(
-            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
-        )
-    return ""
+    if not isinstance(content, list):
+        return ""
+    parts = []
+    for b in content:
+        if isinstance(b, _Block):
+            kind, text = b.type, b.text
+        elif isinstance(b, dict):
+            kind, text = b.get("type"), b.get("text")
+        else:
+            continue
+        if kind == "text" and isinstance(text, str):
+            parts.append(text)
+    return "\n".join(parts)
 
 
 _row = tuple.__new__  # BlockRow(...) without NamedTuple's Python-level __new__ (2x faster)
-
-
-def _message_text(content: list[Any]) -> str:
-    """The text blocks of a message, joined."""
-    return "\n".join(
-        b.text
-        for b in content
-        if isinstance(b, _Block) and b.type == "text" and isinstance(b.text, str)
-    )
 
 
 def _blocks(content: list[Any]) -> list[BlockRow]:
@@ -377,7 +380,7 @@ class ClaudeCodeReader:
                     pending = carrier
                 continue
             flush()
-            text = _message_text(content).lstrip()
+            text = _text_of(content).lstrip()
             injected = (
                 bool(rec.isMeta)
                 or bool(rec.isCompactSummary)
