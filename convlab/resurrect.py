@@ -165,15 +165,7 @@ def budget_measures(
         budgets: token budgets.
         dialog_docs: docs are messages (dialogs) rather than turns.
     """
-    doc_col = (
-        pl.concat_str(
-            [pl.col("conversation_id"), pl.lit(":m"), pl.col("message_index").cast(pl.String)]
-        )
-        if dialog_docs
-        else pl.concat_str(
-            [pl.col("conversation_id"), pl.lit(":t"), pl.col("turn_index").cast(pl.String)]
-        )
-    )
+    doc_col = schema.message_id_expr() if dialog_docs else schema.turn_id_expr()
     doc_chunks: dict[str, set[str]] = {}
     for doc, cid in sentences.select(doc_col.alias("doc"), "chunk_id").iter_rows():
         doc_chunks.setdefault(doc, set()).add(cid)

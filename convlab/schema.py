@@ -50,7 +50,9 @@ __all__ = [
     "empty",
     "frame",
     "message_id",
+    "message_id_expr",
     "turn_id",
+    "turn_id_expr",
     "validate",
 ]
 
@@ -200,6 +202,16 @@ def message_id(conversation_id: str, message_index: int) -> str:
 def turn_id(conversation_id: str, turn_index: int) -> str:
     """The id of a turn: ``"{conversation_id}:t{turn_index}"``."""
     return f"{conversation_id}:t{turn_index}"
+
+
+def message_id_expr() -> pl.Expr:
+    """:func:`message_id` over a frame's ``conversation_id`` and ``message_index`` columns."""
+    return pl.format("{}:m{}", "conversation_id", "message_index").alias("message_id")
+
+
+def turn_id_expr() -> pl.Expr:
+    """:func:`turn_id` over a frame's ``conversation_id`` and ``turn_index`` columns."""
+    return pl.format("{}:t{}", "conversation_id", "turn_index").alias("turn_id")
 
 
 def chunk_id(conversation_id: str, turn_index: int, role: str, sentence_index: int) -> str:

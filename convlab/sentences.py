@@ -72,7 +72,8 @@ class _SentenceBreaker:
         n = self._fn(data, len(data), self._buf, len(self._buf))
         if n == -1 or n > len(self._buf):  # as blingfire's wrapper: no sentences on error
             return ""
-        return self._buf.raw[: max(n - 1, 0)].decode("utf-8", "replace")
+        # string_at copies the n - 1 bytes written; .raw would copy the whole buffer first
+        return ctypes.string_at(self._buf, max(n - 1, 0)).decode("utf-8", "replace")
 
 
 _break_sentences = _SentenceBreaker()

@@ -29,9 +29,10 @@ def count_tokens(texts: Sequence[str]) -> list[int]:
     (its accent stripping and CJK spacing change nothing, and texts with control characters,
     which it deletes, are excluded), and its pre-tokenizer splits at whitespace and makes every
     other non-alphanumeric character a word. Such a text's count is the sum of its words'
-    WordPiece counts, each word's looked up once (:func:`_word_tokens`); three to four times
-    faster than encoding every text, and checked against the tokenizer in the tests. Every
-    other text goes through the fast tokenizer, batched.
+    WordPiece counts, each word's looked up once (:func:`_word_tokens`), checked against the
+    tokenizer in the tests (eval/bench_load.py's 325,242 sentences of 200,000 messages: 7.0 s
+    for the sentence step, 14.8 s encoding every text). Every other text goes through the fast
+    tokenizer, batched.
 
     Example:
         >>> count_tokens(["Hello world.", ""])

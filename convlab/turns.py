@@ -104,9 +104,7 @@ def turns(corpus: Corpus) -> pl.DataFrame:
         )
         .with_columns(
             pl.coalesce("started_at", "first_time").alias("started_at"),
-            pl.concat_str(
-                [pl.col("conversation_id"), pl.lit(":t"), pl.col("turn_index").cast(pl.String)]
-            ).alias("turn_id"),
+            schema.turn_id_expr(),
         )
         .sort("conversation_id", "turn_index")
     )

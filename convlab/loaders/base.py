@@ -193,9 +193,7 @@ def merge_parts(parts: Sequence[Corpus]) -> Corpus:
                     offsets, default=0, return_dtype=pl.Int32
                 )
             ).cast(pl.Int32)
-            m = m.with_columns(shift).with_columns(
-                pl.format("{}:m{}", "conversation_id", "message_index").alias("message_id")
-            )
+            m = m.with_columns(shift).with_columns(schema.message_id_expr())
             b = b.with_columns(shift)
         for c, n in counts.items():
             so_far[c] = so_far.get(c, 0) + n
@@ -458,8 +456,7 @@ class CorpusBuilder:
             {**self._messages, "timestamp": [None] * len(self._messages["timestamp"])},
             schema.MESSAGES,
         ).with_columns(
-            pl.format("{}:m{}", "conversation_id", "message_index").alias("message_id"),
-            _micros(self._messages["timestamp"]).alias("timestamp"),
+            schema.message_id_expr(), _micros(self._messages["timestamp"]).alias("timestamp")
         )
         blocks = self._frame("blocks", self._blocks, schema.BLOCKS)
         files = self._frame("files", self._files, schema.FILES)
@@ -520,12 +517,12 @@ def iter_json_lines(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, d
     are skipped through ``builder`` (so strict mode raises naming the line). The total of lines
     read is available afterwards as the last line number yielded or skipped.
     """
-    loads = _json_loads
+    loads = orjson.loads
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
             try:
                 record = loads(raw)
-            except ValueError:  # orjson's JSONDecodeError and UnicodeDecodeError both
+            except ValueError:  # orjson's JSONDecodeError, invalid UTF-8 included
                 record = None
             if not isinstance(record, dict):  # blank, bad, or not an object: say which
                 record = parse_json_line(raw, path, number, builder)
@@ -542,11 +539,8 @@ def parse_json_line(
     The slow path of a line reader: its fast parse failed, this one says why.
     """
     try:
-        record = _json_loads(raw)
-    except UnicodeDecodeError:
-        builder.skip(path, number, "invalid UTF-8")
-        return None
-    except ValueError as exc:
+        record = orjson.loads(raw)
+    except ValueError as exc:  # invalid UTF-8 too: orjson's message says so
         if raw.isspace():  # blank lines are checked only when they fail to parse
             return None
         builder.skip(path, number, f"invalid JSON ({str(exc).splitlines()[0][:80]})")
@@ -568,10 +562,6 @@ def count_lines(path: Path) -> int:
     return n + (last != b"\n")
 
 
-_json_loads = orjson.loads
-_orjson_dumps = orjson.dumps
-
-
 def json_text(value: object) -> str:
     """Compact JSON text of a tool input (keys kept in source order, non-ASCII kept).
 
@@ -580,6 +570,6 @@ def json_text(value: object) -> str:
     the infinities become ``null``, as strict JSON has them.
     """
     try:
-        return _orjson_dumps(value, default=str).decode()
+        return orjson.dumps(value, default=str).decode()
     except (TypeError, ValueError):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
