@@ -41,7 +41,14 @@ from convlab import __version__
 from convlab.loaders import Corpus
 from convlab.loaders.registry import FORMATS, load_files
 
-__all__ = ["IndexSummary", "Store", "StoreConfig", "StoreLocked", "default_history_paths"]
+__all__ = [
+    "IndexSummary",
+    "Store",
+    "StoreConfig",
+    "StoreDamaged",
+    "StoreLocked",
+    "default_history_paths",
+]
 
 STORE_FORMAT = 1
 REDACT_CHOICES = ("tool-output", "all", "none")
@@ -49,6 +56,13 @@ REDACT_CHOICES = ("tool-output", "all", "none")
 
 class StoreLocked(RuntimeError):
     """Another indexer holds the store's lock."""
+
+
+class StoreDamaged(RuntimeError):
+    """A file of the live version is missing, truncated or fails its content hash.
+
+    The message is one line naming the file and what to do (``convlab index`` repairs it).
+    """
 
 
 def _crash_point(name: str) -> None:
