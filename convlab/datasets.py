@@ -15,8 +15,8 @@ import polars as pl
 
 from convlab import schema
 from convlab.loaders import Corpus, LoadError, load
-from convlab.loaders.longmemeval import LongMemEvalReader, read_longmemeval
 from convlab.loaders.locomo import LocomoReader, read_locomo
+from convlab.loaders.longmemeval import LongMemEvalReader, read_longmemeval
 from convlab.paths import locomo_path, sample_data_path
 from convlab.queries import read_queries
 from convlab.turns import message_turns
@@ -66,8 +66,9 @@ class LabelledData:
             keep = self.queries.filter(pl.col("conversation_id").is_in(conversations))["query_id"]
         else:
             outside = self.haystacks.filter(~pl.col("conversation_id").is_in(conversations))
-            keep = self.queries.filter(~pl.col("query_id").is_in(outside["query_id"]))["query_id"]
-        by_query = pl.col("query_id").is_in(keep.implode())
+            left_out = outside["query_id"].unique().to_list()
+            keep = self.queries.filter(~pl.col("query_id").is_in(left_out))["query_id"]
+        by_query = pl.col("query_id").is_in(keep.to_list())
         return LabelledData(
             self.name,
             self.corpus.filter_conversations(conversations),
@@ -125,9 +126,7 @@ def longmemeval(path: str | Path, *, strict: bool = False) -> LabelledData:
         .with_columns(pl.col("turns").alias("relevant"))
         .select(list(schema.QUERIES))
     )
-    return LabelledData(
-        _name(p), corpus, queries, labels.report, labels.haystacks, labels.sessions
-    )
+    return LabelledData(_name(p), corpus, queries, labels.report, labels.haystacks, labels.sessions)
 
 
 def sample(path: str | Path | None = None) -> LabelledData:

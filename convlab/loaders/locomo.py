@@ -1,11 +1,12 @@
-"""LoCoMo-style dialog datasets (Maharana et al., 2024) and their family: two speakers, sessions, QA.
+"""LoCoMo-style dialogs (Maharana et al., 2024) and their family: two speakers, sessions, QA.
 
-One conversation per sample (``conversation_id = sample_id``, else the file's stem, ``kind="dialog"``);
-every utterance is one message in session order: role ``user`` for the first speaker and
-``assistant`` for the second (``speaker`` keeps the name), ``session_index`` = N of ``session_N``,
-the timestamp parsed from ``session_N_date_time`` ("1:56 pm on 8 May, 2023", read as UTC; a
-per-utterance ``timestamp``/``date_time`` wins when a variant has one), ``external_id`` =
-``dia_id``. An utterance that shares an image gets `` [shares a photo: {blip_caption}]`` appended.
+One conversation per sample (``conversation_id = sample_id``, else the file's stem;
+``kind="dialog"``); every utterance is one message in session order: role ``user`` for the
+first speaker and ``assistant`` for the second (``speaker`` keeps the name), ``session_index`` =
+N of ``session_N``, the timestamp parsed from ``session_N_date_time`` ("1:56 pm on 8 May, 2023",
+read as UTC; a per-utterance ``timestamp``/``date_time`` wins when a variant has one),
+``external_id`` = ``dia_id``. An utterance that shares an image gets
+`` [shares a photo: {blip_caption}]`` appended.
 
 The QA list becomes labelled queries (``corpus.queries``): ``relevant`` holds the message ids of
 the evidence ``dia_id``s, after :func:`clean_evidence`. Categories per the official code:
@@ -88,7 +89,7 @@ _SESSION = re.compile(r"session_(\d+)$")
 
 @dataclass(frozen=True, slots=True)
 class EvidenceCleaning:
-    """Evidence ids after cleaning, the repairs made (counted by kind, see :data:`REPAIRS`), notes."""
+    """Evidence ids after cleaning, the repairs made (counted by kind: :data:`REPAIRS`), notes."""
 
     ids: list[str]
     repairs: Counter[str] = field(default_factory=Counter)
@@ -170,20 +171,20 @@ def clean_evidence(raw: Sequence[Any], known: Sequence[str]) -> EvidenceCleaning
                     notes.append(f"range names no utterances in order: {item!r}")
                 else:
                     repairs["ranges_expanded"] += 1
-                    for d in known[position[a] : position[b] + 1]:
-                        add(d)
+                    for one in known[position[a] : position[b] + 1]:
+                        add(one)
                 continue
-            d = _canonical(token, repairs)
-            if d is None:
+            found = _canonical(token, repairs)
+            if found is None:
                 repairs["malformed_dropped"] += 1
                 notes.append(f"malformed: {item!r}")
             else:
-                add(d)
+                add(found)
     return EvidenceCleaning(ids, repairs, notes)
 
 
 def parse_session_time(value: Any) -> datetime | None:
-    """Parse a date of the family (:data:`DATE_FORMATS`, or ISO 8601) as UTC; ``None`` if not one."""
+    """A date of the family (:data:`DATE_FORMATS`, or ISO 8601) as UTC; ``None`` if not one."""
     if not isinstance(value, str):
         return parse_time(value)
     s = " ".join(value.split())
@@ -205,7 +206,11 @@ def _speakers(sample: dict[str, Any], conv: dict[str, Any]) -> tuple[str | None,
             names = holder.get(key)
             if isinstance(names, dict):
                 names = list(names.values())
-            if isinstance(names, list) and len(names) == 2 and all(isinstance(n, str) for n in names):
+            if (
+                isinstance(names, list)
+                and len(names) == 2
+                and all(isinstance(n, str) for n in names)
+            ):
                 return names[0], names[1]
     return None, None
 
@@ -214,7 +219,7 @@ def _dialog(sample: dict[str, Any]) -> dict[str, Any] | None:
     """The object holding ``session_N`` lists: ``conversation``, ``dialog`` or the sample."""
     for key in ("conversation", "dialog"):
         if isinstance(sample.get(key), dict):
-            return sample[key]  # type: ignore[no-any-return]
+            return sample[key]
     return sample if any(_SESSION.match(k) for k in sample) else None
 
 
