@@ -188,7 +188,8 @@ def test_two_samples_with_one_id_are_not_merged(tmp_path: Path) -> None:
 
 def test_dates_of_the_family() -> None:
     t = parse_session_time("29.12.2023, 22:42:04")
-    assert t is not None and (t.day, t.month, t.hour, t.second) == (29, 12, 22, 4)
+    assert t is not None
+    assert (t.day, t.month, t.hour, t.second) == (29, 12, 22, 4)
     assert parse_session_time("not a date") is None
 
 

@@ -47,7 +47,8 @@ def test_fixture_loads_with_counts_by_hand(data: LabelledData) -> None:
         "q3_abs": [],  # abstention: not scored on retrieval
     }
     assert data.queries["conversation_id"].null_count() == 3  # scoped by haystacks instead
-    assert data.haystacks is not None and data.sessions is not None
+    assert data.haystacks is not None
+    assert data.sessions is not None
     hay = data.haystacks.group_by("query_id", maintain_order=True).agg("conversation_id")
     assert dict(hay.iter_rows())["q2"] == [
         "ultrachat_b",
@@ -85,7 +86,8 @@ def test_messages_carry_session_date_and_ids(data: LabelledData) -> None:
 def test_plain_load_reads_it_too() -> None:
     c = load(FIXTURE, strict=True)
     assert c.conversations.height == 6
-    assert c.queries is not None and c.queries.height == 3
+    assert c.queries is not None
+    assert c.queries.height == 3
 
 
 def _items() -> list[dict]:
@@ -217,9 +219,7 @@ def test_evaluate_searches_each_question_in_its_haystack(data: LabelledData) -> 
     assert set(hits.select("query_id", "conversation_id").iter_rows()) <= allowed
     scored = set(ev.per_query["query_id"])
     assert "q3_abs" not in scored  # abstention: no relevant docs, not scored
-    v = {
-        m: x for q, m, x in ev.per_query.select("query_id", "metric", "value").rows() if q == "q2"
-    }
+    v = {m: x for q, m, x in ev.per_query.select("query_id", "metric", "value").rows() if q == "q2"}
     # q2 asks about a gift for a sister's birthday: only the two answer turns hold "birthday"
     # (with "sister" or "gift"); the others share at most "what" or "for" with it, so BM25
     # ranks the answer turns first and second, and their sessions are the top two sessions.
@@ -244,5 +244,6 @@ def test_scope_must_fit_the_data(data: LabelledData) -> None:
 def test_select_keeps_questions_whose_haystack_was_selected(data: LabelledData) -> None:
     part = data.select(["sharegpt_a", "answer_1a", "ultrachat_b", "ultrachat_c"])
     assert part.queries["query_id"].to_list() == ["q1", "q3_abs"]
-    assert part.haystacks is not None and set(part.haystacks["query_id"]) == {"q1", "q3_abs"}
+    assert part.haystacks is not None
+    assert set(part.haystacks["query_id"]) == {"q1", "q3_abs"}
     assert part.corpus.conversations.height == 4
