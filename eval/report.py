@@ -55,7 +55,7 @@ def write_report(ev: Evaluation, out: Path) -> Path:
         f"({data['judged_queries']} with relevant docs), scope: {cfg['config']['scope']}, "
         f"model `{cfg['model_id']}`, baseline `{cfg['baseline']}`, {cfg['seconds']} s.",
         f"Data fingerprint `{data['fingerprint'][:16]}`; "
-        f"evidence cleaning: {data['cleaning'] or 'none'}.",
+        f"label cleaning: {data['cleaning'] or 'none'}.",
         "",
         "## Headline",
         "",

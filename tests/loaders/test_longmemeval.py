@@ -247,3 +247,21 @@ def test_select_keeps_questions_whose_haystack_was_selected(data: LabelledData) 
     assert part.haystacks is not None
     assert set(part.haystacks["query_id"]) == {"q1", "q3_abs"}
     assert part.corpus.conversations.height == 4
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_eval_run_on_the_fixture(tmp_path: Path) -> None:
+    """``make eval DATA=longmemeval_s.json`` runs ``eval.run --data``; here on the fixture."""
+    from eval.run import main
+
+    out = tmp_path / "run"
+    cache = tmp_path / "cache"
+    args = ["--data", str(FIXTURE), "--strategies", "message", "--out", str(out)]
+    assert main([*args, "--cache", str(cache)]) == 0
+    report = (out / "report.md").read_text()
+    assert report.startswith("# Strategy comparison on longmemeval_fixture")
+    assert "scope: haystack" in report
+    assert "## LongMemEval measures, session level" in report
+    config = json.loads((out / "config.json").read_text())
+    assert "session:recall_all@10" in config["config"]["metrics"]
