@@ -9,9 +9,11 @@ read as UTC; a per-utterance ``timestamp``/``date_time`` wins when a variant has
 `` [shares a photo: {blip_caption}]`` appended.
 
 The QA list becomes labelled queries (``corpus.queries``): ``relevant`` holds the message ids of
-the evidence ``dia_id``s, after :func:`clean_evidence`. Categories per the official code:
+the evidence ``dia_id``s, after :func:`clean_evidence`. Categories per LoCoMo's official code:
 1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial (whose answer is
-``adversarial_answer``).
+``adversarial_answer``); relatives number theirs otherwise (REALTALK: 1 fact, 2 date,
+3 inference), so outside LoCoMo's layout (samples under ``conversation``) a category is kept as
+written.
 
 Liberal in what it accepts from the family:
 
@@ -341,6 +343,7 @@ def _sample(
         builder.skip(path, 1, f"{cid}: 'qa' is not a list")
         qa = []
     known = list(ids)
+    locomo_layout = isinstance(sample.get("conversation"), dict)
     for q_i, q in enumerate(qa or []):
         if not isinstance(q, dict) or not isinstance(q.get("question"), str):
             builder.skip(path, 1, f"{cid} qa {q_i}: no question")
@@ -351,13 +354,15 @@ def _sample(
         totals["no_evidence"] += not cleaned.ids
         totals.update(cleaned.repairs)
         cat = q.get("category")
+        if cat is not None:  # numbers carry LoCoMo's meanings only in LoCoMo's own layout
+            cat = CATEGORIES.get(cat, str(cat)) if locomo_layout else str(cat)
         answer = q.get("answer", q.get("adversarial_answer"))
         builder.query(
             query_id=f"{cid}:q{q_i}",
             text=q["question"],
             conversation_id=cid,
             relevant=[ids[e] for e in cleaned.ids],
-            category=CATEGORIES.get(cat, str(cat)) if cat is not None else None,
+            category=cat,
             answer=None if answer is None else str(answer),
         )
 

@@ -137,6 +137,8 @@ def test_family_directory_loads_strict_with_counts_by_hand() -> None:
     rel = {q: list(r) for q, r in data.queries.select("query_id", "relevant").iter_rows()}
     assert rel["Chat_1_Emi_Elise:q1"] == [f"Chat_1_Emi_Elise:m{i}" for i in (1, 2, 4)]
     assert rel["Chat_1_Emi_Elise:q3"] == []
+    # numbered categories are not LoCoMo's outside its layout: kept as written
+    assert data.queries["category"].to_list()[:3] == ["4", "1", "4"]
     assert rel["Chat_2_Kai_Noor:q0"] == [f"Chat_2_Kai_Noor:m{i}" for i in (0, 1, 2)]
     assert rel["Chat_2_Kai_Noor:q2"] == ["Chat_2_Kai_Noor:m2", "Chat_2_Kai_Noor:m3"]
     emi = c.messages.filter(pl.col("conversation_id") == "Chat_1_Emi_Elise")
