@@ -1,4 +1,9 @@
-"""Labelled data sets: LoCoMo and the bundled sample, as corpus + queries."""
+"""Labelled data sets as corpus + queries: the LoCoMo family, LongMemEval, labelled folders.
+
+:func:`load_labelled` picks the reader from the data: a LongMemEval file, a LoCoMo-family file
+or directory of files, or a folder with ``queries.jsonl`` (the bundled sample's layout). The
+name reports give a data set is taken from the data (the file's stem or the folder's name).
+"""
 
 from __future__ import annotations
 
@@ -8,46 +13,120 @@ from typing import Any
 
 import polars as pl
 
-from convlab.loaders import Corpus, load
+from convlab import schema
+from convlab.loaders import Corpus, LoadError, load
+from convlab.loaders.locomo import LocomoReader, read_locomo
+from convlab.loaders.longmemeval import LongMemEvalReader, read_longmemeval
 from convlab.paths import locomo_path, sample_data_path
 from convlab.queries import read_queries
+from convlab.turns import message_turns
 
-__all__ = ["LabelledData", "load_labelled", "locomo", "sample"]
+__all__ = ["LabelledData", "load_labelled", "locomo", "longmemeval", "sample"]
+
+_SNIFF_BYTES = 64 * 1024
+_EXPECTED = (
+    "a LongMemEval JSON file, a LoCoMo-family JSON file or a directory of them, "
+    "or a folder with queries.jsonl"
+)
 
 
 @dataclass(frozen=True, slots=True)
 class LabelledData:
-    """A corpus and its labelled queries, with notes on how the labels were cleaned."""
+    """A corpus and its labelled queries, with notes on how the labels were cleaned.
+
+    Attributes:
+        name: the data set's name in reports (from the data: a file's stem, a folder's name).
+        corpus: the conversations.
+        queries: :data:`convlab.schema.QUERIES`; ``relevant`` are doc ids.
+        cleaning: counts of what was repaired or left out while reading the labels.
+        haystacks: per-query scopes, when each query has its own (LongMemEval):
+            ``query_id, conversation_id``, one row per conversation of the query's haystack.
+        sessions: session-level relevance (``query_id, relevant`` conversation ids), when the
+            data gives it (LongMemEval's ``answer_session_ids``).
+    """
 
     name: str
     corpus: Corpus
     queries: pl.DataFrame
     cleaning: dict[str, Any] = field(default_factory=dict)
+    haystacks: pl.DataFrame | None = None
+    sessions: pl.DataFrame | None = None
 
     def select(self, conversations: list[str] | None) -> LabelledData:
-        """Only these conversations and the queries scoped to them."""
+        """Only these conversations and the queries scoped to them.
+
+        With per-query haystacks, a query is kept when its whole haystack was selected.
+        """
         if not conversations:
             return self
         missing = set(conversations) - set(self.corpus.conversations["conversation_id"])
         if missing:
             raise ValueError(f"no such conversations in {self.name}: {sorted(missing)}")
-        q = self.queries.filter(pl.col("conversation_id").is_in(conversations))
+        if self.haystacks is None:
+            keep = self.queries.filter(pl.col("conversation_id").is_in(conversations))["query_id"]
+        else:
+            outside = self.haystacks.filter(~pl.col("conversation_id").is_in(conversations))
+            left_out = outside["query_id"].unique().to_list()
+            keep = self.queries.filter(~pl.col("query_id").is_in(left_out))["query_id"]
+        by_query = pl.col("query_id").is_in(keep.to_list())
         return LabelledData(
-            self.name, self.corpus.filter_conversations(conversations), q, self.cleaning
+            self.name,
+            self.corpus.filter_conversations(conversations),
+            self.queries.filter(by_query),
+            self.cleaning,
+            None if self.haystacks is None else self.haystacks.filter(by_query),
+            None if self.sessions is None else self.sessions.filter(by_query),
         )
 
 
-def locomo(path: str | Path | None = None) -> LabelledData:
-    """LoCoMo's 1,986 questions over its 5,882 utterances (docs are messages).
+def locomo(path: str | Path | None = None, *, strict: bool = False) -> LabelledData:
+    """A LoCoMo-family data set: LoCoMo's 1,986 questions over 5,882 utterances, or a relative.
 
-    ``cleaning`` reports how many evidence ids were malformed and repaired, dropped, and how many
-    questions were left without evidence (those are kept but not scored on retrieval).
+    ``path`` is a file or a directory of files (one conversation per file is fine); ``None`` finds
+    LoCoMo (:func:`convlab.paths.locomo_path`). Docs are messages. ``cleaning`` counts the
+    questions, those left without evidence (kept, not scored on retrieval) and each kind of
+    evidence repair (:data:`convlab.loaders.locomo.REPAIRS`).
+
+    Raises:
+        LoadError: naming a file that is not of the family (or, strict, the first bad record).
     """
-    from convlab.loaders.locomo import evidence_report
+    p = Path(path) if path is not None and Path(path).is_dir() else locomo_path(path)
+    corpus, report = read_locomo(p, strict=strict)
+    queries = corpus.queries if corpus.queries is not None else schema.empty(schema.QUERIES)
+    return LabelledData(_name(p), corpus, queries, report)
 
-    corpus = load(locomo_path(path), format="locomo")
-    assert corpus.queries is not None
-    return LabelledData("locomo", corpus, corpus.queries, evidence_report())
+
+def longmemeval(path: str | Path, *, strict: bool = False) -> LabelledData:
+    """LongMemEval's questions, each scoped to its own haystack of sessions.
+
+    Docs are turns (a user message and the reply: :mod:`convlab.turns`); a query's relevant docs
+    are the turns holding a ``has_answer`` message, its relevant sessions (``sessions``) its
+    ``answer_session_ids``. Abstention questions (``_abs``) are kept without relevant docs.
+
+    Raises:
+        LoadError: naming the file (see :func:`convlab.loaders.longmemeval.read_longmemeval`).
+    """
+    p = Path(path)
+    corpus, labels = read_longmemeval(p, strict=strict)
+    turn_of = (
+        message_turns(corpus)
+        .filter(pl.col("turn_index").is_not_null())
+        .select(schema.message_id_expr(), schema.turn_id_expr())
+    )
+    relevant = (
+        labels.queries.select("query_id", pl.col("relevant").alias("message_id"))
+        .explode("message_id")
+        .join(turn_of, on="message_id", how="inner")
+        .group_by("query_id", maintain_order=True)
+        .agg(pl.col("turn_id").unique(maintain_order=True).alias("turns"))
+    )
+    queries = (
+        labels.queries.join(relevant, on="query_id", how="left")
+        .with_columns(pl.col("turns").fill_null(pl.lit([], dtype=pl.List(pl.String))))
+        .with_columns(pl.col("turns").alias("relevant"))
+        .select(list(schema.QUERIES))
+    )
+    return LabelledData(_name(p), corpus, queries, labels.report, labels.haystacks, labels.sessions)
 
 
 def sample(path: str | Path | None = None) -> LabelledData:
@@ -58,18 +137,57 @@ def sample(path: str | Path | None = None) -> LabelledData:
     """
     root = Path(path) if path is not None else sample_data_path()
     corpus = load(root / "transcripts" if (root / "transcripts").is_dir() else root)
-    return LabelledData("sample", corpus, read_queries(root / "queries.jsonl"))
+    return LabelledData(_name(root), corpus, read_queries(root / "queries.jsonl"))
 
 
-def load_labelled(path: str | Path | None) -> LabelledData:
-    """Labelled data from a path: LoCoMo or a labelled folder.
+def load_labelled(path: str | Path | None, *, strict: bool = False) -> LabelledData:
+    """Labelled data from a path, the kind read from the data itself.
 
-    LoCoMo when ``path`` is its json (or a folder holding one), else a folder with
-    ``queries.jsonl``; ``None`` is the bundled sample.
+    - ``None``: the bundled sample;
+    - a folder with ``queries.jsonl``: transcripts and queries (:func:`sample`);
+    - a folder holding ``locomo10.json`` (or ``locomo/locomo10.json``): LoCoMo;
+    - a LongMemEval file: :func:`longmemeval`;
+    - a LoCoMo-family file, or a folder of them: :func:`locomo`.
+
+    Raises:
+        LoadError: naming the file or folder and what was expected, when it is none of these.
+        FileNotFoundError: ``path`` does not exist.
     """
     if path is None:
         return sample()
-    p = Path(path)
-    if p.is_file() or (p / "locomo" / "locomo10.json").exists() or (p / "locomo10.json").exists():
-        return locomo(p)
-    return sample(p)
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise FileNotFoundError(f"no such file or directory: {p}")
+    if p.is_dir():
+        if (p / "queries.jsonl").is_file():
+            return sample(p)
+        if (p / "locomo" / "locomo10.json").is_file() or (p / "locomo10.json").is_file():
+            return locomo(locomo_path(p), strict=strict)
+        files = sorted(p.rglob("*.json"))
+        if not files:
+            raise LoadError(p, 0, f"no labelled data here; expected {_EXPECTED}")
+        for f in files:
+            if _kind(f) != "locomo":
+                raise LoadError(f, 0, f"not a LoCoMo-family file; expected {_EXPECTED}")
+        return locomo(p, strict=strict)
+    kind = _kind(p)
+    if kind == "longmemeval":
+        return longmemeval(p, strict=strict)
+    if kind == "locomo":
+        return locomo(p, strict=strict)
+    raise LoadError(p, 0, f"unrecognised labelled data; expected {_EXPECTED}")
+
+
+def _kind(path: Path) -> str | None:
+    """Which labelled format a file is in, judged from its first bytes."""
+    with path.open("rb") as fh:
+        head = fh.read(_SNIFF_BYTES)
+    for reader in (LongMemEvalReader(), LocomoReader()):
+        if reader.sniff(path, head):
+            return reader.name
+    return None
+
+
+def _name(path: Path) -> str:
+    """A data set's name: the folder's name, or the file's stem."""
+    return path.name if path.is_dir() else path.stem

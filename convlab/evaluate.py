@@ -6,7 +6,11 @@ builds each strategy's units and index once (the cached embedder embeds every di
 across strategies and runs), runs every system, and returns an :class:`Evaluation`.
 
 Scopes: ``conversation`` searches each query inside its own conversation (LoCoMo's protocol);
-``corpus`` searches the whole corpus.
+``haystack`` searches each query inside its own set of conversations (LongMemEval's protocol:
+:attr:`convlab.datasets.LabelledData.haystacks`, the index's rows of those conversations, never a
+copy); ``corpus`` searches the whole corpus. Metrics prefixed ``session:`` judge the sessions the
+docs belong to (:func:`convlab.metrics.collapse_to_sessions`), against
+:attr:`convlab.datasets.LabelledData.sessions`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import numpy as np
 import polars as pl
 from tqdm.auto import tqdm
 
-from convlab import __version__
+from convlab import __version__, schema
 from convlab.datasets import LabelledData
 from convlab.embed import embed_texts
 from convlab.index import VectorIndex
@@ -37,11 +41,29 @@ from convlab.significance import compare
 from convlab.turns import turns as make_turns
 from convlab.units import units as make_units
 
-__all__ = ["HEADLINE", "EvalConfig", "Evaluation", "System", "default_systems", "evaluate"]
+__all__ = [
+    "HEADLINE",
+    "LONGMEMEVAL_METRICS",
+    "SCOPES",
+    "EvalConfig",
+    "Evaluation",
+    "System",
+    "default_systems",
+    "evaluate",
+]
 
 RETRIEVALS = ("dense", "bm25", "hybrid")
 # the metrics of the headline tables: finding the evidence, ranking it, bringing it back
 HEADLINE = ("recall@5", "recall@10", "ndcg@10", "coverage@512")
+SCOPES = ("conversation", "haystack", "corpus")
+# LongMemEval's retrieval measures (recall_any = success, recall_all, nDCG at 1, 5, 10), at turn
+# and session level
+LONGMEMEVAL_METRICS = tuple(
+    f"{level}{m}@{k}"
+    for level in ("", "session:")
+    for m in ("success", "recall_all", "ndcg")
+    for k in (1, 5, 10)
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,10 +120,11 @@ class EvalConfig:
     budget: int = 256
     policy: ContentPolicy = field(default_factory=ContentPolicy)
     seed: int = 0
+    headline: tuple[str, ...] = HEADLINE
 
     def __post_init__(self) -> None:
-        if self.scope not in ("conversation", "corpus"):
-            raise ValueError("scope must be 'conversation' or 'corpus'")
+        if self.scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,26 +151,34 @@ class Evaluation:
         key = pl.col("system").replace_strict(order, default=len(order), return_dtype=pl.Int32)
         return frame.sort(*then, key) if then else frame.sort(key)
 
-    def table(self, metrics: tuple[str, ...] = HEADLINE) -> pl.DataFrame:
+    @property
+    def headline_metrics(self) -> tuple[str, ...]:
+        """The metrics of the headline tables (``EvalConfig.headline``)."""
+        return tuple(self.config["config"].get("headline", HEADLINE))
+
+    def table(self, metrics: tuple[str, ...] | None = None) -> pl.DataFrame:
         """Systems as rows (in the order given), the chosen metrics' means as columns."""
+        metrics = metrics or self.headline_metrics
         wide = self.summary.filter(pl.col("metric").is_in(list(metrics))).pivot(
             on="metric", index="system", values="mean"
         )
         wide = wide.select("system", *[m for m in metrics if m in wide.columns])
         return self._in_system_order(wide)
 
-    def headline(self, metrics: tuple[str, ...] = HEADLINE) -> pl.DataFrame:
+    def headline(self, metrics: tuple[str, ...] | None = None) -> pl.DataFrame:
         """:meth:`table` with each metric marked ``*`` where it differs from the baseline.
 
         Marked when the paired randomization test, Holm-corrected, gives p < 0.05.
         """
+        metrics = metrics or self.headline_metrics
         return _marked(self.table(metrics), self.significance, metrics, ["system"])
 
-    def category_headline(self, metrics: tuple[str, ...] = HEADLINE) -> pl.DataFrame:
+    def category_headline(self, metrics: tuple[str, ...] | None = None) -> pl.DataFrame:
         """Per (system, category), the metrics' means marked ``*`` as in :meth:`headline`.
 
         The tests are run inside each category (Holm-corrected over the systems).
         """
+        metrics = metrics or self.headline_metrics
         wide = self.by_category.filter(pl.col("metric").is_in(list(metrics))).pivot(
             on="metric", index=["system", "category"], values="mean"
         )
@@ -208,6 +239,54 @@ def fingerprint(data: LabelledData) -> str:
     return h.hexdigest()
 
 
+def _check_scope(data: LabelledData, scope: str) -> None:
+    """A scope the data can be searched in, or a ValueError saying which to use."""
+    if scope == "haystack" and data.haystacks is None:
+        raise ValueError(f"{data.name} has no per-query haystacks: use scope 'conversation'")
+    if scope == "conversation" and data.haystacks is not None:
+        raise ValueError(
+            f"{data.name}'s queries are scoped to haystacks of sessions: use scope 'haystack'"
+        )
+
+
+def _search_haystacks(
+    index: VectorIndex,
+    queries: pl.DataFrame,
+    haystacks: pl.DataFrame,
+    *,
+    embedder: Any,
+    options: SearchOptions,
+    bm25: BM25Index | None,
+) -> pl.DataFrame:
+    """Each query searched inside its own haystack (``query_id, conversation_id`` rows).
+
+    The index's arrays are prepared once for all queries, and each query restricted to the rows
+    of its haystack's conversations: nothing is copied per query.
+    """
+    # search.py has no public per-query multi-conversation scope yet; these are its own parts
+    from convlab.search import _empty_hits, _one, _Prepared
+
+    if (options.hybrid or options.lexical) and bm25 is None:
+        raise ValueError("hybrid or lexical search needs a BM25 index over the units")
+    scope: dict[str, tuple[str, ...]] = {
+        q: tuple(c)
+        for q, c in haystacks.group_by("query_id", maintain_order=True)
+        .agg("conversation_id")
+        .iter_rows()
+    }
+    texts = queries["text"].to_list()
+    if not texts:
+        return _empty_hits()
+    qvecs = np.asarray(embedder.encode(texts), dtype=np.float32)
+    prep = _Prepared(index, options)
+    frames = []
+    for i, qid in enumerate(queries["query_id"].to_list()):
+        hits = _one(index, prep, qvecs[i], texts[i], scope.get(qid, ()), options, bm25)
+        frames.append(hits.with_columns(pl.lit(qid, dtype=pl.String).alias("query_id")))
+    out = pl.concat(frames)
+    return out.select([*schema.HITS, *[c for c in out.columns if c not in schema.HITS]])
+
+
 def evaluate(
     data: LabelledData,
     systems: list[System],
@@ -230,6 +309,7 @@ def evaluate(
     baseline = config.baseline or systems[0].name
     if baseline not in {s.name for s in systems}:
         raise ValueError(f"baseline {baseline!r} is not one of the systems")
+    _check_scope(data, config.scope)
     corpus = data.corpus
     turns = make_turns(corpus)
     sents = make_sentences(corpus, config.policy, turns=turns)
@@ -277,17 +357,29 @@ def evaluate(
                 "lexical": system.retrieval == "bm25",
             }
         )
-        h = search_many(
-            indexes[system.strategy],
-            queries,
-            embedder=embedder,
-            options=opts,
-            bm25=lexical.get(system.strategy),
-            scoped=config.scope == "conversation",
-        )
+        if config.scope == "haystack" and data.haystacks is not None:
+            h = _search_haystacks(
+                indexes[system.strategy],
+                queries,
+                data.haystacks,
+                embedder=embedder,
+                options=opts,
+                bm25=lexical.get(system.strategy),
+            )
+        else:
+            h = search_many(
+                indexes[system.strategy],
+                queries,
+                embedder=embedder,
+                options=opts,
+                bm25=lexical.get(system.strategy),
+                scoped=config.scope == "conversation",
+            )
         hits[system.name] = h
         pq.append(
-            per_query(h, queries, config.metrics).with_columns(pl.lit(system.name).alias("system"))
+            per_query(h, queries, config.metrics, sessions=data.sessions).with_columns(
+                pl.lit(system.name).alias("system")
+            )
         )
         budget_rows.append(
             budget_measures(
@@ -317,7 +409,7 @@ def evaluate(
         compare(
             part.select("system", "query_id", "metric", "value"), baseline, seed=config.seed
         ).with_columns(pl.lit(category).alias("category"))
-        for (category,), part in per_q.filter(pl.col("metric").is_in(HEADLINE)).group_by(
+        for (category,), part in per_q.filter(pl.col("metric").is_in(config.headline)).group_by(
             "category", maintain_order=True
         )
     ]
@@ -335,6 +427,7 @@ def evaluate(
             "fingerprint": fingerprint(data),
             "conversations": corpus.conversations.height,
             "queries": queries.height,
+            "haystacks": data.haystacks is not None,
             "judged_queries": queries.filter(pl.col("relevant").list.len() > 0).height,
             "cleaning": data.cleaning,
         },

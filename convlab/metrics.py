@@ -1,13 +1,26 @@
 """Retrieval metrics, computed with ir_measures; metric names parsed in one place.
 
-Names (case-insensitive): ``recall@k`` (share of the relevant docs in the top k: LoCoMo's
-recall; ir_measures ``R@k``), ``success@k`` (at least one relevant doc in the top k:
-LongMemEval's recall_any; ``Success@k``), ``recall_all@k`` (every relevant doc in the top k:
-LongMemEval's recall_all, 1 exactly when ``R@k`` is 1), ``ndcg@k`` (Järvelin & Kekäläinen 2002,
-binary gains; ``nDCG@k``) and ``mrr`` (reciprocal rank of the first relevant doc; ``RR``).
+Names (case-insensitive), for a query with relevant docs R and ranking d_1, d_2, ...:
 
-Queries with no relevant doc (a few LoCoMo questions whose evidence could not be cleaned) are left
-out of retrieval metrics; :func:`per_query` reports how many were.
+- ``recall@k`` = |R ∩ {d_1..d_k}| / |R| (LoCoMo's recall; ir_measures ``R@k``);
+- ``success@k`` = 1 if any d_i (i <= k) is in R, else 0 (LongMemEval's ``recall_any``;
+  ``Success@k``);
+- ``recall_all@k`` = 1 if R ⊆ {d_1..d_k}, else 0 (LongMemEval's ``recall_all``: ``R@k`` == 1);
+- ``ndcg@k`` = DCG@k / IDCG@k with DCG@k = Σ_{i<=k} rel_i / log2(i + 1), binary gains, IDCG@k
+  the DCG of |R| relevant docs ranked first (Järvelin & Kekäläinen, 2002; ``nDCG@k``);
+- ``mrr`` = 1 / rank of the first relevant doc (``RR``).
+
+A ``session:`` prefix (``session:success@5``) scores the same measure at session level
+(LongMemEval, Wu et al., ICLR 2025, ``src/retrieval/eval_utils.py``): each query's ranked docs
+are collapsed to their conversations (:func:`collapse_to_sessions`: a session takes the rank of
+its best doc; the session list is the first occurrences in order), judged against the query's
+relevant sessions. Success and recall_all are then exactly LongMemEval's
+``evaluate_retrieval_turn2session``, which widens k until k distinct sessions are in the list;
+its nDCG differs: it counts every turn of a relevant session as relevant, ours counts each
+session once.
+
+Queries with no relevant doc (a few LoCoMo questions whose evidence could not be cleaned,
+LongMemEval's abstention questions) are left out of retrieval metrics.
 """
 
 from __future__ import annotations
@@ -20,9 +33,11 @@ import ir_measures
 import polars as pl
 from ir_measures import Qrel, ScoredDoc
 
-__all__ = ["Metric", "aggregate", "parse_metric", "per_query"]
+__all__ = ["LEVELS", "Metric", "aggregate", "collapse_to_sessions", "parse_metric", "per_query"]
 
-_NAME = re.compile(r"^(recall|success|recall_all|ndcg)@(\d+)$|^(mrr)$")
+LEVELS = ("doc", "session")
+"""Where a metric judges: the docs (turns or messages) or the sessions (conversations)."""
+_NAME = re.compile(r"^(?:(session):)?(?:(recall|success|recall_all|ndcg)@(\d+)|(mrr))$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,11 +46,13 @@ class Metric:
 
     family: str
     k: int | None
+    level: str = "doc"
 
     @property
     def name(self) -> str:
-        """The canonical name, e.g. ``recall@5``."""
-        return self.family if self.k is None else f"{self.family}@{self.k}"
+        """The canonical name, e.g. ``recall@5`` or ``session:ndcg@10``."""
+        base = self.family if self.k is None else f"{self.family}@{self.k}"
+        return base if self.level == "doc" else f"{self.level}:{base}"
 
     def measure(self) -> ir_measures.Measure:
         """The ir_measures measure that computes it (R@k for recall_all)."""
@@ -51,7 +68,7 @@ class Metric:
 
 
 def parse_metric(name: str) -> Metric:
-    """Parse ``"recall@5"``, ``"ndcg@10"``, ``"mrr"`` ...
+    """Parse ``"recall@5"``, ``"ndcg@10"``, ``"mrr"``, ``"session:success@5"`` ...
 
     Raises:
         ValueError: naming the valid forms.
@@ -59,23 +76,78 @@ def parse_metric(name: str) -> Metric:
     m = _NAME.match(name.strip().lower())
     if not m:
         raise ValueError(
-            f"unknown metric {name!r}; valid: recall@k, success@k, recall_all@k, ndcg@k, mrr"
+            f"unknown metric {name!r}; valid: recall@k, success@k, recall_all@k, ndcg@k, mrr, "
+            "each optionally prefixed 'session:'"
         )
-    if m.group(3):
-        return Metric("mrr", None)
-    return Metric(m.group(1), int(m.group(2)))
+    level = m.group(1) or "doc"
+    if m.group(4):
+        return Metric("mrr", None, level)
+    return Metric(m.group(2), int(m.group(3)), level)
 
 
-def per_query(hits: pl.DataFrame, queries: pl.DataFrame, metrics: Sequence[str]) -> pl.DataFrame:
+def collapse_to_sessions(hits: pl.DataFrame) -> pl.DataFrame:
+    """Each query's ranking of docs as a ranking of their sessions (conversations).
+
+    A session takes the place of its best-ranked doc; later docs of the same session are dropped
+    and the ranks renumbered 1, 2, ... (``query_id, doc_id, rank``; ``doc_id`` is the session).
+
+    Example:
+        >>> h = pl.DataFrame({"query_id": ["q"] * 3, "doc_id": ["a:t0", "a:t1", "b:t0"],
+        ...                   "conversation_id": ["a", "a", "b"], "rank": [1, 2, 3]})
+        >>> collapse_to_sessions(h).rows()
+        [('q', 'a', 1), ('q', 'b', 2)]
+    """
+    return (
+        hits.sort("query_id", "rank")
+        .unique(["query_id", "conversation_id"], keep="first", maintain_order=True)
+        .select(
+            "query_id",
+            pl.col("conversation_id").alias("doc_id"),
+            pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over("query_id").alias("rank"),
+        )
+    )
+
+
+def per_query(
+    hits: pl.DataFrame,
+    queries: pl.DataFrame,
+    metrics: Sequence[str],
+    *,
+    sessions: pl.DataFrame | None = None,
+) -> pl.DataFrame:
     """One row per (query, metric): ``query_id, metric, value``.
 
     Args:
-        hits: ranked docs per query (``query_id, doc_id, rank``; rank 1 is best).
+        hits: ranked docs per query (``query_id, doc_id, rank``; rank 1 is best; and
+            ``conversation_id`` for session metrics).
         queries: :data:`convlab.schema.QUERIES` (``relevant`` doc ids).
         metrics: metric names.
+        sessions: ``query_id, relevant`` (conversation ids), needed by ``session:`` metrics.
+
+    Raises:
+        ValueError: a ``session:`` metric without ``sessions``.
     """
     parsed = [parse_metric(m) for m in metrics]
-    judged = queries.filter(pl.col("relevant").list.len() > 0)
+    doc = [m for m in parsed if m.level == "doc"]
+    ses = [m for m in parsed if m.level == "session"]
+    frames = [_scored(hits, queries, doc)] if doc else []
+    if ses:
+        if sessions is None:
+            raise ValueError(
+                f"session metrics ({ses[0].name}) need session-level relevance (sessions=...)"
+            )
+        frames.append(_scored(collapse_to_sessions(hits), sessions, ses))
+    if not frames:
+        return pl.DataFrame(schema=_PER_QUERY)
+    return pl.concat(frames)
+
+
+_PER_QUERY = {"query_id": pl.String, "metric": pl.String, "value": pl.Float64}
+
+
+def _scored(hits: pl.DataFrame, relevance: pl.DataFrame, parsed: list[Metric]) -> pl.DataFrame:
+    """``parsed`` metrics of ``hits`` against ``relevance`` (``query_id, relevant``)."""
+    judged = relevance.filter(pl.col("relevant").list.len() > 0)
     qrels = [
         Qrel(q, d, 1) for q, rel in judged.select("query_id", "relevant").iter_rows() for d in rel
     ]
@@ -94,9 +166,7 @@ def per_query(hits: pl.DataFrame, queries: pl.DataFrame, metrics: Sequence[str])
             if m.family == "recall_all":
                 v = 1.0 if v >= 1.0 - 1e-12 else 0.0
             rows.append({"query_id": q, "metric": m.name, "value": v})
-    return pl.DataFrame(
-        rows, schema={"query_id": pl.String, "metric": pl.String, "value": pl.Float64}
-    )
+    return pl.DataFrame(rows, schema=_PER_QUERY)
 
 
 def aggregate(per_query_frame: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:

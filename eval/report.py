@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from convlab.evaluate import Evaluation
+from convlab.evaluate import LONGMEMEVAL_METRICS, Evaluation
 
 
 def _fmt(v: object) -> str:
@@ -23,6 +23,28 @@ def markdown_table(df: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _longmemeval_section(ev: Evaluation) -> list[str]:
+    """LongMemEval's measures (success = recall_any, recall_all, nDCG at 1, 5, 10), when run."""
+    measured = set(ev.summary["metric"])
+    metrics = tuple(m for m in LONGMEMEVAL_METRICS if m in measured)
+    if not metrics:
+        return []
+    lines = []
+    for level, title in (("", "turn"), ("session:", "session")):
+        names = tuple(m for m in metrics if m.startswith(level) and (level or ":" not in m))
+        if names:
+            lines += [
+                f"## LongMemEval measures, {title} level",
+                "",
+                "success = LongMemEval's recall_any; session level collapses each ranking of "
+                "turns to its sessions (first occurrence).",
+                "",
+                markdown_table(ev.table(names)),
+                "",
+            ]
+    return lines
+
+
 def write_report(ev: Evaluation, out: Path) -> Path:
     cfg = ev.config
     data = cfg["data"]
@@ -33,7 +55,7 @@ def write_report(ev: Evaluation, out: Path) -> Path:
         f"({data['judged_queries']} with relevant docs), scope: {cfg['config']['scope']}, "
         f"model `{cfg['model_id']}`, baseline `{cfg['baseline']}`, {cfg['seconds']} s.",
         f"Data fingerprint `{data['fingerprint'][:16]}`; "
-        f"evidence cleaning: {data['cleaning'] or 'none'}.",
+        f"label cleaning: {data['cleaning'] or 'none'}.",
         "",
         "## Headline",
         "",
@@ -41,6 +63,7 @@ def write_report(ev: Evaluation, out: Path) -> Path:
         "",
         markdown_table(ev.headline()),
         "",
+        *_longmemeval_section(ev),
         "## Per category",
         "",
         "`*`: differs from the baseline inside the category (same test, Holm over systems).",

@@ -3,8 +3,10 @@
 Writes a run folder: ``config.json`` (every setting, model id, package versions, data
 fingerprint), ``per_query.parquet``, ``budgets.parquet``, ``significance.parquet``,
 ``category_significance.parquet``, ``metrics.json``, ``qrels.txt`` and one TREC run per system
-under ``runs/``, ``report.md`` and PNG plots. ``--data`` is the bundled sample folder (default)
-or LoCoMo (its json, or a folder holding ``locomo/locomo10.json``).
+under ``runs/``, ``report.md`` and PNG plots. ``--data`` is the bundled sample folder (default),
+LoCoMo (its json, or a folder holding ``locomo/locomo10.json``), a LoCoMo-family file or folder
+of files, or a LongMemEval file (``longmemeval_s.json``: searched per question in its haystack,
+scored at turn and session level with LongMemEval's measures).
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ matplotlib.use("Agg")
 from convlab import plots
 from convlab.datasets import load_labelled
 from convlab.embed import CachedEmbedder, MiniLMEmbedder
-from convlab.evaluate import EvalConfig, Evaluation, default_systems, evaluate
+from convlab.evaluate import (
+    HEADLINE,
+    LONGMEMEVAL_METRICS,
+    SCOPES,
+    EvalConfig,
+    Evaluation,
+    default_systems,
+    evaluate,
+)
 from convlab.queries import write_qrels, write_run
 from convlab.strategies import STRATEGIES
 from eval.report import write_report
@@ -33,11 +43,20 @@ DEFAULT_STRATEGIES = "isolated,message,turn_pair,sequential,whole_turn,qa_pair"
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m eval.run", description=__doc__)
-    p.add_argument("--data", default=None, help="data/sample (default) or the LoCoMo json")
+    p.add_argument(
+        "--data",
+        default=None,
+        help="data/sample (default), a LoCoMo-family json or folder, or a LongMemEval json",
+    )
     p.add_argument("--conversations", default=None, help="comma-separated conversation ids")
     p.add_argument("--strategies", default=DEFAULT_STRATEGIES)
     p.add_argument("--budgets", default="128,256,512,1024,2048")
-    p.add_argument("--scope", default="conversation", choices=["conversation", "corpus"])
+    p.add_argument(
+        "--scope",
+        default=None,
+        choices=SCOPES,
+        help="where queries search (default: haystack if the data has them, else conversation)",
+    )
     p.add_argument("--baseline", default=None, help="system compared against (first strategy)")
     p.add_argument("--out", default="runs/eval")
     p.add_argument("--cache", default="runs/cache", help="embedding cache folder")
@@ -101,7 +120,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     convs = [c for c in (args.conversations or "").split(",") if c]
     data = data.select(convs or None)
     budgets = tuple(int(b) for b in args.budgets.split(","))
-    config = EvalConfig(budgets=budgets, scope=args.scope, baseline=args.baseline)
+    scope = args.scope or ("haystack" if data.haystacks is not None else "conversation")
+    extra: dict[str, tuple[str, ...]] = {}
+    if data.sessions is not None:  # LongMemEval: its measures, at turn and session level
+        metrics = (*EvalConfig().metrics, *LONGMEMEVAL_METRICS)
+        headline = (*HEADLINE[:3], "success@5", "session:success@5", "session:ndcg@10")
+        extra = {"metrics": tuple(dict.fromkeys(metrics)), "headline": headline}
+    config = EvalConfig(budgets=budgets, scope=scope, baseline=args.baseline, **extra)
     embedder = CachedEmbedder(MiniLMEmbedder(), args.cache)
     ev = evaluate(data, default_systems(strategies), embedder=embedder, config=config)
     out = Path(args.out)

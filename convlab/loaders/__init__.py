@@ -6,6 +6,7 @@ from convlab.loaders import (  # noqa: F401  (register the formats; order = dete
     claude_code,
     codex,
     locomo,
+    longmemeval,
     message_lists,
     sharegpt,
 )

@@ -143,6 +143,7 @@ def test_every_format_is_registered() -> None:
         "claude_code",
         "codex",
         "locomo",
+        "longmemeval",
         "anthropic",
         "openai",
         "sharegpt",
