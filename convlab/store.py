@@ -77,6 +77,9 @@ MANIFEST = "manifest.json"
 READERS = ".readers"
 NORM_TOLERANCE = 1e-3
 """How far from 1 a stored vector's length may be before the index counts as damaged."""
+NORM_ROWS = 1024
+"""Rows whose length the sampled check of every ``update`` checks."""
+"""How far from 1 a stored vector's length may be before the index counts as damaged."""
 CHECK_ON_INDEX = "sample"
 """What every ``update`` checks of the live version before using it: ``sizes`` (what every open
 checks), ``sample`` (sizes, the hash of every file up to :data:`SAMPLED_BLOCKS` blocks, and that
@@ -417,16 +420,27 @@ class Store:
         """
         version = self._pin()
         verified = self._check_files(version, self._manifest, check="full")
-        vectors_path = version / "index" / "vectors.npy"
+        self._check_norms(version, rows=None)
+        return verified
+
+    def _check_norms(self, version: Path, *, rows: int | None) -> None:
+        """Check that the stored vectors are of unit length: all, or ``rows`` random ones."""
+        path = version / "index" / "vectors.npy"
         try:
-            vectors = np.load(vectors_path, mmap_mode="r", allow_pickle=False)
+            vectors = np.load(path, mmap_mode="r", allow_pickle=False)
         except (OSError, ValueError) as exc:
-            raise self._damaged(vectors_path, f"unreadable ({exc})") from exc
-        for start in range(0, len(vectors), 100_000):
+            raise self._damaged(path, f"unreadable ({exc})") from exc
+        n = len(vectors)
+        if rows is not None and n > rows:
+            picked = np.unique(np.random.default_rng().choice(n, rows, replace=False))
+            problem = _norm_problem(np.asarray(vectors[picked]))
+            if problem:
+                raise self._damaged(path, problem + " in a sample of rows")
+            return
+        for start in range(0, n, 100_000):
             problem = _norm_problem(np.asarray(vectors[start : start + 100_000]), start)
             if problem:
-                raise self._damaged(vectors_path, problem)
-        return verified
+                raise self._damaged(path, problem)
 
     def refresh(self) -> None:
         """Release the pinned version: the next read pins the version live then."""
@@ -579,6 +593,8 @@ class Store:
         try:
             version = self._pin()
             self._check_files(version, self._manifest, check=CHECK_ON_INDEX)
+            if self._manifest.get("version_files") is not None and CHECK_ON_INDEX != "sizes":
+                self._check_norms(version, rows=None if CHECK_ON_INDEX == "full" else NORM_ROWS)
         except FileNotFoundError:
             return None, ""
         except StoreDamaged as exc:
