@@ -338,15 +338,18 @@ def _stats(args: argparse.Namespace) -> int:
         f"records ({info['skipped_records']} records skipped)"
     )
     print(
-        f"size on disk: {_mb(info['bytes_total'])} (version {_mb(info['bytes_version'])}, "
-        f"embedding cache {_mb(info['bytes_cache'])})"
+        f"size on disk: {_size(info['bytes_total'])} (version {_size(info['bytes_version'])}, "
+        f"embedding cache {_size(info['bytes_cache'])})"
     )
-    print(f"verify: {info['verify']}")
+    print(info["verify"])
     return EXIT_OK
 
 
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB"
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
 
 
 def _store_info(store: Any, *, verify: bool) -> dict[str, Any]:
@@ -367,7 +370,7 @@ def _store_info(store: Any, *, verify: bool) -> dict[str, Any]:
     updated = m.get("updated_at")
     if status is None:
         status = (
-            "sizes OK; `convlab stats --verify` checks every file's SHA-256"
+            "checked: the manifest and every file's size; `--verify` checks every byte"
             if m.get("version_files") is not None
             else "not verifiable: written before stores recorded checksums; `convlab index` "
             "adds them"

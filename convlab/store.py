@@ -79,7 +79,8 @@ NORM_TOLERANCE = 1e-3
 """How far from 1 a stored vector's length may be before the index counts as damaged."""
 NORM_ROWS = 1024
 """Rows whose length the sampled check of every ``update`` checks."""
-"""How far from 1 a stored vector's length may be before the index counts as damaged."""
+NORM_CHUNK = 100_000
+"""Rows checked at a time (bounded memory at 1M units)."""
 CHECK_ON_INDEX = "sample"
 """What every ``update`` checks of the live version before using it: ``sizes`` (what every open
 checks), ``sample`` (sizes, the hash of every file up to :data:`SAMPLED_BLOCKS` blocks, and that
@@ -256,7 +257,7 @@ class Verified:
                 f"not verified: {self.version.name} was written before stores recorded "
                 "checksums; `convlab index` adds them"
             )
-        return f"verified: all {self.files} files OK ({self.bytes / 1e6:.1f} MB)"
+        return f"verified: all {self.files} files OK ({self.bytes:,} bytes hashed)"
 
 
 def _manifest_checksum(manifest: dict[str, Any]) -> str:
@@ -305,7 +306,8 @@ def _norm_problem(vectors: np.ndarray, offset: int = 0) -> str:
     """What is wrong with rows that are not of unit length ('' when none is)."""
     if vectors.ndim != 2:
         return f"vectors of shape {vectors.shape}, not a matrix"
-    norms = np.linalg.norm(vectors.astype(np.float64), axis=1)
+    v = np.asarray(vectors, dtype=np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", v, v))
     bad = np.flatnonzero(~(np.abs(norms - 1.0) <= NORM_TOLERANCE))
     if not bad.size:
         return ""
@@ -407,9 +409,11 @@ class Store:
             index = VectorIndex.load(directory)
         except Exception as exc:  # numpy, FAISS and polars each raise their own types
             raise self._damaged(directory, f"unreadable ({type(exc).__name__}: {exc})") from exc
-        problem = _norm_problem(index.vectors(np.arange(len(index))))
-        if problem:
-            raise self._damaged(directory / "vectors.npy", problem)
+        for start in range(0, len(index), NORM_CHUNK):
+            rows = np.arange(start, min(start + NORM_CHUNK, len(index)))
+            problem = _norm_problem(index.vectors(rows), start)
+            if problem:
+                raise self._damaged(directory / "vectors.npy", problem)
         return index
 
     def verify(self) -> Verified:
@@ -437,8 +441,8 @@ class Store:
             if problem:
                 raise self._damaged(path, problem + " in a sample of rows")
             return
-        for start in range(0, n, 100_000):
-            problem = _norm_problem(np.asarray(vectors[start : start + 100_000]), start)
+        for start in range(0, n, NORM_CHUNK):
+            problem = _norm_problem(np.asarray(vectors[start : start + NORM_CHUNK]), start)
             if problem:
                 raise self._damaged(path, problem)
 

@@ -150,7 +150,8 @@ def test_a_reader_keeps_its_version_while_a_writer_switches(history: Path, tmp_p
     writer.update([history], config=CONFIG, embedder=HashEmbedder())
     reader = Store(tmp_path / "store")
     before = reader.manifest()["counts"]["units"]
-    pinned = reader.version
+    pinned = reader.current  # the live version, which the reader's first read pinned
+    assert pinned is not None
     shutil.move(later, history / "-home-u-app" / "tool_heavy.jsonl")
     assert writer.update([history], config=CONFIG, embedder=HashEmbedder()).wrote_version
     assert writer.current != pinned
