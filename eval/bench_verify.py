@@ -10,7 +10,8 @@ a new version of the same store, so the transcripts on disk still match the mani
 
 - ``write``: writing the version (frames, FAISS, vectors; sizes and SHA-256 recorded);
 - ``open_sizes``: opening it (manifest checksum, every file's size);
-- ``verify_hash``: :meth:`Store.verify` (SHA-256 of every file);
+- ``verify_hash``: :meth:`Store.verify` (SHA-256 of every file, the length of every vector);
+- ``index_load`` / ``norm_check``: :meth:`Store.index` (unit-length check included) / that check;
 - ``index_unchanged_<check>``: an unchanged ``Store.update`` with ``CHECK_ON_INDEX`` set to each
   of ``sizes``, ``sample``, ``full`` (in-process: no interpreter start-up).
 """
@@ -139,6 +140,10 @@ def main(argv: list[str] | None = None) -> int:
             "write_seconds": write,
             "open_sizes_seconds": _best(opened, args.repeat),
             "verify_hash_seconds": _best(lambda: Store(store_dir).verify(), args.repeat),
+            "index_load_seconds": _best(lambda: Store(store_dir).index(), args.repeat),
+            "norm_check_seconds": _best(
+                lambda: Store(store_dir)._check_norms(version, rows=None), args.repeat
+            ),
             "version": version.name,
         }
         default = store_module.CHECK_ON_INDEX
