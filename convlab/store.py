@@ -604,7 +604,7 @@ class Store:
             except (StoreDamaged, FileNotFoundError):
                 manifest = None
             self.refresh()
-            return manifest, str(exc)
+            return manifest, str(exc).split("; run `convlab index")[0]
         manifest = self._manifest
         if manifest.get("version_files") is None:
             what = f"{self._pinned}: written before stores recorded checksums; rebuilding"
