@@ -203,8 +203,8 @@ def test_readers_interleaved_with_writers_never_mix_versions(history: Path, tmp_
     for t in threads:
         t.join()
     assert not errors, errors[0]
-    assert writes[0] >= 4
-    assert reads[0] >= 20
+    assert writes[0] >= 2
+    assert reads[0] >= 10
     assert len(sizes) == 2  # both versions were read, each whole
 
 
