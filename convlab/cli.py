@@ -102,9 +102,17 @@ def _parser() -> argparse.ArgumentParser:
     sh.add_argument("--turn", type=int, default=None, help="turn index (default: all turns)")
     sh.add_argument("--budget", type=int, default=None, help="resurrection budget in tokens")
 
-    st = sub.add_parser("stats", help="what a store holds", description="Store statistics.")
+    st = sub.add_parser(
+        "stats",
+        help="what a store holds",
+        description="What a store holds, when it was updated, its size; --verify checks every "
+        "file's SHA-256 (exit 2 naming a damaged file).",
+    )
     store_arg(st)
     st.add_argument("--json", action="store_true")
+    st.add_argument(
+        "--verify", action="store_true", help="check the content hash of every file of the store"
+    )
 
     ev = sub.add_parser(
         "eval",
@@ -302,26 +310,93 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _stats(args: argparse.Namespace) -> int:
-    from convlab.store import Store
+    from convlab.store import Store, StoreDamaged
 
     store = Store(args.store)
+    try:
+        info = _store_info(store, verify=args.verify)
+    except StoreDamaged as exc:
+        print(f"convlab stats: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(info, indent=1, default=str))
+        return EXIT_OK
+    c, cfg = info["counts"], info["config"]
+    first, last = info["messages_from"], info["messages_to"]
+    print(f"store: {info['store']} (version {info['version']}, updated {info['updated']})")
+    print(
+        f"holds: {c.get('conversations', 0)} conversations, {c.get('turns', 0)} turns, "
+        f"{c.get('units', 0)} units (mean {info['unit_tokens_mean']:.0f} tokens per unit)"
+    )
+    print(f"messages: {first or 'undated'} .. {last or 'undated'}")
+    print(
+        f"built with: strategy {cfg.get('strategy')}, budget {cfg.get('budget')}, index "
+        f"{cfg.get('index_kind')}, embedder {info['model_id']}, redact {cfg.get('redact')}"
+    )
+    print(
+        f"transcripts: {info['files']} files indexed, {info['files_with_skips']} with skipped "
+        f"records ({info['skipped_records']} records skipped)"
+    )
+    print(
+        f"size on disk: {_size(info['bytes_total'])} (version {_size(info['bytes_version'])}, "
+        f"embedding cache {_size(info['bytes_cache'])})"
+    )
+    print(info["verify"])
+    return EXIT_OK
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _store_info(store: Any, *, verify: bool) -> dict[str, Any]:
+    """What ``convlab stats`` prints, read from one pinned version of the store."""
     m = store.manifest()
+    version = store.version
+    status = store.verify().line() if verify else None
     units = store.frame("units")
+    convs = store.frame("conversations")
+    files = m.get("files", {})
+    skips = [int(r.get("skipped", 0)) for r in files.values()]
+
+    def size(root: Any) -> int:
+        return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
+
+    first = convs["started_at"].min() if convs.height else None
+    last = convs["ended_at"].max() if convs.height else None
+    updated = m.get("updated_at")
+    if status is None:
+        status = (
+            "checked: the manifest and every file's size; `--verify` checks every byte"
+            if m.get("version_files") is not None
+            else "not verifiable: written before stores recorded checksums; `convlab index` "
+            "adds them"
+        )
     info = {
         "store": str(store.directory),
+        "version": version.name,
         "model_id": m["model_id"],
         "config": m["config"],
         "counts": m["counts"],
-        "files": len(m["files"]),
-        "unit_tokens_mean": float(units["n_tokens"].cast(pl.Float64).mean() or 0.0),  # type: ignore[arg-type]
+        "files": len(files),
+        "files_with_skips": sum(1 for n in skips if n),
+        "skipped_records": sum(skips),
+        "messages_from": first.date().isoformat() if first else None,
+        "messages_to": last.date().isoformat() if last else None,
+        "updated": datetime.fromtimestamp(updated, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        if updated
+        else None,
+        "bytes_version": size(version),
+        "bytes_cache": size(store.directory / "cache"),
+        "unit_tokens_mean": float(units["n_tokens"].cast(pl.Float64).mean() or 0.0),
         "units_by_role": dict(units.group_by("role").len().sort("role").iter_rows()),
+        "verify": status,
     }
-    if args.json:
-        print(json.dumps(info, indent=1, default=str))
-    else:
-        for k, v in info.items():
-            print(f"{k}: {v}")
-    return EXIT_OK
+    info["bytes_total"] = info["bytes_version"] + info["bytes_cache"]
+    return info
 
 
 def _eval(args: argparse.Namespace) -> int:

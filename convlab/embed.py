@@ -12,6 +12,8 @@ The cache is a folder of immutable segment files (a structured ``.npy`` of 32-by
 vectors, no pickle), each written to a temporary name and renamed into place, with the sha256 of
 its bytes in its name: a killed run leaves only whole segments (and an ignored temporary file), and
 a segment whose bytes do not match its name is reported, deleted and its texts embedded again.
+Segments are flushed as batches of :data:`SEGMENT_TEXTS` texts finish, so a run killed during a
+long first index keeps everything embedded before the batch in flight.
 """
 
 from __future__ import annotations
@@ -142,6 +144,9 @@ def _key(text: str) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
+SEGMENT_TEXTS = 1024
+"""Texts per cache segment: about 6 s of all-MiniLM-L6-v2 at the README's 165 texts/s (2 cores)."""
+
 _SEGMENT = re.compile(r"^seg-[0-9a-f]{32}-([0-9a-f]{64})\.npy$")
 
 
@@ -151,9 +156,16 @@ class CachedEmbedder:
     Args:
         inner: the embedder that does the work on a miss.
         cache_dir: the cache root; this model's segments live in ``cache_dir/<model slug>/``.
+        segment_texts: texts embedded per segment flushed to disk (a kill loses at most one).
     """
 
-    def __init__(self, inner: Embedder, cache_dir: str | Path) -> None:
+    def __init__(
+        self, inner: Embedder, cache_dir: str | Path, *, segment_texts: int | None = None
+    ) -> None:
+        segment_texts = SEGMENT_TEXTS if segment_texts is None else segment_texts
+        if segment_texts < 1:
+            raise ValueError("segment_texts must be at least 1")
+        self.segment_texts = segment_texts
         self.inner = inner
         self.model_id = inner.model_id
         self.dimension = inner.dimension
@@ -221,10 +233,16 @@ class CachedEmbedder:
         digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
         final = self.directory / f"seg-{uuid.uuid4().hex}-{digest}.npy"
         os.replace(tmp, final)
+        _fsync_directory(self.directory)  # the rename itself survives a power cut
         self._loaded_segments.add(final.name)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors for ``texts``: from the cache where present, embedded (once each) otherwise."""
+        """Vectors for ``texts``: from the cache where present, embedded (once each) otherwise.
+
+        Texts to embed go to the inner embedder in batches of :attr:`segment_texts`, longest
+        first, and each batch is written to the cache as a segment as soon as it is embedded:
+        a run killed meanwhile loses at most the batch in flight.
+        """
         self.stats.requested += len(texts)
         keys = [_key(t) for t in texts]
         distinct: dict[bytes, str] = {}
@@ -236,18 +254,24 @@ class CachedEmbedder:
             with FileLock(str(self.directory / ".lock")):
                 self._load()  # another process may have embedded them meanwhile
                 missing = [k for k in missing if k not in self._keys]
-                if missing:
-                    vecs = self.inner.encode([distinct[k] for k in missing])
-                    self.stats.model_calls += 1
-                    self.stats.embedded += len(missing)
-                    self._write_segment(missing, vecs)
-                    base = len(self._keys)
-                    for i, k in enumerate(missing):
-                        self._keys[k] = base + i
-                    self._vectors = np.vstack([self._vectors, vecs.astype(np.float32)])
+                if len(missing) > self.segment_texts:  # one order for every batch: less padding
+                    missing.sort(key=lambda k: -len(distinct[k]))
+                for start in range(0, len(missing), self.segment_texts):
+                    self._embed_segment(missing[start : start + self.segment_texts], distinct)
         self.stats.from_cache += len(distinct) - len(missing)
         rows = np.fromiter((self._keys[k] for k in keys), dtype=np.int64, count=len(keys))
         return self._vectors[rows]
+
+    def _embed_segment(self, keys: list[bytes], texts: dict[bytes, str]) -> None:
+        """Embed one batch and flush it to disk as a segment before returning."""
+        vecs = np.asarray(self.inner.encode([texts[k] for k in keys]), dtype=np.float32)
+        self.stats.model_calls += 1
+        self.stats.embedded += len(keys)
+        self._write_segment(keys, vecs)
+        base = len(self._vectors)
+        for i, k in enumerate(keys):
+            self._keys[k] = base + i
+        self._vectors = np.vstack([self._vectors, vecs])
 
     def clean(self) -> int:
         """Remove temporary files left by killed runs; returns how many."""
@@ -256,6 +280,14 @@ class CachedEmbedder:
             p.unlink(missing_ok=True)
             n += 1
         return n
+
+
+def _fsync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def embed_texts(texts: Sequence[str], embedder: Embedder) -> np.ndarray:

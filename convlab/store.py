@@ -4,9 +4,12 @@ Layout of a store directory::
 
     DIR/
       current -> v<N>          symlink to the live version, swapped atomically
-      v<N>/manifest.json       settings, files seen (size, mtime, sha256), conversation fingerprints
+      v<N>/manifest.json       settings, files seen (size, mtime, sha256), conversation
+                               fingerprints, size and sha256 of every file of the version and
+                               a checksum of itself
       v<N>/conversations.parquet, turns.parquet, sentences.parquet, units.parquet
       v<N>/index/              convlab.index.VectorIndex (FAISS + units + its manifest)
+      v<N>/.readers            readers hold a shared lock on it: a version in use is not deleted
       cache/                   the embedding cache (shared by every version)
       .lock                    held while an indexer writes
 
@@ -18,6 +21,18 @@ whose files are gone, and writes a new version beside the old one before switchi
 it with one atomic ``rename``. A run killed at any point leaves the previous version live and valid;
 leftover temporary versions are removed by the next run. Two indexers never write one store: the
 second waits (``wait=True``) or refuses with :class:`StoreLocked`.
+
+**One version per Store object.** The first read pins the live version: the manifest, every frame
+and the index of one ``Store`` come from that one directory, however many writers switch
+``current`` meanwhile (the pinned version holds a shared lock that keeps writers from deleting it);
+:meth:`Store.update` re-pins to the version it wrote, :meth:`Store.refresh` to the live one.
+
+**A self-checking store.** The manifest records the size and SHA-256 of every file of its version
+and a checksum of itself. Opening a version checks the manifest's checksum and every file's size;
+:meth:`Store.verify` (``convlab stats --verify``) and every ``update`` also check the hashes
+(:data:`CHECK_ON_INDEX`); loading the index checks that its vectors are unit length. A damaged,
+missing or truncated file raises :class:`StoreDamaged` with one line naming it, and the next
+``update`` rebuilds the version from the transcripts, its vectors from the embedding cache.
 """
 
 from __future__ import annotations
@@ -25,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import time
@@ -47,10 +63,38 @@ __all__ = [
     "StoreConfig",
     "StoreDamaged",
     "StoreLocked",
+    "Verified",
     "default_history_paths",
 ]
 
-STORE_FORMAT = 1
+try:  # shared locks that keep a version in use from being deleted (POSIX)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: versions are deleted without checking readers
+    fcntl = None  # type: ignore[assignment]
+
+STORE_FORMAT = 2
+MANIFEST = "manifest.json"
+READERS = ".readers"
+NORM_TOLERANCE = 1e-3
+"""How far from 1 a stored vector's length may be before the index counts as damaged."""
+NORM_ROWS = 1024
+"""Rows whose length the sampled check of every ``update`` checks."""
+NORM_CHUNK = 100_000
+"""Rows checked at a time (bounded memory at 1M units)."""
+CHECK_ON_INDEX = "sample"
+"""What every ``update`` checks of the live version before using it: ``sizes`` (what every open
+checks), ``sample`` (sizes, the hash of every file up to :data:`SAMPLED_BLOCKS` blocks, and that
+many random blocks of each larger file: the vectors and the FAISS file) or ``full`` (every byte).
+
+Chosen from eval/bench_verify.py at 1M units (3.09 GB, 99% of it vectors.npy and index.faiss):
+hashing every byte took 7.8 s against 0.11 s for an unchanged index; ``convlab stats --verify``
+hashes every byte."""
+CHECKS = ("sizes", "sample", "full")
+BLOCK = 1 << 20
+"""Files are hashed in blocks of 1 MiB: a file's digest is the SHA-256 of its blocks' digests."""
+SAMPLED_BLOCKS = 8
+_VERSION = re.compile(r"^v\d+$")
+_LEFTOVER = re.compile(r"^\.(?:tmp|current)-v\d+$")
 REDACT_CHOICES = ("tool-output", "all", "none")
 
 
@@ -129,6 +173,7 @@ class IndexSummary:
     skipped: list[tuple[str, int, str]] = field(default_factory=list)
     seconds: float = 0.0
     wrote_version: bool = False
+    repaired: str = ""
 
     def lines(self) -> list[str]:
         """A human-readable closing summary."""
@@ -144,6 +189,8 @@ class IndexSummary:
         for _, _, reason in self.skipped:
             reasons[reason] = reasons.get(reason, 0) + 1
         out += [f"  {n} x {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:10]]
+        if self.repaired:
+            out.append(f"repaired: {self.repaired}")
         out.append(f"time: {self.seconds:.1f} s" + ("" if self.wrote_version else " (unchanged)"))
         return out
 
@@ -184,8 +231,125 @@ def _fingerprints(corpus: Corpus) -> dict[str, str]:
     return out
 
 
+FRAMES = ("conversations", "turns", "sentences", "units")
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """What :meth:`Store.verify` checked.
+
+    Attributes:
+        version: the version directory checked.
+        files: how many files were checked.
+        bytes: their total size.
+        hashed: False for a store written before checksums (sizes and hashes unknown).
+    """
+
+    version: Path
+    files: int
+    bytes: int
+    hashed: bool
+
+    def line(self) -> str:
+        """One line for ``convlab stats --verify``."""
+        if not self.hashed:
+            return (
+                f"not verified: {self.version.name} was written before stores recorded "
+                "checksums; `convlab index` adds them"
+            )
+        return f"verified: all {self.files} files OK ({self.bytes:,} bytes hashed)"
+
+
+def _manifest_checksum(manifest: dict[str, Any]) -> str:
+    body = {k: v for k, v in manifest.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def _block_digests(path: Path, blocks: Iterable[int] | None = None) -> list[str]:
+    """SHA-256 (first 128 bits, hex) of each 1 MiB block of ``path``, or of the given blocks."""
+    out = []
+    with path.open("rb") as fh:
+        if blocks is None:
+            while chunk := fh.read(BLOCK):
+                out.append(hashlib.sha256(chunk).hexdigest()[:32])
+            return out
+        for b in blocks:
+            fh.seek(b * BLOCK)
+            out.append(hashlib.sha256(fh.read(BLOCK)).hexdigest()[:32])
+    return out
+
+
+def _tree_digest(blocks: list[str]) -> str:
+    return hashlib.sha256("".join(blocks).encode()).hexdigest()
+
+
+def _version_files(version: Path) -> dict[str, dict[str, Any]]:
+    """Size and digest of every file of a version but its manifest and the readers' lock.
+
+    The digest is the SHA-256 of the file's 1 MiB blocks' digests (one read of the file); files of
+    more than :data:`SAMPLED_BLOCKS` blocks also keep their block digests, so a sample of blocks
+    can be checked without reading the whole file.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for p in sorted(version.rglob("*")):
+        rel = p.relative_to(version).as_posix()
+        if p.is_file() and rel not in (MANIFEST, READERS):
+            blocks = _block_digests(p)
+            rec: dict[str, Any] = {"size": p.stat().st_size, "sha256": _tree_digest(blocks)}
+            if len(blocks) > SAMPLED_BLOCKS:
+                rec["blocks"] = blocks
+            out[rel] = rec
+    return out
+
+
+def _norm_problem(vectors: np.ndarray, offset: int = 0) -> str:
+    """What is wrong with rows that are not of unit length ('' when none is)."""
+    if vectors.ndim != 2:
+        return f"vectors of shape {vectors.shape}, not a matrix"
+    v = np.asarray(vectors, dtype=np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", v, v))
+    bad = np.flatnonzero(~(np.abs(norms - 1.0) <= NORM_TOLERANCE))
+    if not bad.size:
+        return ""
+    return f"{bad.size} vectors are not of unit length (row {offset + bad[0]}: {norms[bad[0]]:.4g})"
+
+
+def _hold_shared(path: Path) -> Any:
+    """Open ``path`` and take a shared lock on it (None when it does not exist or no fcntl)."""
+    if fcntl is None:
+        return None
+    try:
+        fh = path.open("rb")
+    except OSError:
+        return None
+    fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
+    return fh
+
+
+def _remove_version(version: Path) -> bool:
+    """Delete a version unless a reader holds it; returns whether it was deleted."""
+    fh = None
+    readers = version / READERS
+    if fcntl is not None and readers.is_file():
+        fh = readers.open("rb")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            return False  # pinned by a reader: the next run removes it
+    try:
+        (version / MANIFEST).unlink(missing_ok=True)  # first: a reader that waited sees it gone
+        shutil.rmtree(version, ignore_errors=True)
+    finally:
+        if fh is not None:
+            fh.close()
+    return True
+
+
 class Store:
     """An on-disk index of transcripts (a directory); see the module docstring for its layout.
+
+    Every read of one ``Store`` object comes from one version, pinned by the first read.
 
     Args:
         directory: the store directory (created on the first update).
@@ -193,48 +357,182 @@ class Store:
 
     def __init__(self, directory: str | Path) -> None:
         self.directory = Path(directory).expanduser()
+        self._pinned: Path | None = None
+        self._pin_handle: Any = None
+        self._manifest: dict[str, Any] = {}
 
     # -- reading ------------------------------------------------------------------------------
     @property
     def current(self) -> Path | None:
-        """The live version directory, or None for an empty store."""
+        """The live version directory on disk now (resolved), or None for an empty store."""
         link = self.directory / "current"
         if not link.is_symlink() and not link.exists():
             return None
         target = link.resolve()
-        return target if (target / "manifest.json").is_file() else None
+        return target if (target / MANIFEST).is_file() else None
+
+    @property
+    def version(self) -> Path:
+        """The version this object reads (pinned by its first read)."""
+        return self._pin()
 
     def exists(self) -> bool:
         """Whether the store holds a complete version."""
         return self.current is not None
 
     def manifest(self) -> dict[str, Any]:
-        """The live version's manifest.
+        """The pinned version's manifest.
 
         Raises:
             FileNotFoundError: the store is empty or missing.
+            StoreDamaged: the manifest or the size of a file of the version is wrong.
         """
-        cur = self._require()
-        return json.loads((cur / "manifest.json").read_text())
+        self._pin()
+        return json.loads(json.dumps(self._manifest))  # a copy: callers cannot edit the pin
 
     def frame(self, name: str) -> pl.DataFrame:
         """One of the stored frames: conversations, turns, sentences, units."""
-        return pl.read_parquet(self._require() / f"{name}.parquet")
+        if name not in FRAMES:
+            raise ValueError(f"unknown frame {name!r}; valid: {', '.join(FRAMES)}")
+        path = self._pin() / f"{name}.parquet"
+        try:
+            return pl.read_parquet(path)
+        except Exception as exc:  # polars reports corruption with several exception types
+            raise self._damaged(path, f"unreadable ({type(exc).__name__})") from exc
 
     def index(self) -> Any:
-        """The stored :class:`convlab.index.VectorIndex`."""
+        """The stored :class:`convlab.index.VectorIndex`, its vectors checked to be unit length."""
         from convlab.index import VectorIndex
 
-        return VectorIndex.load(self._require() / "index")
+        version = self._pin()
+        directory = version / "index"
+        self._check_norms(version, rows=None)  # on the file, in slices: no copy of the vectors
+        try:
+            return VectorIndex.load(directory)
+        except Exception as exc:  # numpy, FAISS and polars each raise their own types
+            raise self._damaged(directory, f"unreadable ({type(exc).__name__}: {exc})") from exc
 
-    def _require(self) -> Path:
-        cur = self.current
-        if cur is None:
+    def verify(self) -> Verified:
+        """Check the size and SHA-256 of every file of the pinned version.
+
+        Raises:
+            StoreDamaged: the first file that is missing, of the wrong size or content.
+        """
+        version = self._pin()
+        verified = self._check_files(version, self._manifest, check="full")
+        self._check_norms(version, rows=None)
+        return verified
+
+    def _check_norms(self, version: Path, *, rows: int | None) -> None:
+        """Check that the stored vectors are of unit length: all, or ``rows`` random ones."""
+        path = version / "index" / "vectors.npy"
+        try:
+            vectors = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise self._damaged(path, f"unreadable ({exc})") from exc
+        n = len(vectors)
+        if rows is not None and n > rows:
+            picked = np.unique(np.random.default_rng().choice(n, rows, replace=False))
+            problem = _norm_problem(np.asarray(vectors[picked]))
+            if problem:
+                raise self._damaged(path, problem + " in a sample of rows")
+            return
+        for start in range(0, n, NORM_CHUNK):
+            problem = _norm_problem(np.asarray(vectors[start : start + NORM_CHUNK]), start)
+            if problem:
+                raise self._damaged(path, problem)
+
+    def refresh(self) -> None:
+        """Release the pinned version: the next read pins the version live then."""
+        if self._pin_handle is not None:
+            self._pin_handle.close()
+        self._pinned, self._pin_handle, self._manifest = None, None, {}
+
+    close = refresh
+
+    def _damaged(self, path: Path, what: str) -> StoreDamaged:
+        return StoreDamaged(
+            f"{path}: {what}; run `convlab index --store {self.directory}` to repair"
+        )
+
+    def _live(self) -> Path:
+        """The live version (resolved), whose manifest exists."""
+        link = self.directory / "current"
+        if not link.is_symlink() and not link.exists():
             raise FileNotFoundError(
                 f"no index at {self.directory}; build one with `convlab index PATH --store "
                 f"{self.directory}`"
             )
-        return cur
+        target = link.resolve()
+        if not (target / MANIFEST).is_file():
+            raise self._damaged(link, f"points to {target.name}, which is missing or incomplete")
+        return target
+
+    def _pin(self) -> Path:
+        if self._pinned is not None:
+            return self._pinned
+        for _ in range(1000):  # a writer may delete the version between resolve and lock
+            version = self._live()
+            handle = _hold_shared(version / READERS)
+            if (version / MANIFEST).is_file():
+                try:
+                    manifest = self._read_manifest(version)
+                    self._check_files(version, manifest, check="sizes")
+                except BaseException:
+                    if handle is not None:
+                        handle.close()
+                    raise
+                self._pinned, self._pin_handle, self._manifest = version, handle, manifest
+                return version
+            if handle is not None:
+                handle.close()
+        raise RuntimeError(f"{self.directory}: the live version kept changing; try again")
+
+    def _read_manifest(self, version: Path) -> dict[str, Any]:
+        path = version / MANIFEST
+        try:
+            manifest = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise self._damaged(path, f"unreadable ({type(exc).__name__})") from exc
+        if not isinstance(manifest, dict):
+            raise self._damaged(path, "not a JSON object")
+        legacy = manifest.get("format", 1) < 2 and "checksum" not in manifest
+        if not legacy and manifest.get("checksum") != _manifest_checksum(manifest):
+            raise self._damaged(path, "does not match its checksum (edited or corrupted)")
+        return manifest
+
+    def _check_files(self, version: Path, manifest: dict[str, Any], *, check: str) -> Verified:
+        """Check every file's size, and its content as ``check`` says (see CHECK_ON_INDEX)."""
+        if check not in CHECKS:
+            raise ValueError(f"check must be one of {', '.join(CHECKS)}")
+        files: dict[str, dict[str, Any]] | None = manifest.get("version_files")
+        if files is None:
+            return Verified(version=version, files=0, bytes=0, hashed=False)
+        total = 0
+        for rel, rec in files.items():
+            path = version / rel
+            try:
+                size = path.stat().st_size
+            except FileNotFoundError:
+                raise self._damaged(path, "missing") from None
+            if size != rec["size"]:
+                raise self._damaged(path, f"{size} bytes, {rec['size']} expected (truncated?)")
+            total += size
+            if check == "sizes":
+                continue
+            blocks = rec.get("blocks")
+            if check == "sample" and blocks:
+                rng = np.random.default_rng()
+                picked = {0, len(blocks) - 1}
+                picked.update(rng.choice(len(blocks), SAMPLED_BLOCKS - 2, replace=False).tolist())
+                order = sorted(picked)
+                digests = _block_digests(path, order)
+                ok = all(d == blocks[b] for b, d in zip(order, digests, strict=True))
+            else:
+                ok = _tree_digest(_block_digests(path)) == rec["sha256"]
+            if not ok:
+                raise self._damaged(path, "content does not match its SHA-256 (corrupted)")
+        return Verified(version=version, files=len(files), bytes=total, hashed=check == "full")
 
     # -- writing ------------------------------------------------------------------------------
     def lock(self, *, wait: bool = False) -> FileLock:
@@ -254,6 +552,12 @@ class Store:
         log: Callable[[str], None] | None = None,
     ) -> IndexSummary:
         """Bring the store up to date with the transcripts under ``paths``.
+
+        The live version is checked first: its manifest and file sizes always, its contents as
+        :data:`CHECK_ON_INDEX` says (by default every small file whole, sampled blocks of the
+        vectors and the FAISS file). A damaged version (or one written before
+        checksums) is rebuilt from the transcripts, its vectors taken from the embedding cache.
+        Afterwards this object reads the version written (or the live one if nothing changed).
 
         Args:
             paths: files or directories to index.
@@ -283,6 +587,31 @@ class Store:
         finally:
             lock.release()
 
+    def _open_for_update(self, log: Callable[[str], None]) -> tuple[dict[str, Any] | None, str]:
+        """The live manifest (None: none or unreadable) and what is damaged ('' if nothing)."""
+        self.refresh()
+        try:
+            version = self._pin()
+            self._check_files(version, self._manifest, check=CHECK_ON_INDEX)
+            if self._manifest.get("version_files") is not None and CHECK_ON_INDEX != "sizes":
+                self._check_norms(version, rows=None if CHECK_ON_INDEX == "full" else NORM_ROWS)
+        except FileNotFoundError:
+            return None, ""
+        except StoreDamaged as exc:
+            log(f"repairing: {exc}")
+            try:
+                manifest = self._read_manifest(self._live())
+            except (StoreDamaged, FileNotFoundError):
+                manifest = None
+            self.refresh()
+            return manifest, str(exc).split("; run `convlab index")[0]
+        manifest = self._manifest
+        if manifest.get("version_files") is None:
+            what = f"{self._pinned}: written before stores recorded checksums; rebuilding"
+            log(what)
+            return manifest, what
+        return manifest, ""
+
     def _update(
         self,
         paths: Sequence[str | Path],
@@ -296,12 +625,13 @@ class Store:
         from convlab.index import VectorIndex
 
         started = time.perf_counter()
-        self._remove_leftovers()
         summary = IndexSummary()
-        old_manifest: dict[str, Any] | None = None
-        if self.exists() and not rebuild:
-            old_manifest = self.manifest()
-            self._check_settings(old_manifest, config, embedder)
+        live_manifest, damage = self._open_for_update(log)
+        if live_manifest is not None and not rebuild:  # before anything is removed
+            self._check_settings(live_manifest, config, embedder)
+        self._remove_leftovers()
+        summary.repaired = damage
+        old_manifest = None if (rebuild or damage) else live_manifest
         roots = [Path(p).expanduser().resolve() for p in paths]
         for r in roots:
             if not r.exists():
@@ -355,12 +685,16 @@ class Store:
         corpus = _redact(corpus, config.redact)
         new_prints = _fingerprints(corpus)
         old_prints: dict[str, str] = (old_manifest or {}).get("fingerprints", {})
+        skipped_by_file: dict[str, int] = {}
+        for path in corpus.report.skipped["source_path"]:
+            skipped_by_file[path] = skipped_by_file.get(path, 0) + 1
         for f in changed:
             files[str(f)]["conversations"] = sorted(
                 corpus.conversations.filter(pl.col("source_path") == str(f))[
                     "conversation_id"
                 ].to_list()
             )
+            files[str(f)]["skipped"] = skipped_by_file.get(str(f), 0)
         summary.files_read = len(changed)
 
         reuse = {c for c, fp in new_prints.items() if old_prints.get(c) == fp}
@@ -392,7 +726,7 @@ class Store:
         old_vectors = np.zeros((0, embedder.dimension), dtype=np.float32)
         drop = removed | fresh
         if old_manifest is not None:
-            for name in ("conversations", "turns", "sentences", "units"):
+            for name in FRAMES:
                 old = self.frame(name)
                 frames[name] = old.filter(~pl.col("conversation_id").is_in(sorted(drop)))
             old_index = self.index()
@@ -400,7 +734,7 @@ class Store:
                 ~old_index.units["conversation_id"].is_in(sorted(drop)).to_numpy()
             )
             old_vectors = old_index.vectors(keep_rows)
-        for name in ("conversations", "turns", "sentences", "units"):
+        for name in FRAMES:
             parts = [f for f in (frames.get(name), new[name]) if f is not None and f.height]
             frames[name] = pl.concat(parts) if parts else new[name]
         vectors = np.vstack([old_vectors, new_vectors]).astype(np.float32, copy=False)
@@ -497,7 +831,10 @@ class Store:
             f.write_parquet(tmp / f"{n}.parquet")
         _crash_point("during_write")
         index.save(tmp / "index")
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        (tmp / READERS).touch()
+        manifest = {**manifest, "version_files": _version_files(tmp)}
+        manifest["checksum"] = _manifest_checksum(manifest)
+        (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
         _fsync_dir(tmp)
         final = self.directory / name
         tmp.rename(final)
@@ -507,28 +844,51 @@ class Store:
         os.replace(link_tmp, self.directory / "current")
         _fsync_dir(self.directory)
         _crash_point("after_switch")
+        self.refresh()  # release the old version, read the new one from now on
+        self._pin()
         self._remove_leftovers()
 
     def _write_manifest_only(self, manifest: dict[str, Any], files: dict[str, Any]) -> None:
-        cur = self._require()
+        cur = self._pin()
         updated = {**manifest, "files": files}
+        if "checksum" in updated:
+            updated["checksum"] = _manifest_checksum(updated)
         tmp = cur / ".manifest.json.tmp"
-        tmp.write_text(json.dumps(updated, indent=1, sort_keys=True))
-        os.replace(tmp, cur / "manifest.json")
+        with tmp.open("w") as fh:
+            fh.write(json.dumps(updated, indent=1, sort_keys=True))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, cur / MANIFEST)
+        self._manifest = updated
 
     def _remove_leftovers(self) -> None:
-        """Delete temporary versions of killed runs and versions that are no longer live."""
+        """Delete temporary versions of killed runs and versions no longer live nor being read.
+
+        Only names this class writes are touched (``v<digits>``, ``.tmp-v<digits>``,
+        ``.current-v<digits>``), and paths are compared resolved on both sides, so a store given
+        as a relative path, ``.`` or through a symlink never loses its live version.
+        """
         if not self.directory.is_dir():
             return
-        live = self.current
+        try:
+            live: Path | None = self._live()
+        except (FileNotFoundError, StoreDamaged):
+            live = None
         for p in self.directory.iterdir():
-            if p.name.startswith((".tmp-", ".current-")):
+            if _LEFTOVER.match(p.name):
                 if p.is_symlink() or p.is_file():
                     p.unlink(missing_ok=True)
                 else:
                     shutil.rmtree(p, ignore_errors=True)
-            elif p.name.startswith("v") and p.is_dir() and live is not None and p != live:
-                shutil.rmtree(p, ignore_errors=True)
+            elif (
+                _VERSION.match(p.name)
+                and live is not None
+                and p.is_dir()
+                and not p.is_symlink()
+                and p.resolve() != live
+                and p.resolve() != self._pinned
+            ):
+                _remove_version(p)
 
     def _fill_counts(self, summary: IndexSummary) -> None:
         if self.exists():
