@@ -5,7 +5,8 @@ Layout of a store directory::
     DIR/
       current -> v<N>          symlink to the live version, swapped atomically
       v<N>/manifest.json       settings, files seen (size, mtime, sha256), conversation fingerprints
-      v<N>/conversations.parquet, turns.parquet, sentences.parquet, units.parquet
+      v<N>/conversations.parquet, messages.parquet, turns.parquet, sentences.parquet,
+           units.parquet       (messages: where each message is in its source file)
       v<N>/index/              convlab.index.VectorIndex (FAISS + units + its manifest)
       cache/                   the embedding cache (shared by every version)
       .lock                    held while an indexer writes
@@ -47,15 +48,21 @@ __all__ = [
     "StoreConfig",
     "StoreDamaged",
     "StoreLocked",
+    "StoreMismatch",
     "default_history_paths",
 ]
 
 STORE_FORMAT = 1
+STORED_FRAMES = ("conversations", "messages", "turns", "sentences", "units")
 REDACT_CHOICES = ("tool-output", "all", "none")
 
 
 class StoreLocked(RuntimeError):
     """Another indexer holds the store's lock."""
+
+
+class StoreMismatch(ValueError):
+    """The store was built with another model or other settings (``--rebuild`` starts over)."""
 
 
 class StoreDamaged(RuntimeError):
@@ -218,7 +225,7 @@ class Store:
         return json.loads((cur / "manifest.json").read_text())
 
     def frame(self, name: str) -> pl.DataFrame:
-        """One of the stored frames: conversations, turns, sentences, units."""
+        """One of the stored frames: conversations, messages, turns, sentences, units."""
         return pl.read_parquet(self._require() / f"{name}.parquet")
 
     def index(self) -> Any:
@@ -266,7 +273,7 @@ class Store:
 
         Raises:
             StoreLocked: another indexer is writing this store and ``wait`` is False.
-            ValueError: the store was built with other settings (pass ``rebuild=True``).
+            StoreMismatch: the store was built with other settings (pass ``rebuild=True``).
         """
         for p in paths:
             if not Path(p).expanduser().exists():
@@ -392,15 +399,18 @@ class Store:
         old_vectors = np.zeros((0, embedder.dimension), dtype=np.float32)
         drop = removed | fresh
         if old_manifest is not None:
-            for name in ("conversations", "turns", "sentences", "units"):
-                old = self.frame(name)
+            for name in STORED_FRAMES:
+                try:
+                    old = self.frame(name)
+                except FileNotFoundError:  # messages.parquet: a store from before it was kept
+                    continue
                 frames[name] = old.filter(~pl.col("conversation_id").is_in(sorted(drop)))
             old_index = self.index()
             keep_rows = np.flatnonzero(
                 ~old_index.units["conversation_id"].is_in(sorted(drop)).to_numpy()
             )
             old_vectors = old_index.vectors(keep_rows)
-        for name in ("conversations", "turns", "sentences", "units"):
+        for name in STORED_FRAMES:
             parts = [f for f in (frames.get(name), new[name]) if f is not None and f.height]
             frames[name] = pl.concat(parts) if parts else new[name]
         vectors = np.vstack([old_vectors, new_vectors]).astype(np.float32, copy=False)
@@ -444,14 +454,14 @@ class Store:
 
     def _check_settings(self, manifest: dict[str, Any], config: StoreConfig, embedder: Any) -> None:
         if manifest.get("model_id") != embedder.model_id:
-            raise ValueError(
+            raise StoreMismatch(
                 f"{self.directory} was built with model {manifest.get('model_id')!r}, not "
                 f"{embedder.model_id!r}; pass --rebuild to start over"
             )
         if manifest.get("config") != asdict(config):
             old = manifest.get("config", {})
             diff = [k for k in asdict(config) if old.get(k) != asdict(config)[k]]
-            raise ValueError(
+            raise StoreMismatch(
                 f"{self.directory} was built with other settings ({', '.join(diff)}); "
                 "pass --rebuild to start over"
             )
@@ -469,6 +479,7 @@ class Store:
         if corpus is None:
             return {
                 "conversations": schema.empty(schema.CONVERSATIONS),
+                "messages": schema.empty(schema.MESSAGES),
                 "turns": schema.empty(schema.TURNS),
                 "sentences": schema.empty(schema.SENTENCES),
                 "units": schema.empty(schema.UNITS),
@@ -481,6 +492,7 @@ class Store:
         )
         return {
             "conversations": corpus.conversations,
+            "messages": corpus.messages,
             "turns": turns,
             "sentences": sents,
             "units": units,
