@@ -25,13 +25,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import json
 import os
-import shutil
 import sys
-import tempfile
-import textwrap
 import traceback
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
@@ -40,11 +36,40 @@ from typing import Any
 
 import polars as pl
 
-__all__ = ["main"]
+from convlab.display import (
+    clip,
+    describe_hits,
+    hit_lines,
+    short_path,
+    skip_report,
+    terminal_width,
+    with_skip_report,
+    wrapped,
+)
+from convlab.exits import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_NO_RESULTS,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    is_input_error,
+    one_line,
+    write_crash_report,
+)
 
-EXIT_OK, EXIT_NO_RESULTS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-EXIT_INTERRUPTED = 130  # 128 + SIGINT
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_NO_RESULTS",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "UsageError",
+    "main",
+]
+
 DEFAULT_STORE = Path("~/.convlab/store")
 EXAMPLES = {
     "index": "convlab index ~/.claude/projects --store ~/.convlab/store",
@@ -53,25 +78,6 @@ EXAMPLES = {
     "stats": "convlab stats --store ~/.convlab/store",
     "eval": "convlab eval --data data/sample --out runs/eval",
 }
-SKIPPED_FILES_SHOWN = 5
-# OS errors that are the user's or the machine's business (a path, a permission, a full disk),
-# reported as one line with exit 2; any other OSError is treated as a bug.
-INPUT_ERRNOS = {
-    errno.ENOENT,
-    errno.ENOTDIR,
-    errno.EISDIR,
-    errno.EACCES,
-    errno.EPERM,
-    errno.ELOOP,
-    errno.ENOSPC,
-    errno.EDQUOT,
-    errno.EROFS,
-    errno.ENAMETOOLONG,
-}
-
-
-class UsageError(Exception):
-    """A user error: reported as one line with exit code 2."""
 
 
 def _embedder(name: str) -> Any:
@@ -226,126 +232,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception as exc:
         name = f"convlab {command}" if command else "convlab"
-        if _is_input_error(exc):
-            print(f"{name}: {_one_line(exc)}", file=sys.stderr)
+        if is_input_error(exc):
+            print(f"{name}: {one_line(exc)}", file=sys.stderr)
             return EXIT_USAGE
         if debug:
             traceback.print_exc()
             print(f"{name}: internal error ({type(exc).__name__})", file=sys.stderr)
             return EXIT_INTERNAL
-        where = _write_crash_report(exc, argv)
+        where = write_crash_report(exc, argv)
         print(
-            f"{name}: internal error ({_one_line(exc, type_name=True)}); the traceback is in "
+            f"{name}: internal error ({one_line(exc, type_name=True)}); the traceback is in "
             f"{where} (--debug prints it)",
             file=sys.stderr,
         )
         return EXIT_INTERNAL
-
-
-def _is_input_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is the user's or the data's fault (exit 2) rather than a bug (exit 3)."""
-    from convlab.loaders import LoadError
-    from convlab.store import StoreDamaged, StoreLocked, StoreMismatch
-
-    if isinstance(exc, UsageError | LoadError | StoreDamaged | StoreLocked | StoreMismatch):
-        return True
-    if isinstance(exc, FileNotFoundError | NotADirectoryError | IsADirectoryError):
-        return True  # a missing store or path, with or without an errno
-    return isinstance(exc, OSError) and exc.errno in INPUT_ERRNOS
-
-
-def _one_line(exc: BaseException, *, type_name: bool = False) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}" if type_name else text
-
-
-def _crash_dir() -> Path:
-    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(cache) / "convlab"
-
-
-def _write_crash_report(exc: BaseException, argv: Sequence[str] | None) -> Path:
-    """Write the traceback to a new crash file (atomically) and return its path."""
-    from convlab import __version__
-
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    text = (
-        f"convlab {__version__}, Python {sys.version.split()[0]}\n"
-        f"argv: {list(sys.argv[1:] if argv is None else argv)!r}\n\n"
-        + "".join(traceback.format_exception(exc))
-    )
-    for folder in (_crash_dir(), Path(tempfile.gettempdir())):
-        path = folder / f"crash-{stamp}-{os.getpid()}.txt"
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            _write_atomic(path, text)
-        except OSError:
-            continue
-        return path
-    return Path("(nowhere: neither the cache nor the temp dir is writable)")
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary name beside ``path``, fsync, then rename it into place."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _width() -> int:
-    """Columns of the terminal (``$COLUMNS`` first; 100 when stdout is not a terminal)."""
-    return max(40, shutil.get_terminal_size((100, 24)).columns)
-
-
-def _short_path(path: str, n: int = 60) -> str:
-    """``path`` with the home folder as ``~`` and, when longer than ``n``, its head as ``…``."""
-    home = os.path.expanduser("~")
-    p = "~" + path[len(home) :] if home not in ("", "/") and path.startswith(home + "/") else path
-    if len(p) <= n:
-        return p
-    parts = p.split("/")
-    out = parts[-1]
-    for part in reversed(parts[:-1]):
-        if len(part) + len(out) + 3 > n:
-            break
-        out = f"{part}/{out}"
-    return f"…/{out}"
-
-
-def _skip_report(skipped: Sequence[tuple[str, int, str]], *, verbose: bool) -> list[str]:
-    """Lines naming the skipped files: every skip with ``verbose``, else a few files, shortened."""
-    if not skipped:
-        return ["skipped: 0"]
-    by_file: dict[str, list[tuple[int, str]]] = {}
-    for path, line, reason in skipped:
-        by_file.setdefault(str(path), []).append((int(line or 0), str(reason)))
-    head = f"skipped: {len(skipped)} in {len(by_file)} file{'s' * (len(by_file) != 1)}"
-    if verbose:
-        return [head] + [
-            f"  {path}:{line}: {reason}" if line else f"  {path}: {reason}"
-            for path, line, reason in skipped
-        ]
-    out = [head + " (--verbose lists each)"]
-    for path, items in list(by_file.items())[:SKIPPED_FILES_SHOWN]:
-        reasons: dict[str, int] = {}
-        for _, r in items:
-            reasons[r] = reasons.get(r, 0) + 1
-        top = sorted(reasons.items(), key=lambda kv: -kv[1])
-        if len(items) == 1:
-            detail = top[0][0]
-        else:
-            detail = f"{len(items)} records (" + ", ".join(f"{r}: {n}" for r, n in top[:3])
-            detail += ", …)" if len(top) > 3 else ")"
-        out.append(f"  {_short_path(path)}: {_clip(detail, 100)}")
-    if len(by_file) > SKIPPED_FILES_SHOWN:
-        out.append(f"  … and {len(by_file) - SKIPPED_FILES_SHOWN} more files")
-    return out
 
 
 def _index(args: argparse.Namespace) -> int:
@@ -384,27 +284,11 @@ def _index(args: argparse.Namespace) -> int:
         progress=False if args.quiet else None,
         log=log,
     )
-    report = _skip_report(summary.skipped, verbose=args.verbose)
-    for line in _with_skip_report(summary.lines(), report):
+    report = skip_report(summary.skipped, verbose=args.verbose)
+    for line in with_skip_report(summary.lines(), report):
         print(line)
     print(f"store: {store.directory}")
     return EXIT_OK
-
-
-def _with_skip_report(lines: list[str], report: list[str]) -> list[str]:
-    """The store's summary with its skip lines replaced by ``report`` (which names the files)."""
-    out: list[str] = []
-    in_skips = False
-    for line in lines:
-        if line.startswith("skipped records:"):
-            in_skips = True
-            out += report
-            continue
-        if in_skips and line.startswith("  "):
-            continue
-        in_skips = False
-        out.append(line)
-    return out if in_skips or any(r in out for r in report[:1]) else out + report
 
 
 def _parse_date(text: str | None, option: str, *, end: bool = False) -> datetime | None:
@@ -486,123 +370,18 @@ def _search(args: argparse.Namespace) -> int:
     if hits.height == 0:
         print(f"convlab search: no results for {args.query!r}{_filters(args)}", file=sys.stderr)
         return EXIT_NO_RESULTS
-    rows = _describe_hits(store, hits)
+    rows = describe_hits(store, hits)
     if args.json:
         for r in rows:
             print(json.dumps(r, ensure_ascii=False, default=str))
     else:
-        for line in _hit_lines(rows, _width()):
+        for line in hit_lines(rows, terminal_width()):
             print(line)
     return EXIT_OK
 
 
 def _embedder_name(manifest: dict[str, Any]) -> str:
     return "hash" if "hash" in str(manifest.get("model_id", "")).lower() else "minilm"
-
-
-def _clip(text: str | None, n: int) -> str:
-    t = " ".join((text or "").split())
-    return t if len(t) <= n else t[: max(0, n - 1)] + "…"
-
-
-def _messages(store: Any) -> pl.DataFrame:
-    """Where each message is in its source file.
-
-    Empty for a store written before messages were kept: its hits carry the conversation's file
-    and no line.
-    """
-    from convlab import schema
-
-    cols = ["conversation_id", "message_index", "source_path", "source_line"]
-    try:
-        return store.frame("messages").select(cols)
-    except FileNotFoundError:
-        return schema.empty(schema.MESSAGES).select(cols)
-
-
-def _describe_hits(store: Any, hits: pl.DataFrame) -> list[dict[str, Any]]:
-    """One record per hit: rank, score, unit, where it is (file, line, message) and its text."""
-    convs = store.frame("conversations").select(
-        "conversation_id", "title", pl.col("source_path").alias("conversation_path")
-    )
-    questions = (
-        store.frame("sentences")
-        .filter(pl.col("role") == "user")
-        .sort("position")
-        .group_by("conversation_id", "turn_index", maintain_order=True)
-        .agg(pl.col("text").str.join(" ").alias("question"))
-    )
-    turns = store.frame("turns").select("conversation_id", "turn_index", "started_at")
-    h = (
-        hits.join(convs, on="conversation_id", how="left")
-        .join(questions, on=["conversation_id", "turn_index"], how="left")
-        .join(turns, on=["conversation_id", "turn_index"], how="left")
-        .join(_messages(store), on=["conversation_id", "message_index"], how="left")
-        .sort("rank")
-    )
-    out = []
-    for r in h.iter_rows(named=True):
-        when = r.get("timestamp") or r.get("started_at")
-        out.append(
-            {
-                "rank": r["rank"],
-                "score": round(float(r["score"]), 4),
-                "unit_id": r["unit_id"],
-                "doc_id": r["doc_id"],
-                "conversation_id": r["conversation_id"],
-                "title": r.get("title"),
-                "turn": r["turn_index"],
-                "message_index": r["message_index"],
-                "role": r.get("role"),
-                "timestamp": when.isoformat() if when else None,
-                "source_path": r.get("source_path") or r.get("conversation_path"),
-                "source_line": r.get("source_line"),
-                "question": r.get("question"),
-                "snippet": _clip(r.get("text"), 300),
-            }
-        )
-    return out
-
-
-def _hit_lines(rows: list[dict[str, Any]], width: int) -> list[str]:
-    """Hits for people: a header line per hit, then its question, match and place, clipped."""
-    rank_w = max(len(str(r["rank"])) for r in rows)
-    pad = " " * (rank_w + 2)
-    out = []
-    for r in rows:
-        when = (r["timestamp"] or "")[:16].replace("T", " ") or "undated"
-        left = f"{r['rank']:>{rank_w}}. {r['score']:.3f}  "
-        right = f"  {when}  turn {r['turn']}"
-        room = max(8, width - len(left) - len(right))
-        title = _clip(r["title"] or r["conversation_id"], room)
-        out.append(f"{left}{title.ljust(room)}{right}")
-        place = r["source_path"] or r["conversation_id"]
-        where = f":{r['source_line']}" if r["source_line"] else ""
-        where += f" (message {r['message_index']})"
-        body = [
-            ("Q:", _clip(r["question"] or "(no user text)", width - len(pad) - 7)),
-            ("match:", _clip(f"[{r['role'] or 'turn'}] {r['snippet']}", width - len(pad) - 7)),
-            ("at:", _short_path(place, width - len(pad) - 7 - len(where)) + where),
-        ]
-        out += [f"{pad}{label:<7}{text}" for label, text in body]
-    return out
-
-
-def _wrapped(label: str, text: str, width: int) -> list[str]:
-    """``label`` then ``text`` wrapped to ``width``, continuation lines under the text."""
-    indent = " " * len(label)
-    lines: list[str] = []
-    for i, para in enumerate(text.splitlines() or [""]):
-        first = label if i == 0 else indent
-        lines += textwrap.wrap(
-            para,
-            width=width,
-            initial_indent=first,
-            subsequent_indent=indent,
-            break_on_hyphens=False,
-            replace_whitespace=False,
-        ) or [first.rstrip()]
-    return lines
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -616,12 +395,12 @@ def _show(args: argparse.Namespace) -> int:
         sents = sents.filter(pl.col("turn_index") == args.turn)
         if sents.height == 0:
             raise UsageError(f"conversation {args.conversation!r} has no turn {args.turn}")
-    width = _width()
+    width = terminal_width()
     conv = store.frame("conversations").filter(pl.col("conversation_id") == args.conversation)
     title = conv["title"][0] if conv.height else None
-    print(_clip(f"{args.conversation}: {title}" if title else args.conversation, width))
+    print(clip(f"{args.conversation}: {title}" if title else args.conversation, width))
     if conv.height and conv["source_path"][0]:
-        print(_clip(f"  source: {_short_path(conv['source_path'][0], width)}", width))
+        print(clip(f"  source: {short_path(conv['source_path'][0], width)}", width))
     starts = dict(
         store.frame("turns")
         .filter(pl.col("conversation_id") == args.conversation)
@@ -636,7 +415,7 @@ def _show(args: argparse.Namespace) -> int:
         msg_w = len(str(part["message_index"].max()))
         for (msg, role), m in part.group_by("message_index", "role", maintain_order=True):
             label = f"  {role:<{role_w}}  #{msg:<{msg_w}}  "
-            for line in _wrapped(label, " ".join(m["text"].to_list()), width):
+            for line in wrapped(label, " ".join(m["text"].to_list()), width):
                 print(line)
     if args.budget is not None:
         from convlab.resurrect import resurrect
@@ -650,7 +429,7 @@ def _show(args: argparse.Namespace) -> int:
         for r in res.context.iter_rows(named=True):
             mark = "*" if r["is_target"] else " "
             label = f"{mark} {r['role']:<{role_w}}  t{r['turn_index']}  "
-            for line in _wrapped(label, r["text"], width):
+            for line in wrapped(label, r["text"], width):
                 print(line)
     return EXIT_OK
 
