@@ -200,13 +200,27 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; everything after ``eval`` but convlab's own flags goes to the harness.
+
+    (``argparse.REMAINDER`` alone drops a first argument that starts with ``--``.)
+    """
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "eval":
+        own = {"-q", "--quiet", "-v", "--verbose", "--debug"}
+        args.args = [a for a in argv[argv.index("eval") + 1 :] if a not in own]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``convlab`` command; returns the exit code (see the module docstring)."""
     command, debug = "", False
     try:
         parser = _parser()
         try:
-            args = parser.parse_args(argv)
+            args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
         except SystemExit as exc:  # argparse printed usage or help (or --version)
             return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
         command, debug = args.command, args.debug
@@ -256,6 +270,9 @@ def _index(args: argparse.Namespace) -> int:
         raise UsageError(
             "no PATH given and no Claude Code, Codex or Amplifier history found in the usual places"
         )
+    for path in paths:
+        if not path.expanduser().exists():
+            raise UsageError(f"no such file or directory: {path}")
     try:
         config = StoreConfig(
             strategy=args.strategy,
