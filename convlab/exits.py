@@ -104,11 +104,15 @@ def write_crash_report(exc: BaseException, argv: Sequence[str] | None) -> Path:
     return Path("(nowhere: neither the cache nor the temp dir is writable)")
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to a temporary name beside ``path``, fsync, then rename it into place."""
+def write_atomic(path: Path, text: str, *, mode: int = 0o600) -> None:
+    """Write ``text`` to a temporary name beside ``path``, fsync, then rename it into place.
+
+    The file is created with ``mode`` (owner only by default: a traceback can quote a query).
+    """
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with tmp.open("w", encoding="utf-8") as fh:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with open(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())

@@ -221,6 +221,7 @@ def test_internal_errors_exit_3_and_write_the_traceback(
     assert "Traceback (most recent call last)" in report
     assert report.rstrip().endswith("RuntimeError: boom\nsecond line")
     assert not list(crash_home.glob(".*tmp"))  # no half-written report left behind
+    assert crash.stat().st_mode & 0o777 == 0o600  # a traceback can quote the query
 
 
 @pytest.mark.parametrize("where", ["before", "after"])
