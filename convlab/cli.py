@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
-        print(f"convlab {command}: interrupted".replace("  ", " "), file=sys.stderr)
+        print(f"{'convlab ' + command if command else 'convlab'}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as exc:
         name = f"convlab {command}" if command else "convlab"
@@ -404,6 +404,8 @@ def _embedder_name(manifest: dict[str, Any]) -> str:
 def _show(args: argparse.Namespace) -> int:
     from convlab.store import Store
 
+    if args.budget is not None and args.budget < 0:
+        raise UsageError("--budget must not be negative")
     store = Store(args.store)
     sents = store.frame("sentences").filter(pl.col("conversation_id") == args.conversation)
     if sents.height == 0:

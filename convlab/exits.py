@@ -61,14 +61,16 @@ class UsageError(Exception):
 
 def is_input_error(exc: BaseException) -> bool:
     """Whether ``exc`` is the user's or the data's fault (exit 2) rather than a bug (exit 3)."""
-    from convlab.loaders import LoadError
-    from convlab.store import StoreDamaged, StoreLocked, StoreMismatch
-
-    if isinstance(exc, UsageError | LoadError | StoreDamaged | StoreLocked | StoreMismatch):
-        return True
-    if isinstance(exc, FileNotFoundError | NotADirectoryError | IsADirectoryError):
+    if isinstance(exc, UsageError | FileNotFoundError | NotADirectoryError | IsADirectoryError):
         return True  # a missing store or path, with or without an errno
-    return isinstance(exc, OSError) and exc.errno in INPUT_ERRNOS
+    if isinstance(exc, OSError):
+        return exc.errno in INPUT_ERRNOS
+    try:
+        from convlab.loaders import LoadError
+        from convlab.store import StoreDamaged, StoreLocked, StoreMismatch
+    except ImportError:  # the error being judged may be this very import failing: a bug
+        return False
+    return isinstance(exc, LoadError | StoreDamaged | StoreLocked | StoreMismatch)
 
 
 def one_line(exc: BaseException, *, type_name: bool = False) -> str:
