@@ -91,19 +91,21 @@ def skip_report(skipped: Sequence[tuple[str, int, str]], *, verbose: bool) -> li
 
 
 def with_skip_report(lines: list[str], report: list[str]) -> list[str]:
-    """The store's summary with its skip lines replaced by ``report`` (which names the files)."""
+    """The store's summary with its skip lines replaced by ``report`` (which names the files).
+
+    The store's own skip lines are ``skipped records: N`` and the indented reason counts under
+    it; a summary without them gets ``report`` at its end.
+    """
     out: list[str] = []
-    in_skips = False
+    replaced = in_skips = False
     for line in lines:
         if line.startswith("skipped records:"):
-            in_skips = True
             out += report
-            continue
-        if in_skips and line.startswith("  "):
-            continue
-        in_skips = False
-        out.append(line)
-    return out if in_skips or any(r in out for r in report[:1]) else out + report
+            replaced = in_skips = True
+        elif not (in_skips and line.startswith("  ")):
+            in_skips = False
+            out.append(line)
+    return out if replaced else out + report
 
 
 def _messages(store: Any) -> pl.DataFrame:

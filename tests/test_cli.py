@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from convlab.cli import EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE, main
-from convlab.display import short_path, skip_report
+from convlab.display import short_path, skip_report, with_skip_report
 from convlab.paths import sample_data_path
 
 FAISS = "amplifier/projects/-home-dev-amp-faiss-choice/sessions/amp-faiss-choice/transcript.jsonl"
@@ -288,6 +288,13 @@ def test_skip_report_by_hand() -> None:
     assert len(lines) == 7
     assert skip_report([], verbose=True) == ["skipped: 0"]
     assert skip_report(skipped[:1], verbose=True) == ["skipped: 1 in 1 file", "  /d/a.jsonl:3: bad"]
+
+
+def test_the_skip_report_replaces_the_stores_skip_lines() -> None:
+    lines = ["2 conversations", "skipped records: 3", "  2 x bad", "  1 x odd", "time: 1.0 s"]
+    report = ["skipped: 3 in 1 file (--verbose lists each)", "  /d/a: 3 records"]
+    assert with_skip_report(lines, report) == ["2 conversations", *report, "time: 1.0 s"]
+    assert with_skip_report(["time: 1.0 s"], report) == ["time: 1.0 s", *report]
 
 
 def test_short_path_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
