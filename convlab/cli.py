@@ -40,6 +40,7 @@ from convlab.display import (
     clip,
     describe_hits,
     hit_lines,
+    printable,
     short_path,
     skip_report,
     terminal_width,
@@ -417,9 +418,9 @@ def _show(args: argparse.Namespace) -> int:
     width = terminal_width()
     conv = store.frame("conversations").filter(pl.col("conversation_id") == args.conversation)
     title = conv["title"][0] if conv.height else None
-    print(clip(f"{args.conversation}: {title}" if title else args.conversation, width))
+    print(clip(printable(f"{args.conversation}: {title}" if title else args.conversation), width))
     if conv.height and conv["source_path"][0]:
-        print(clip(f"  source: {short_path(conv['source_path'][0], width)}", width))
+        print(f"source: {short_path(printable(conv['source_path'][0]), width - 8)}")
     starts = dict(
         store.frame("turns")
         .filter(pl.col("conversation_id") == args.conversation)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import textwrap
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,8 +17,11 @@ import polars as pl
 
 __all__ = [
     "clip",
+    "columns",
     "describe_hits",
     "hit_lines",
+    "pad",
+    "printable",
     "short_path",
     "skip_report",
     "terminal_width",
@@ -28,15 +32,61 @@ __all__ = [
 SKIPPED_FILES_SHOWN = 5
 
 
-def clip(text: str | None, n: int) -> str:
-    """``text`` on one line (whitespace runs as one space), cut to ``n`` characters with ``…``.
+# C0 and C1 controls but newline and tab, DEL, and the bidirectional overrides ("Trojan
+# source"): shown as escapes, so a transcript cannot move the cursor, recolour or retitle the
+# terminal, or reorder what is shown
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (9, 10)}
+_CONTROLS |= {c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def printable(text: str | None) -> str:
+    r"""``text`` with control characters (newline and tab aside) written as escapes.
 
     Example:
-        >>> clip("a  b   cde", 5)
-        'a b …'
+        >>> printable("red \x1b[31malert")
+        'red \\x1b[31malert'
+    """
+    return (text or "").translate(_CONTROLS)
+
+
+def _char_columns(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+
+
+def columns(text: str) -> int:
+    """Terminal columns ``text`` takes: two for a wide (CJK, emoji) character, none for a mark.
+
+    Example:
+        >>> columns("ab"), columns("日本")
+        (2, 4)
+    """
+    return sum(_char_columns(ch) for ch in text)
+
+
+def clip(text: str | None, n: int) -> str:
+    """``text`` on one line (whitespace runs as one space), cut to ``n`` columns with ``…``.
+
+    Example:
+        >>> clip("a  b   cde", 5), clip("日本語のテキスト", 7)
+        ('a b …', '日本語…')
     """
     t = " ".join((text or "").split())
-    return t if len(t) <= n else t[: max(0, n - 1)] + "…"
+    if columns(t) <= n:
+        return t
+    out, used = [], 0
+    for ch in t:
+        used += _char_columns(ch)
+        if used > n - 1:
+            break
+        out.append(ch)
+    return "".join(out) + "…"
+
+
+def pad(text: str, n: int) -> str:
+    """``text`` followed by spaces up to ``n`` columns."""
+    return text + " " * max(0, n - columns(text))
 
 
 def terminal_width() -> int:
@@ -65,12 +115,13 @@ def skip_report(skipped: Sequence[tuple[str, int, str]], *, verbose: bool) -> li
         return ["skipped: 0"]
     by_file: dict[str, list[tuple[int, str]]] = {}
     for path, line, reason in skipped:
-        by_file.setdefault(str(path), []).append((int(line or 0), str(reason)))
+        by_file.setdefault(printable(str(path)), []).append((int(line or 0), printable(reason)))
     head = f"skipped: {len(skipped)} in {len(by_file)} file{'s' * (len(by_file) != 1)}"
     if verbose:
         return [head] + [
             f"  {path}:{line}: {reason}" if line else f"  {path}: {reason}"
-            for path, line, reason in skipped
+            for path, items in by_file.items()
+            for line, reason in items
         ]
     out = [head + " (--verbose lists each)"]
     for path, items in list(by_file.items())[:SKIPPED_FILES_SHOWN]:
@@ -170,32 +221,36 @@ def describe_hits(store: Any, hits: pl.DataFrame) -> list[dict[str, Any]]:
 def hit_lines(rows: list[dict[str, Any]], width: int) -> list[str]:
     """Hits for people: a header line per hit, then its question, match and place, clipped."""
     rank_w = max(len(str(r["rank"])) for r in rows)
-    pad = " " * (rank_w + 2)
+    indent = " " * (rank_w + 2)
     out = []
     for r in rows:
         when = (r["timestamp"] or "")[:16].replace("T", " ") or "undated"
         left = f"{r['rank']:>{rank_w}}. {r['score']:.3f}  "
         right = f"  {when}  turn {r['turn']}"
         room = max(8, width - len(left) - len(right))
-        title = clip(r["title"] or r["conversation_id"], room)
-        out.append(f"{left}{title.ljust(room)}{right}")
-        place = r["source_path"] or r["conversation_id"]
+        title = clip(printable(r["title"] or r["conversation_id"]), room)
+        out.append(f"{left}{pad(title, room)}{right}")
+        place = printable(r["source_path"] or r["conversation_id"])
         where = f":{r['source_line']}" if r["source_line"] else ""
         where += f" (message {r['message_index']})"
+        room = width - len(indent) - 7  # what is left beside a label
         body = [
-            ("Q:", clip(r["question"] or "(no user text)", width - len(pad) - 7)),
-            ("match:", clip(f"[{r['role'] or 'turn'}] {r['snippet']}", width - len(pad) - 7)),
-            ("at:", short_path(place, width - len(pad) - 7 - len(where)) + where),
+            ("Q:", clip(printable(r["question"] or "(no user text)"), room)),
+            ("match:", clip(printable(f"[{r['role'] or 'turn'}] {r['snippet']}"), room)),
+            ("at:", short_path(place, room - len(where)) + where),
         ]
-        out += [f"{pad}{label:<7}{text}" for label, text in body]
+        out += [f"{indent}{label:<7}{text}" for label, text in body]
     return out
 
 
 def wrapped(label: str, text: str, width: int) -> list[str]:
-    """``label`` then ``text`` wrapped to ``width``, continuation lines under the text."""
+    """``label`` then ``text`` wrapped to ``width``, continuation lines under the text.
+
+    The text is made :func:`printable` first (newlines start new lines).
+    """
     indent = " " * len(label)
     lines: list[str] = []
-    for i, para in enumerate(text.splitlines() or [""]):
+    for i, para in enumerate(printable(text).splitlines() or [""]):
         first = label if i == 0 else indent
         lines += textwrap.wrap(
             para,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from convlab.cli import EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE, main
-from convlab.display import short_path, skip_report, with_skip_report
+from convlab.display import columns, hit_lines, short_path, skip_report, with_skip_report
 from convlab.paths import sample_data_path
 
 FAISS = "amplifier/projects/-home-dev-amp-faiss-choice/sessions/amp-faiss-choice/transcript.jsonl"
@@ -339,3 +339,56 @@ def test_hits_of_a_store_without_messages_fall_back_to_the_file(
     (hit,) = describe_hits(OldStore(), hits)
     assert hit["source_line"] is None
     assert str(hit["source_path"]).endswith(FAISS)
+
+
+def test_terminal_escapes_in_transcripts_are_shown_not_obeyed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a title and a message carrying an escape that would retitle the terminal and one that
+    # would turn it red, and a wide (CJK) title: shown as text, headers still aligned
+    src = sample_data_path() / "transcripts" / "claude_code" / "-home-dev-cc-makefile"
+    text = (src / "cc-makefile.jsonl").read_text()
+    text = text.replace("A Makefile for a Python project", "Makefile 日本語 \\u001b]0;pwned\\u0007")
+    text = text.replace('"content":"', '"content":"\\u001b[31mred ', 2)
+    hist = tmp_path / "h"
+    hist.mkdir()
+    (hist / "cc-makefile.jsonl").write_text(text)
+    store = str(tmp_path / "s")
+    assert main(["index", str(hist), "--store", store, "--embedder", "hash", "-q"]) == EXIT_OK
+    capsys.readouterr()
+    monkeypatch.setenv("COLUMNS", "70")
+    assert main(["search", "make test target", "--store", store, "-k", "3"]) == EXIT_OK
+    assert main(["show", "cc-makefile", "--store", store]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "\x07" not in out
+    assert "Makefile 日本語 \\x1b]0;pwned\\x07" in out
+    assert "[31mred " in out  # the message's escape (the loaders already drop the ESC itself)
+    headers = [line for line in out.splitlines() if line[:3] in (" 1.", " 2.", " 3.", "1. ")]
+    assert headers
+    assert {columns(h) for h in headers} == {70}  # the wide title counts two columns a char
+
+
+def test_hit_lines_by_hand() -> None:
+    row = {
+        "rank": 1,
+        "score": 0.5,
+        "title": "日本語",
+        "conversation_id": "c",
+        "timestamp": "2026-04-10T09:04:00+00:00",
+        "turn": 2,
+        "question": "why?",
+        "role": "user",
+        "snippet": "because",
+        "source_path": "/x/a.jsonl",
+        "source_line": 7,
+        "message_index": 3,
+    }
+    lines = hit_lines([row], 60)
+    assert lines == [
+        "1. 0.500  日本語" + " " * 18 + "  2026-04-10 09:04  turn 2",
+        "   Q:     why?",
+        "   match: [user] because",
+        "   at:    /x/a.jsonl:7 (message 3)",
+    ]
+    assert columns(lines[0]) == 60
