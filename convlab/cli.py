@@ -1,12 +1,22 @@
 """The ``convlab`` command: index real histories, search them, show a turn, stats, eval.
 
-Exit codes: 0 success, 1 no results, 2 usage or input error (one line on stderr, no traceback).
+Exit codes, the same for every subcommand:
+
+- 0: success;
+- 1: no results (``search`` found nothing that matches);
+- 2: a usage, input or data error: a bad option, a missing or damaged store, a store locked by
+  another indexer, an unreadable transcript, a bad date. One line on stderr, ``convlab CMD: ...``;
+- 3: an internal error (a bug): one line on stderr naming the file the full traceback was written
+  to (``$XDG_CACHE_HOME/convlab/crash-*.txt``, else the system temp dir); ``--debug`` prints the
+  traceback instead;
+- 130: interrupted (Ctrl-C); 141: the reader of stdout went away (``convlab search ... | head -1``),
+  the code a shell reports for a program stopped by SIGPIPE; nothing is printed.
 
 Examples::
 
     convlab index ~/.claude/projects --store ~/.convlab/store
     convlab search "when did we fix the double fetch" --store ~/.convlab/store -k 5
-    convlab search "nginx websockets" --store ~/.convlab/store --json
+    convlab search "nginx websockets" --since 2026-01-01 --role user --json
     convlab show SESSION_ID --turn 3 --budget 512 --store ~/.convlab/store
     convlab stats --store ~/.convlab/store
 """
@@ -14,23 +24,61 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-__all__ = ["main"]
+from convlab.display import (
+    clip,
+    describe_hits,
+    hit_lines,
+    printable,
+    short_path,
+    skip_report,
+    terminal_width,
+    with_skip_report,
+    wrapped,
+)
+from convlab.exits import (
+    EXIT_BROKEN_PIPE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_NO_RESULTS,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    is_input_error,
+    one_line,
+    write_crash_report,
+)
 
-EXIT_OK, EXIT_NO_RESULTS, EXIT_USAGE = 0, 1, 2
+__all__ = [
+    "EXIT_BROKEN_PIPE",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_NO_RESULTS",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "UsageError",
+    "main",
+]
+
 DEFAULT_STORE = Path("~/.convlab/store")
-
-
-class UsageError(Exception):
-    """A user error: reported as one line with exit code 2."""
+EXAMPLES = {
+    "index": "convlab index ~/.claude/projects --store ~/.convlab/store",
+    "search": 'convlab search "nginx websockets" --since 2026-01-01 --role user -k 5',
+    "show": "convlab show 3f2a9c1e-SESSION --turn 3 --budget 512",
+    "stats": "convlab stats --store ~/.convlab/store",
+    "eval": "convlab eval --data data/sample --out runs/eval",
+}
 
 
 def _embedder(name: str) -> Any:
@@ -43,13 +91,30 @@ def _embedder(name: str) -> Any:
     raise UsageError(f"unknown embedder {name!r}")
 
 
+def _add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
+    """``--quiet``, ``--verbose``, ``--debug``: accepted before or after the subcommand."""
+    default: Any = False if top else argparse.SUPPRESS  # a subcommand keeps the top's value
+    p.add_argument("-q", "--quiet", action="store_true", default=default, help="no progress")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", default=default, help="list every skipped file"
+    )
+    p.add_argument(
+        "--debug", action="store_true", default=default, help="print tracebacks of internal errors"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
+    from convlab import __version__, schema
     from convlab.strategies import STRATEGIES
 
     p = argparse.ArgumentParser(
         prog="convlab",
         description="Index coding-agent and chat histories, search them, measure retrieval.",
+        epilog="exit codes: 0 success, 1 no results, 2 usage/input/data error, 3 internal error, "
+        "130 interrupted",
     )
+    p.add_argument("--version", action="version", version=f"convlab {__version__}")
+    _add_common(p, top=True)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def store_arg(sp: argparse.ArgumentParser) -> None:
@@ -82,15 +147,31 @@ def _parser() -> argparse.ArgumentParser:
     ix.add_argument(
         "--embedder", default="minilm", choices=["minilm", "hash"], help=argparse.SUPPRESS
     )
-    ix.add_argument("--quiet", action="store_true", help="no progress bars")
 
-    se = sub.add_parser("search", help="search a store", description="Search a store.")
+    se = sub.add_parser(
+        "search",
+        help="search a store",
+        description="Search a store; the best unit per turn (per message in dialogs), best first.",
+    )
     se.add_argument("query")
     store_arg(se)
     se.add_argument("-k", type=int, default=10, help="results (%(default)s)")
     se.add_argument("--hybrid", action="store_true", help="fuse dense and BM25 ranks (RRF)")
     se.add_argument("--conversation", help="only this conversation id")
-    se.add_argument("--since", help="only turns on or after this date (YYYY-MM-DD)")
+    se.add_argument("--role", action="append", choices=schema.ROLES, help="only hits of ROLE")
+    se.add_argument("--since", help="only hits on or after this date (2026-01-31 or ISO time)")
+    se.add_argument("--until", help="only hits on or before this date (the whole day counts)")
+    se.add_argument("--recency", action="store_true", help="boost recent hits")
+    se.add_argument("--density", action="store_true", help="boost conversations with many hits")
+    se.add_argument(
+        "--mmr",
+        type=float,
+        nargs="?",
+        const=0.7,
+        default=None,
+        metavar="LAMBDA",
+        help="diversify results by MMR (lambda %(const)s when given alone)",
+    )
     se.add_argument("--json", action="store_true", help="JSON lines for scripts and agents")
     se.add_argument("--embedder", default=None, choices=["minilm", "hash"], help=argparse.SUPPRESS)
 
@@ -120,36 +201,74 @@ def _parser() -> argparse.ArgumentParser:
         description="Run the evaluation harness; arguments are passed to eval.run.",
     )
     ev.add_argument("args", nargs=argparse.REMAINDER)
+
+    for name, sp in sub.choices.items():
+        sp.formatter_class = argparse.RawDescriptionHelpFormatter
+        sp.epilog = f"example:\n  {EXAMPLES[name]}" if name in EXAMPLES else None
+        _add_common(sp, top=False)
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``convlab`` command; returns the exit code."""
-    parser = _parser()
-    try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse already printed usage
-        return EXIT_OK if exc.code == 0 else EXIT_USAGE
-    handlers = {
-        "index": _index,
-        "search": _search,
-        "show": _show,
-        "stats": _stats,
-        "eval": _eval,
-    }
-    try:
-        return handlers[args.command](args)
-    except (UsageError, FileNotFoundError, ValueError) as exc:
-        print(f"convlab {args.command}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except Exception as exc:
-        from convlab.loaders import LoadError
-        from convlab.store import StoreLocked
+def _parse(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """Parse ``argv``; everything after ``eval`` but convlab's own flags goes to the harness.
 
-        if isinstance(exc, LoadError | StoreLocked):
-            print(f"convlab {args.command}: {exc}", file=sys.stderr)
+    (``argparse.REMAINDER`` alone drops a first argument that starts with ``--``.)
+    """
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "eval":
+        own = {"-q", "--quiet", "-v", "--verbose", "--debug"}
+        args.args = [a for a in argv[argv.index("eval") + 1 :] if a not in own]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``convlab`` command; returns the exit code (see the module docstring)."""
+    command, debug = "", False
+    try:
+        parser = _parser()
+        try:
+            args = _parse(parser, list(sys.argv[1:] if argv is None else argv))
+        except SystemExit as exc:  # argparse printed usage or help (or --version)
+            return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
+        command, debug = args.command, args.debug
+        handlers = {
+            "index": _index,
+            "search": _search,
+            "show": _show,
+            "stats": _stats,
+            "eval": _eval,
+        }
+        code = handlers[command](args)
+        sys.stdout.flush()  # a closed pipe shows up here, inside the handler of BrokenPipeError
+        return code
+    except BrokenPipeError:
+        # Python's recipe (library/signal, "Note on SIGPIPE"): point stdout at devnull so the
+        # flush at exit does not raise again, and leave without a word.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        with contextlib.suppress(OSError, ValueError):  # ValueError: a test's captured stdout
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+    except KeyboardInterrupt:
+        print(f"{'convlab ' + command if command else 'convlab'}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        name = f"convlab {command}" if command else "convlab"
+        if is_input_error(exc):
+            print(f"{name}: {one_line(exc)}", file=sys.stderr)
             return EXIT_USAGE
-        raise
+        if debug:
+            traceback.print_exc()
+            print(f"{name}: internal error ({type(exc).__name__})", file=sys.stderr)
+            return EXIT_INTERNAL
+        where = write_crash_report(exc, argv)
+        print(
+            f"{name}: internal error ({one_line(exc, type_name=True)}); the traceback is in "
+            f"{where} (--debug prints it)",
+            file=sys.stderr,
+        )
+        return EXIT_INTERNAL
 
 
 def _index(args: argparse.Namespace) -> int:
@@ -160,52 +279,114 @@ def _index(args: argparse.Namespace) -> int:
         raise UsageError(
             "no PATH given and no Claude Code, Codex or Amplifier history found in the usual places"
         )
-    config = StoreConfig(
-        strategy=args.strategy, budget=args.budget, index_kind=args.index_kind, redact=args.redact
-    )
+    for path in paths:
+        if not path.expanduser().exists():
+            raise UsageError(f"no such file or directory: {path}")
+    try:
+        config = StoreConfig(
+            strategy=args.strategy,
+            budget=args.budget,
+            index_kind=args.index_kind,
+            redact=args.redact,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     store = Store(args.store)
+
+    def log(message: str) -> None:
+        if not args.quiet:
+            print(f"convlab index: {message}", file=sys.stderr, flush=True)
+
+    log(f"indexing {len(paths)} path{'s' * (len(paths) != 1)} into {store.directory}")
+    embedder = _embedder(args.embedder)
+    if args.quiet and hasattr(embedder, "show_progress"):
+        embedder.show_progress = False  # the model's progress bar
     summary = store.update(
         paths,
         config=config,
-        embedder=_embedder(args.embedder),
+        embedder=embedder,
         rebuild=args.rebuild,
         wait=args.wait,
-        progress=None if not args.quiet else False,
+        progress=False if args.quiet else None,
+        log=log,
     )
-    for line in summary.lines():
+    report = skip_report(summary.skipped, verbose=args.verbose)
+    for line in with_skip_report(summary.lines(), report):
         print(line)
     print(f"store: {store.directory}")
     return EXIT_OK
 
 
-def _parse_date(text: str | None) -> datetime | None:
+def _parse_date(text: str | None, option: str, *, end: bool = False) -> datetime | None:
+    """A date or ISO time as UTC; a bare date ends at its last microsecond when ``end``."""
     if text is None:
         return None
     try:
-        d = datetime.fromisoformat(text)
+        d = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise UsageError(f"--since expects a date like 2026-01-31, got {text!r}") from None
-    return d.replace(tzinfo=UTC) if d.tzinfo is None else d
+        raise UsageError(
+            f"{option} expects a date like 2026-01-31 or a time like 2026-01-31T14:30, got {text!r}"
+        ) from None
+    try:
+        date.fromisoformat(text.strip())
+        bare = True
+    except ValueError:
+        bare = False
+    if end and bare:
+        d = d.replace(hour=23, minute=59, second=59, microsecond=999_999)
+    return d.replace(tzinfo=UTC) if d.tzinfo is None else d.astimezone(UTC)
+
+
+def _search_options(args: argparse.Namespace) -> Any:
+    from convlab.search import SearchOptions
+
+    since = _parse_date(args.since, "--since")
+    until = _parse_date(args.until, "--until", end=True)
+    if since is not None and until is not None and since > until:
+        raise UsageError(f"--since {args.since} is after --until {args.until}")
+    try:
+        return SearchOptions(
+            k=args.k,
+            hybrid=args.hybrid,
+            conversations=(args.conversation,) if args.conversation else None,
+            roles=tuple(args.role) if args.role else None,
+            since=since,
+            until=until,
+            recency=args.recency,
+            density=args.density,
+            mmr=args.mmr,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _filters(args: argparse.Namespace) -> str:
+    named = [
+        f"--{name} {value}"
+        for name, value in (
+            ("conversation", args.conversation),
+            ("role", ",".join(args.role or []) or None),
+            ("since", args.since),
+            ("until", args.until),
+        )
+        if value
+    ]
+    return f" with {' '.join(named)}" if named else ""
 
 
 def _search(args: argparse.Namespace) -> int:
-    from convlab.search import SearchOptions, search
+    from convlab.search import search
     from convlab.store import Store
 
     if not args.query.strip():
         raise UsageError("the query is empty")
     if args.k < 1:
         raise UsageError("-k must be at least 1")
+    options = _search_options(args)
     store = Store(args.store)
     manifest = store.manifest()
     index = store.index()
     embedder = _embedder(args.embedder or _embedder_name(manifest))
-    options = SearchOptions(
-        k=args.k,
-        hybrid=args.hybrid,
-        conversations=(args.conversation,) if args.conversation else None,
-        since=_parse_date(args.since),
-    )
     bm25 = None
     if args.hybrid:
         from convlab.lexical import BM25Index
@@ -213,19 +394,15 @@ def _search(args: argparse.Namespace) -> int:
         bm25 = BM25Index.build(index.units)
     hits = search(index, args.query, embedder=embedder, options=options, bm25=bm25)
     if hits.height == 0:
-        print("no results", file=sys.stderr)
+        print(f"convlab search: no results for {args.query!r}{_filters(args)}", file=sys.stderr)
         return EXIT_NO_RESULTS
-    rows = _describe_hits(store, hits)
+    rows = describe_hits(store, hits)
     if args.json:
         for r in rows:
             print(json.dumps(r, ensure_ascii=False, default=str))
     else:
-        for r in rows:
-            when = r["date"] or "undated"
-            print(f"{r['rank']:>2}. {r['score']:.3f}  {r['title'] or r['conversation_id']}  {when}")
-            print(f"    Q: {_clip(r['question'], 160)}")
-            print(f"    match: {_clip(r['text'], 160)}")
-            print(f"    at: {r['location']}")
+        for line in hit_lines(rows, terminal_width()):
+            print(line)
     return EXIT_OK
 
 
@@ -233,55 +410,11 @@ def _embedder_name(manifest: dict[str, Any]) -> str:
     return "hash" if "hash" in str(manifest.get("model_id", "")).lower() else "minilm"
 
 
-def _clip(text: str | None, n: int) -> str:
-    t = " ".join((text or "").split())
-    return t if len(t) <= n else t[: n - 1] + "…"
-
-
-def _describe_hits(store: Any, hits: pl.DataFrame) -> list[dict[str, Any]]:
-    convs = store.frame("conversations").select("conversation_id", "title", "source_path")
-    sents = store.frame("sentences")
-    questions = (
-        sents.filter(pl.col("role") == "user")
-        .sort("position")
-        .group_by("conversation_id", "turn_index", maintain_order=True)
-        .agg(pl.col("text").str.join(" ").alias("question"))
-    )
-    turns = store.frame("turns").select(
-        "conversation_id", "turn_index", "started_at", "first_message_index"
-    )
-    units = store.frame("units").select("unit_id", pl.col("text").alias("unit_text"))
-    h = (
-        hits.join(convs, on="conversation_id", how="left")
-        .join(questions, on=["conversation_id", "turn_index"], how="left")
-        .join(turns, on=["conversation_id", "turn_index"], how="left")
-        .join(units, on="unit_id", how="left")
-        .sort("rank")
-    )
-    out = []
-    for r in h.iter_rows(named=True):
-        started = r.get("started_at")
-        out.append(
-            {
-                "rank": r["rank"],
-                "score": round(float(r["score"]), 4),
-                "conversation_id": r["conversation_id"],
-                "title": r.get("title"),
-                "turn": r["turn_index"],
-                "date": started.date().isoformat() if started else None,
-                "question": r.get("question"),
-                "text": r.get("unit_text"),
-                "source_path": r.get("source_path"),
-                "location": f"{r.get('source_path')} (session {r['conversation_id']}, "
-                f"turn {r['turn_index']})",
-            }
-        )
-    return out
-
-
 def _show(args: argparse.Namespace) -> int:
     from convlab.store import Store
 
+    if args.budget is not None and args.budget < 0:
+        raise UsageError("--budget must not be negative")
     store = Store(args.store)
     sents = store.frame("sentences").filter(pl.col("conversation_id") == args.conversation)
     if sents.height == 0:
@@ -290,10 +423,28 @@ def _show(args: argparse.Namespace) -> int:
         sents = sents.filter(pl.col("turn_index") == args.turn)
         if sents.height == 0:
             raise UsageError(f"conversation {args.conversation!r} has no turn {args.turn}")
+    width = terminal_width()
+    conv = store.frame("conversations").filter(pl.col("conversation_id") == args.conversation)
+    title = conv["title"][0] if conv.height else None
+    print(clip(printable(f"{args.conversation}: {title}" if title else args.conversation), width))
+    if conv.height and conv["source_path"][0]:
+        print(f"source: {short_path(printable(conv['source_path'][0]), width - 8)}")
+    starts = dict(
+        store.frame("turns")
+        .filter(pl.col("conversation_id") == args.conversation)
+        .select("turn_index", "started_at")
+        .iter_rows()
+    )
+    role_w = max(len(r) for r in sents["role"].unique().to_list())
     for (turn,), part in sents.sort("position").group_by("turn_index", maintain_order=True):
-        print(f"== turn {turn}")
+        started = starts.get(turn)
+        when = f" · {started:%Y-%m-%d %H:%M}" if started else ""
+        print(f"== turn {turn}{when}")
+        msg_w = len(str(part["message_index"].max()))
         for (msg, role), m in part.group_by("message_index", "role", maintain_order=True):
-            print(f"[{role} #{msg}] {' '.join(m['text'].to_list())}")
+            label = f"  {role:<{role_w}}  #{msg:<{msg_w}}  "
+            for line in wrapped(label, " ".join(m["text"].to_list()), width):
+                print(line)
     if args.budget is not None:
         from convlab.resurrect import resurrect
 
@@ -302,10 +453,12 @@ def _show(args: argparse.Namespace) -> int:
             units = units.filter(pl.col("turn_index") == args.turn)
         hits = units.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int32))
         res = resurrect(hits, args.budget, units=units, sentences=store.frame("sentences"))
-        print(f"== resurrected context: {res.tokens_used}/{args.budget} tokens")
+        print(f"== resurrected context: {res.tokens_used}/{args.budget} tokens (* = a target)")
         for r in res.context.iter_rows(named=True):
             mark = "*" if r["is_target"] else " "
-            print(f"{mark} [{r['role']} t{r['turn_index']}] {r['text']}")
+            label = f"{mark} {r['role']:<{role_w}}  t{r['turn_index']}  "
+            for line in wrapped(label, r["text"], width):
+                print(line)
     return EXIT_OK
 
 
@@ -408,7 +561,10 @@ def _eval(args: argparse.Namespace) -> int:
         from eval.run import main as run_main  # the harness lives in the repo's eval/ package
     except ImportError:
         raise UsageError("the evaluation harness (eval/run.py) is not importable here") from None
-    return int(run_main(args.args) or 0)
+    try:
+        return int(run_main(args.args) or 0)
+    except SystemExit as exc:  # the harness's argparse printed its usage or help
+        return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

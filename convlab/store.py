@@ -7,7 +7,8 @@ Layout of a store directory::
       v<N>/manifest.json       settings, files seen (size, mtime, sha256), conversation
                                fingerprints, size and sha256 of every file of the version and
                                a checksum of itself
-      v<N>/conversations.parquet, turns.parquet, sentences.parquet, units.parquet
+      v<N>/conversations.parquet, messages.parquet, turns.parquet, sentences.parquet,
+           units.parquet       (messages: where each message is in its source file)
       v<N>/index/              convlab.index.VectorIndex (FAISS + units + its manifest)
       v<N>/.readers            readers hold a shared lock on it: a version in use is not deleted
       cache/                   the embedding cache (shared by every version)
@@ -63,6 +64,7 @@ __all__ = [
     "StoreConfig",
     "StoreDamaged",
     "StoreLocked",
+    "StoreMismatch",
     "Verified",
     "default_history_paths",
 ]
@@ -100,6 +102,10 @@ REDACT_CHOICES = ("tool-output", "all", "none")
 
 class StoreLocked(RuntimeError):
     """Another indexer holds the store's lock."""
+
+
+class StoreMismatch(ValueError):
+    """The store was built with another model or other settings (``--rebuild`` starts over)."""
 
 
 class StoreDamaged(RuntimeError):
@@ -231,7 +237,8 @@ def _fingerprints(corpus: Corpus) -> dict[str, str]:
     return out
 
 
-FRAMES = ("conversations", "turns", "sentences", "units")
+FRAMES = ("conversations", "messages", "turns", "sentences", "units")
+"""The frames a version stores, one parquet file each (messages: source file and line)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,7 +398,7 @@ class Store:
         return json.loads(json.dumps(self._manifest))  # a copy: callers cannot edit the pin
 
     def frame(self, name: str) -> pl.DataFrame:
-        """One of the stored frames: conversations, turns, sentences, units."""
+        """One of the stored frames: conversations, messages, turns, sentences, units."""
         if name not in FRAMES:
             raise ValueError(f"unknown frame {name!r}; valid: {', '.join(FRAMES)}")
         path = self._pin() / f"{name}.parquet"
@@ -570,7 +577,7 @@ class Store:
 
         Raises:
             StoreLocked: another indexer is writing this store and ``wait`` is False.
-            ValueError: the store was built with other settings (pass ``rebuild=True``).
+            StoreMismatch: the store was built with other settings (pass ``rebuild=True``).
         """
         for p in paths:
             if not Path(p).expanduser().exists():
@@ -778,14 +785,14 @@ class Store:
 
     def _check_settings(self, manifest: dict[str, Any], config: StoreConfig, embedder: Any) -> None:
         if manifest.get("model_id") != embedder.model_id:
-            raise ValueError(
+            raise StoreMismatch(
                 f"{self.directory} was built with model {manifest.get('model_id')!r}, not "
                 f"{embedder.model_id!r}; pass --rebuild to start over"
             )
         if manifest.get("config") != asdict(config):
             old = manifest.get("config", {})
             diff = [k for k in asdict(config) if old.get(k) != asdict(config)[k]]
-            raise ValueError(
+            raise StoreMismatch(
                 f"{self.directory} was built with other settings ({', '.join(diff)}); "
                 "pass --rebuild to start over"
             )
@@ -803,6 +810,7 @@ class Store:
         if corpus is None:
             return {
                 "conversations": schema.empty(schema.CONVERSATIONS),
+                "messages": schema.empty(schema.MESSAGES),
                 "turns": schema.empty(schema.TURNS),
                 "sentences": schema.empty(schema.SENTENCES),
                 "units": schema.empty(schema.UNITS),
@@ -815,6 +823,7 @@ class Store:
         )
         return {
             "conversations": corpus.conversations,
+            "messages": corpus.messages,
             "turns": turns,
             "sentences": sents,
             "units": units,

@@ -1,14 +1,31 @@
-"""The convlab command: exit codes, human and JSON output, show and stats."""
+"""The convlab command: its output for people and scripts, filters, skips, show, stats.
+
+The exit-code contract has its own file (tests/test_cli_exits.py).
+"""
 
 from __future__ import annotations
 
 import json
 import shutil
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from convlab.cli import EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE, main
+from convlab.display import columns, hit_lines, short_path, skip_report, with_skip_report
+from convlab.paths import sample_data_path
+
+FAISS = "amplifier/projects/-home-dev-amp-faiss-choice/sessions/amp-faiss-choice/transcript.jsonl"
+
+
+@pytest.fixture(scope="module")
+def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample (20 conversations) indexed with the hash embedder."""
+    out = tmp_path_factory.mktemp("cli") / "store"
+    src = sample_data_path() / "transcripts"
+    assert main(["index", str(src), "--store", str(out), "--embedder", "hash", "-q"]) == EXIT_OK
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +41,10 @@ def store(transcripts: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def _json_hits(capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
 def test_index_prints_a_closing_summary(
     transcripts: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -35,51 +56,146 @@ def test_index_prints_a_closing_summary(
     assert code == EXIT_OK
     assert "1 conversations" in out
     assert "texts:" in out
-    assert "embedded" in out
+    assert "skipped: 0" in out
 
 
-def test_search_json_lines(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["search", "test the hook", "--store", str(store), "-k", "3", "--json"])
-    lines = capsys.readouterr().out.strip().splitlines()
-    assert code == EXIT_OK
-    rows = [json.loads(line) for line in lines]
-    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1))
-    assert 1 <= len(rows) <= 3
-    assert {"score", "conversation_id", "turn", "question", "location"} <= set(rows[0])
+def test_search_json_carries_file_line_message_and_time(
+    sample_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Worked out by reading the file: line 5 of the FAISS transcript is its fifth record, the
+    # assistant's answer "Use IndexHNSWFlat ..." (message 4: lines 1-4 are messages 0-3),
+    # stamped 2026-04-10T09:04:00Z, in turn 1 (the second real user question is on line 3).
+    argv = ["search", "IndexHNSWFlat efConstruction efSearch", "--store", str(sample_store)]
+    argv += ["--conversation", "amp-faiss-choice", "--role", "assistant", "-k", "1", "--json"]
+    assert main(argv) == EXIT_OK
+    (hit,) = _json_hits(capsys)
+    assert set(hit) == {
+        "rank",
+        "score",
+        "unit_id",
+        "doc_id",
+        "conversation_id",
+        "title",
+        "turn",
+        "message_index",
+        "role",
+        "timestamp",
+        "source_path",
+        "source_line",
+        "question",
+        "snippet",
+    }
+    assert str(hit["source_path"]).endswith(FAISS)
+    assert hit["source_line"] == 5
+    assert hit["message_index"] == 4
+    assert hit["timestamp"] == "2026-04-10T09:04:00+00:00"
+    assert hit["turn"] == 1
+    assert hit["title"] == "Choosing a FAISS index"
+    assert hit["doc_id"] == "amp-faiss-choice:t1"
+    assert str(hit["unit_id"]).startswith("turn_pair:amp-faiss-choice:t1:assistant:")
+    assert hit["question"] == "We do need low latency. How do we set up HNSW?"
+    assert "IndexHNSWFlat" in str(hit["snippet"])
+    line = Path(str(hit["source_path"])).read_text().splitlines()[4]
+    assert "IndexHNSWFlat with M around 32" in line
 
 
-def test_search_human_output(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["search", "test the hook", "--store", str(store), "-k", "2"]) == EXIT_OK
-    out = capsys.readouterr().out
-    assert out.startswith(" 1. ")
-    assert "at: " in out
-
-
-def test_no_results_exits_1(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["search", "anything", "--store", str(store), "--conversation", "nope"])
-    assert code == EXIT_NO_RESULTS
-    assert "no results" in capsys.readouterr().err
+def test_every_hit_points_at_a_line_of_its_file(
+    sample_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["search", "cache", "--store", str(sample_store), "-k", "20", "--json"]) == 0
+    hits = _json_hits(capsys)
+    assert len(hits) == 20
+    assert [h["rank"] for h in hits] == list(range(1, 21))
+    for h in hits:
+        lines = Path(str(h["source_path"])).read_text().splitlines()
+        assert 1 <= int(str(h["source_line"])) <= len(lines)
+        record = json.loads(lines[int(str(h["source_line"])) - 1])
+        stamp = record.get("timestamp")
+        if stamp and h["role"] == "user":  # a user record carries its own time
+            assert datetime.fromisoformat(str(stamp)) == datetime.fromisoformat(str(h["timestamp"]))
 
 
 @pytest.mark.parametrize(
-    "argv",
+    ("flags", "check"),
     [
-        ["search", "  ", "--store", "{store}"],
-        ["search", "x", "--store", "{missing}"],
-        ["search", "x", "--store", "{store}", "--since", "yesterday"],
-        ["show", "no-such-conversation", "--store", "{store}"],
-        ["index", "{missing}", "--store", "{missing}"],
-        ["frobnicate"],
+        (["--role", "user"], lambda h: h["role"] == "user"),
+        (["--role", "assistant"], lambda h: h["role"] == "assistant"),
+        # a bare --until date keeps that whole day; --since starts at its midnight
+        (["--until", "2026-03-31"], lambda h: h["timestamp"] < "2026-04-01"),
+        (["--since", "2026-04-10"], lambda h: h["timestamp"] >= "2026-04-10"),
+        (
+            ["--since", "2026-04-10", "--until", "2026-04-10"],
+            lambda h: h["timestamp"].startswith("2026-04-10"),
+        ),
     ],
 )
-def test_user_errors_exit_2_with_one_line(
-    argv: list[str], store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_search_filters(
+    sample_store: Path, capsys: pytest.CaptureFixture[str], flags: list[str], check: object
 ) -> None:
-    args = [a.format(store=store, missing=tmp_path / "missing") for a in argv]
-    assert main(args) == EXIT_USAGE
+    assert main(["search", "the", "--store", str(sample_store), "-k", "50", "--json", *flags]) == 0
+    hits = _json_hits(capsys)
+    assert hits
+    assert all(check(h) for h in hits)  # type: ignore[operator]
+
+
+def test_until_counts_the_whole_day(sample_store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # the FAISS conversation runs on 2026-04-10 from 09:01 to 09:05: --until that day finds it,
+    # --until the day before does not
+    base = ["search", "HNSW", "--store", str(sample_store), "--conversation", "amp-faiss-choice"]
+    assert main([*base, "--until", "2026-04-10", "--json"]) == EXIT_OK
+    assert {h["conversation_id"] for h in _json_hits(capsys)} == {"amp-faiss-choice"}
+    assert main([*base, "--until", "2026-04-09"]) == EXIT_NO_RESULTS
     err = capsys.readouterr().err.strip()
-    assert err
-    assert "Traceback" not in err
+    assert err == (
+        "convlab search: no results for 'HNSW' with --conversation amp-faiss-choice "
+        "--until 2026-04-09"
+    )
+
+
+def test_since_after_until_is_a_usage_error(
+    sample_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["search", "x", "--store", str(sample_store), "--since", "2026-05-01"]
+    assert main([*argv, "--until", "2026-04-01"]) == EXIT_USAGE
+    assert capsys.readouterr().err.strip() == (
+        "convlab search: --since 2026-05-01 is after --until 2026-04-01"
+    )
+
+
+def test_search_human_output_is_aligned_and_clipped(
+    sample_store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "72")
+    assert main(["search", "cache", "--store", str(sample_store), "-k", "12"]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 12 * 4  # a header, Q, match and at per hit
+    assert max(len(line) for line in lines) <= 72
+    headers = lines[::4]
+    assert [h[:3] for h in headers[:2]] == [" 1.", " 2."]  # ranks right-aligned to "12."
+    assert headers[-1].startswith("12. ")
+    assert {len(h) for h in headers} == {72}  # the date and turn columns end at the edge
+    assert all(" turn " in h[-10:] for h in headers)
+    assert all(line.startswith("    Q:     ") for line in lines[1::4])
+    assert all(line.startswith("    match: [") for line in lines[2::4])
+    at = lines[3::4]
+    assert all(line.startswith("    at:    ") and ".jsonl:" in line for line in at)
+
+
+def test_show_wraps_to_the_terminal(
+    sample_store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    argv = ["show", "amp-faiss-choice", "--turn", "1", "--store", str(sample_store)]
+    assert main(argv) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "amp-faiss-choice: Choosing a FAISS index"
+    assert lines[1].startswith("source: ")
+    assert lines[2] == "== turn 1 · 2026-04-10 09:03"
+    # wrapped at 60 columns, continuation lines under the text, not under the role
+    assert lines[3] == "  user       #2  We do need low latency. How do we set up"
+    assert lines[4] == " " * 17 + "HNSW?"
+    assert lines[5].startswith("  assistant  #4  Use IndexHNSWFlat with M around 32")
+    assert max(len(line) for line in lines) <= 60
 
 
 def test_show_and_stats(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -91,7 +207,188 @@ def test_show_and_stats(store: Path, capsys: pytest.CaptureFixture[str]) -> None
     conv = Store(store).frame("turns")["conversation_id"][0]
     assert main(["show", conv, "--turn", "0", "--budget", "64", "--store", str(store)]) == EXIT_OK
     out = capsys.readouterr().out
-    assert out.startswith("== turn 0")
+    assert out.splitlines()[2].startswith("== turn 0")
     assert "resurrected context:" in out
     used = int(out.split("resurrected context: ")[1].split("/")[0])
     assert used <= 64
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from convlab import __version__
+
+    assert main(["--version"]) == EXIT_OK
+    assert capsys.readouterr().out.strip() == f"convlab {__version__}"
+
+
+@pytest.mark.parametrize("command", ["index", "search", "show", "stats", "eval"])
+def test_every_subcommand_has_an_example(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([command, "--help"]) == EXIT_OK
+    out = capsys.readouterr().out
+    example = out.split("example:\n", 1)[1].strip()
+    assert example.startswith(f"convlab {command}")
+    for flag in ("--quiet", "--verbose", "--debug"):
+        assert flag in out
+
+
+def _history_with_skips(root: Path) -> Path:
+    hist = root / "history"
+    (hist / "deep" / "er").mkdir(parents=True)
+    good = sample_data_path() / "transcripts" / "claude_code" / "-home-dev-cc-makefile"
+    shutil.copy(good / "cc-makefile.jsonl", hist / "good.jsonl")
+    lines = (good / "cc-makefile.jsonl").read_text().splitlines()
+    bad = [lines[0], "{not json", lines[1], "[1, 2", *lines[2:]]
+    (hist / "deep" / "er" / "broken.jsonl").write_text("\n".join(bad) + "\n")
+    (hist / "notes.txt").write_text("just some notes, not a transcript\n")
+    return hist
+
+
+def test_index_names_skipped_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hist = _history_with_skips(tmp_path)
+    argv = ["index", str(hist), "--store", str(tmp_path / "s"), "--embedder", "hash", "-q"]
+    assert main(argv) == EXIT_OK
+    out = capsys.readouterr().out.splitlines()
+    head = out.index("skipped: 3 in 2 files (--verbose lists each)")
+    named = out[head + 1 : head + 3]
+    assert any(line.endswith("broken.jsonl: 2 records (invalid JSON: 2)") for line in named), named
+    assert any(line.endswith("notes.txt: unrecognised format") for line in named), named
+
+
+def test_verbose_lists_every_skip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hist = _history_with_skips(tmp_path)
+    argv = ["index", str(hist), "--store", str(tmp_path / "s"), "--embedder", "hash", "-v"]
+    assert main(argv) == EXIT_OK
+    out = capsys.readouterr().out.splitlines()
+    head = out.index("skipped: 3 in 2 files")
+    broken = (hist / "deep" / "er" / "broken.jsonl").resolve()
+    notes = (hist / "notes.txt").resolve()
+    listed = sorted(out[head + 1 : head + 4])
+    assert listed[0].startswith(f"  {broken}:2: invalid JSON (")
+    assert listed[1].startswith(f"  {broken}:4: invalid JSON (")
+    assert listed[2] == f"  {notes}: unrecognised format"
+
+
+def test_quiet_silences_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = sample_data_path() / "transcripts" / "claude_code"
+    argv = ["index", str(src), "--store", str(tmp_path / "s"), "--embedder", "hash"]
+    assert main([*argv, "--quiet"]) == EXIT_OK
+    assert capsys.readouterr().err == ""
+    assert main(argv) == EXIT_OK  # progress goes to stderr, the summary to stdout
+    err = capsys.readouterr().err
+    assert err.startswith(f"convlab index: indexing 1 path into {tmp_path / 's'}")
+
+
+def test_skip_report_by_hand() -> None:
+    skipped = [("/d/a.jsonl", 3, "bad"), ("/d/a.jsonl", 9, "bad"), ("/d/a.jsonl", 12, "odd")]
+    skipped += [(f"/d/f{i}", 0, "unrecognised format") for i in range(6)]
+    lines = skip_report(skipped, verbose=False)
+    assert lines[0] == "skipped: 9 in 7 files (--verbose lists each)"
+    assert lines[1] == "  /d/a.jsonl: 3 records (bad: 2, odd: 1)"
+    assert lines[2:6] == [f"  /d/f{i}: unrecognised format" for i in range(4)]
+    assert lines[6] == "  … and 2 more files"
+    assert len(lines) == 7
+    assert skip_report([], verbose=True) == ["skipped: 0"]
+    assert skip_report(skipped[:1], verbose=True) == ["skipped: 1 in 1 file", "  /d/a.jsonl:3: bad"]
+
+
+def test_the_skip_report_replaces_the_stores_skip_lines() -> None:
+    lines = ["2 conversations", "skipped records: 3", "  2 x bad", "  1 x odd", "time: 1.0 s"]
+    report = ["skipped: 3 in 1 file (--verbose lists each)", "  /d/a: 3 records"]
+    assert with_skip_report(lines, report) == ["2 conversations", *report, "time: 1.0 s"]
+    assert with_skip_report(["time: 1.0 s"], report) == ["time: 1.0 s", *report]
+
+
+def test_short_path_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", "/home/ann")
+    assert short_path("/home/ann/p/x.jsonl") == "~/p/x.jsonl"
+    assert short_path("/home/anna/x.jsonl") == "/home/anna/x.jsonl"  # not under the home
+    long = "/srv/" + "/".join(["abcdefghij"] * 8) + "/s.jsonl"
+    # "…/" + two 11-character parts + "s.jsonl" is 31 characters; a third part would make 42
+    assert short_path(long, 40) == "…/abcdefghij/abcdefghij/s.jsonl"
+    assert len(short_path(long, 40)) <= 40
+
+
+def test_hits_of_a_store_without_messages_fall_back_to_the_file(
+    sample_store: Path,
+) -> None:
+    import polars as pl
+
+    from convlab.display import describe_hits
+    from convlab.store import Store
+
+    real = Store(sample_store)
+
+    class OldStore:  # a store written before messages.parquet was kept
+        def frame(self, name: str) -> pl.DataFrame:
+            if name == "messages":
+                raise FileNotFoundError(name)
+            return real.frame(name)
+
+    units = real.frame("units").filter(pl.col("conversation_id") == "amp-faiss-choice")
+    hits = units.head(1).select(
+        pl.lit(1, dtype=pl.Int32).alias("rank"),
+        pl.lit(0.5).alias("score"),
+        "unit_id",
+        pl.format("{}:t{}", "conversation_id", "turn_index").alias("doc_id"),
+        "conversation_id",
+        "turn_index",
+        "message_index",
+        "text",
+        "role",
+        "timestamp",
+    )
+    (hit,) = describe_hits(OldStore(), hits)
+    assert hit["source_line"] is None
+    assert str(hit["source_path"]).endswith(FAISS)
+
+
+def test_terminal_escapes_in_transcripts_are_shown_not_obeyed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a title and a message carrying an escape that would retitle the terminal and one that
+    # would turn it red, and a wide (CJK) title: shown as text, headers still aligned
+    src = sample_data_path() / "transcripts" / "claude_code" / "-home-dev-cc-makefile"
+    text = (src / "cc-makefile.jsonl").read_text()
+    text = text.replace("A Makefile for a Python project", "Makefile 日本語 \\u001b]0;pwned\\u0007")
+    text = text.replace('"content":"', '"content":"\\u001b[31mred ', 2)
+    hist = tmp_path / "h"
+    hist.mkdir()
+    (hist / "cc-makefile.jsonl").write_text(text)
+    store = str(tmp_path / "s")
+    assert main(["index", str(hist), "--store", store, "--embedder", "hash", "-q"]) == EXIT_OK
+    capsys.readouterr()
+    monkeypatch.setenv("COLUMNS", "70")
+    assert main(["search", "make test target", "--store", store, "-k", "3"]) == EXIT_OK
+    assert main(["show", "cc-makefile", "--store", store]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "\x1b" not in out
+    assert "\x07" not in out
+    assert "Makefile 日本語 \\x1b]0;pwned\\x07" in out
+    assert "[31mred " in out  # the message's escape (the loaders already drop the ESC itself)
+    headers = [line for line in out.splitlines() if line[:3] in (" 1.", " 2.", " 3.", "1. ")]
+    assert headers
+    assert {columns(h) for h in headers} == {70}  # the wide title counts two columns a char
+
+
+def test_hit_lines_by_hand() -> None:
+    row = {
+        "rank": 1,
+        "score": 0.5,
+        "title": "日本語",
+        "conversation_id": "c",
+        "timestamp": "2026-04-10T09:04:00+00:00",
+        "turn": 2,
+        "question": "why?",
+        "role": "user",
+        "snippet": "because",
+        "source_path": "/x/a.jsonl",
+        "source_line": 7,
+        "message_index": 3,
+    }
+    lines = hit_lines([row], 60)
+    assert lines == [
+        "1. 0.500  日本語" + " " * 18 + "  2026-04-10 09:04  turn 2",
+        "   Q:     why?",
+        "   match: [user] because",
+        "   at:    /x/a.jsonl:7 (message 3)",
+    ]
+    assert columns(lines[0]) == 60

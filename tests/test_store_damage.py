@@ -22,7 +22,7 @@ from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig, StoreDamaged
 
 CONFIG = StoreConfig(strategy="turn_pair")
-FRAMES = ("conversations", "turns", "sentences", "units")
+FRAMES = ("conversations", "messages", "turns", "sentences", "units")
 
 
 class CountingHash(HashEmbedder):

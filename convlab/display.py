@@ -1,0 +1,263 @@
+"""What the ``convlab`` command prints: hit records, aligned hit lines, wrapped turns, skip reports.
+
+Functions of frames and records to lines of text; :mod:`convlab.cli` prints them. Widths count
+characters (a wide CJK character or an emoji counts one).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+import unicodedata
+from collections.abc import Sequence
+from typing import Any
+
+import polars as pl
+
+__all__ = [
+    "clip",
+    "columns",
+    "describe_hits",
+    "hit_lines",
+    "pad",
+    "printable",
+    "short_path",
+    "skip_report",
+    "terminal_width",
+    "with_skip_report",
+    "wrapped",
+]
+
+SKIPPED_FILES_SHOWN = 5
+
+
+# C0 and C1 controls but newline and tab, DEL, and the bidirectional overrides ("Trojan
+# source"): shown as escapes, so a transcript cannot move the cursor, recolour or retitle the
+# terminal, or reorder what is shown
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (9, 10)}
+_CONTROLS |= {c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def printable(text: str | None) -> str:
+    r"""``text`` with control characters (newline and tab aside) written as escapes.
+
+    Example:
+        >>> printable("red \x1b[31malert")
+        'red \\x1b[31malert'
+    """
+    return (text or "").translate(_CONTROLS)
+
+
+def _char_columns(ch: str) -> int:
+    if unicodedata.combining(ch):
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+
+
+def columns(text: str) -> int:
+    """Terminal columns ``text`` takes: two for a wide (CJK, emoji) character, none for a mark.
+
+    Example:
+        >>> columns("ab"), columns("日本")
+        (2, 4)
+    """
+    return sum(_char_columns(ch) for ch in text)
+
+
+def clip(text: str | None, n: int) -> str:
+    """``text`` on one line (whitespace runs as one space), cut to ``n`` columns with ``…``.
+
+    Example:
+        >>> clip("a  b   cde", 5), clip("日本語のテキスト", 7)
+        ('a b …', '日本語…')
+    """
+    t = " ".join((text or "").split())
+    if columns(t) <= n:
+        return t
+    out, used = [], 0
+    for ch in t:
+        used += _char_columns(ch)
+        if used > n - 1:
+            break
+        out.append(ch)
+    return "".join(out) + "…"
+
+
+def pad(text: str, n: int) -> str:
+    """``text`` followed by spaces up to ``n`` columns."""
+    return text + " " * max(0, n - columns(text))
+
+
+def terminal_width() -> int:
+    """Columns of the terminal (``$COLUMNS`` first; 100 when stdout is not a terminal)."""
+    return max(40, shutil.get_terminal_size((100, 24)).columns)
+
+
+def short_path(path: str, n: int = 60) -> str:
+    """``path`` with the home folder as ``~`` and, when longer than ``n``, its head as ``…``."""
+    home = os.path.expanduser("~")
+    p = "~" + path[len(home) :] if home not in ("", "/") and path.startswith(home + "/") else path
+    if len(p) <= n:
+        return p
+    parts = p.split("/")
+    out = parts[-1]
+    for part in reversed(parts[:-1]):
+        if len(part) + len(out) + 3 > n:
+            break
+        out = f"{part}/{out}"
+    return f"…/{out}"
+
+
+def skip_report(skipped: Sequence[tuple[str, int, str]], *, verbose: bool) -> list[str]:
+    """Lines naming the skipped files: every skip with ``verbose``, else a few files, shortened."""
+    if not skipped:
+        return ["skipped: 0"]
+    by_file: dict[str, list[tuple[int, str]]] = {}
+    for path, line, reason in skipped:
+        by_file.setdefault(printable(str(path)), []).append((int(line or 0), printable(reason)))
+    head = f"skipped: {len(skipped)} in {len(by_file)} file{'s' * (len(by_file) != 1)}"
+    if verbose:
+        return [head] + [
+            f"  {path}:{line}: {reason}" if line else f"  {path}: {reason}"
+            for path, items in by_file.items()
+            for line, reason in items
+        ]
+    out = [head + " (--verbose lists each)"]
+    for path, items in list(by_file.items())[:SKIPPED_FILES_SHOWN]:
+        reasons: dict[str, int] = {}
+        for _, r in items:  # by the reason's first words: "invalid JSON (detail ...)"
+            stem = r.split(" (", 1)[0]
+            reasons[stem] = reasons.get(stem, 0) + 1
+        top = sorted(reasons.items(), key=lambda kv: -kv[1])
+        if len(items) == 1:
+            detail = items[0][1]
+        else:
+            detail = f"{len(items)} records (" + ", ".join(f"{r}: {n}" for r, n in top[:3])
+            detail += ", …)" if len(top) > 3 else ")"
+        out.append(f"  {short_path(path)}: {clip(detail, 100)}")
+    if len(by_file) > SKIPPED_FILES_SHOWN:
+        out.append(f"  … and {len(by_file) - SKIPPED_FILES_SHOWN} more files")
+    return out
+
+
+def with_skip_report(lines: list[str], report: list[str]) -> list[str]:
+    """The store's summary with its skip lines replaced by ``report`` (which names the files).
+
+    The store's own skip lines are ``skipped records: N`` and the indented reason counts under
+    it; a summary without them gets ``report`` at its end.
+    """
+    out: list[str] = []
+    replaced = in_skips = False
+    for line in lines:
+        if line.startswith("skipped records:"):
+            out += report
+            replaced = in_skips = True
+        elif not (in_skips and line.startswith("  ")):
+            in_skips = False
+            out.append(line)
+    return out if replaced else out + report
+
+
+def _messages(store: Any) -> pl.DataFrame:
+    """Where each message is in its source file.
+
+    Empty for a store written before messages were kept: its hits carry the conversation's file
+    and no line.
+    """
+    from convlab import schema
+
+    cols = ["conversation_id", "message_index", "source_path", "source_line"]
+    try:
+        return store.frame("messages").select(cols)
+    except FileNotFoundError:
+        return schema.empty(schema.MESSAGES).select(cols)
+
+
+def describe_hits(store: Any, hits: pl.DataFrame) -> list[dict[str, Any]]:
+    """One record per hit: rank, score, unit, where it is (file, line, message) and its text."""
+    convs = store.frame("conversations").select(
+        "conversation_id", "title", pl.col("source_path").alias("conversation_path")
+    )
+    questions = (
+        store.frame("sentences")
+        .filter(pl.col("role") == "user")
+        .sort("position")
+        .group_by("conversation_id", "turn_index", maintain_order=True)
+        .agg(pl.col("text").str.join(" ").alias("question"))
+    )
+    turns = store.frame("turns").select("conversation_id", "turn_index", "started_at")
+    h = (
+        hits.join(convs, on="conversation_id", how="left")
+        .join(questions, on=["conversation_id", "turn_index"], how="left")
+        .join(turns, on=["conversation_id", "turn_index"], how="left")
+        .join(_messages(store), on=["conversation_id", "message_index"], how="left")
+        .sort("rank")
+    )
+    out = []
+    for r in h.iter_rows(named=True):
+        when = r.get("timestamp") or r.get("started_at")
+        out.append(
+            {
+                "rank": r["rank"],
+                "score": round(float(r["score"]), 4),
+                "unit_id": r["unit_id"],
+                "doc_id": r["doc_id"],
+                "conversation_id": r["conversation_id"],
+                "title": r.get("title"),
+                "turn": r["turn_index"],
+                "message_index": r["message_index"],
+                "role": r.get("role"),
+                "timestamp": when.isoformat() if when else None,
+                "source_path": r.get("source_path") or r.get("conversation_path"),
+                "source_line": r.get("source_line"),
+                "question": r.get("question"),
+                "snippet": clip(r.get("text"), 300),
+            }
+        )
+    return out
+
+
+def hit_lines(rows: list[dict[str, Any]], width: int) -> list[str]:
+    """Hits for people: a header line per hit, then its question, match and place, clipped."""
+    rank_w = max(len(str(r["rank"])) for r in rows)
+    indent = " " * (rank_w + 2)
+    out = []
+    for r in rows:
+        when = (r["timestamp"] or "")[:16].replace("T", " ") or "undated"
+        left = f"{r['rank']:>{rank_w}}. {r['score']:.3f}  "
+        right = f"  {when}  turn {r['turn']}"
+        room = max(8, width - len(left) - len(right))
+        title = clip(printable(r["title"] or r["conversation_id"]), room)
+        out.append(f"{left}{pad(title, room)}{right}")
+        place = printable(r["source_path"] or r["conversation_id"])
+        where = f":{r['source_line']}" if r["source_line"] else ""
+        where += f" (message {r['message_index']})"
+        room = width - len(indent) - 7  # what is left beside a label
+        body = [
+            ("Q:", clip(printable(r["question"] or "(no user text)"), room)),
+            ("match:", clip(printable(f"[{r['role'] or 'turn'}] {r['snippet']}"), room)),
+            ("at:", short_path(place, room - len(where)) + where),
+        ]
+        out += [f"{indent}{label:<7}{text}" for label, text in body]
+    return out
+
+
+def wrapped(label: str, text: str, width: int) -> list[str]:
+    """``label`` then ``text`` wrapped to ``width``, continuation lines under the text.
+
+    The text is made :func:`printable` first (newlines start new lines).
+    """
+    indent = " " * len(label)
+    lines: list[str] = []
+    for i, para in enumerate(printable(text).splitlines() or [""]):
+        first = label if i == 0 else indent
+        lines += textwrap.wrap(
+            para,
+            width=width,
+            initial_indent=first,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+            replace_whitespace=False,
+        ) or [first.rstrip()]
+    return lines
