@@ -71,6 +71,6 @@ def test_stats_verify_hashes_every_file(store: Path, capsys: pytest.CaptureFixtu
     ]
     hashed.append(version / "index" / "manifest.json")  # the index's own manifest is hashed
     n = len(set(hashed))
-    assert n == 8  # 4 frames; index: units, vectors, FAISS file, its manifest
+    assert n == 9  # 5 frames (messages included); index: units, vectors, FAISS file, its manifest
     total = sum(p.stat().st_size for p in set(hashed))
     assert f"verified: all {n} files OK ({total:,} bytes hashed)" in out
