@@ -21,7 +21,6 @@ Liberal in what it accepts from the same family: the utterance text may be ``tex
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -29,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from convlab import schema
-from convlab.loaders.base import BlockRow, CorpusBuilder, LoadError, parse_time
+from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.files import load_json_file
 from convlab.loaders.registry import register_format
 
 __all__ = ["CATEGORIES", "EvidenceCleaning", "clean_evidence", "evidence_report"]
@@ -126,10 +126,7 @@ class LocomoReader:
 
     def read(self, path: Path, builder: CorpusBuilder) -> int:
         """Read every sample of the file."""
-        try:
-            data = json.loads(path.read_bytes())
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise LoadError(path, 1, f"invalid JSON ({exc})") from None
+        data = load_json_file(path)  # LoadError naming the line, deep nesting included
         samples = data if isinstance(data, list) else [data]
         totals = {"questions": 0, "evidence_fixed": 0, "evidence_dropped": 0, "no_evidence": 0}
         for i, sample in enumerate(samples):
