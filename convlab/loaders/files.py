@@ -60,7 +60,7 @@ def _stat(path: Path) -> tuple[os.stat_result | None, str | None]:
     except FileNotFoundError:
         if os.path.islink(path):
             return None, f"a dangling symlink (to {os.readlink(path)})"
-        return None, "vanished while the directory was read"
+        return None, "no such file"
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             return None, "a symlink loop"
@@ -83,7 +83,7 @@ def check(path: str | Path) -> str | None:
     if not stat.S_ISREG(st.st_mode):
         return _kind(st.st_mode)
     if not os.access(p, os.R_OK):
-        return "cannot read file (permission denied)"
+        return "cannot read file (Permission denied)"
     return None
 
 
@@ -137,7 +137,7 @@ def walk(root: str | Path) -> Iterator[Found]:
             else:
                 seen_files[key] = path
                 readable = os.access(path, os.R_OK)
-                yield Found(path, None if readable else "cannot read file (permission denied)")
+                yield Found(path, None if readable else "cannot read file (Permission denied)")
         stack.extend(reversed(subdirs))
 
 

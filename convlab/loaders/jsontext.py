@@ -8,9 +8,9 @@ not a :class:`ValueError` and used to escape ``load()``. Here every such case be
 Parsing uses :func:`json.loads`, which keeps integers over 64 bits exact and accepts ``NaN``,
 the infinities and lone surrogate escapes, as the readers always did; only when it gives up on
 depth does orjson, whose limit is a fixed :data:`MAX_DEPTH` levels, parse the text again: within
-the limit its value is returned, past it its error names the line. Writing uses orjson (15x faster than :func:`json.dumps` on a
-small tool input) and falls back to :func:`json.dumps` for what orjson refuses (integers over 64
-bits, lone surrogates, nesting over 254 levels).
+the limit its value is returned, past it its error names the line. Writing uses orjson (15x
+faster than :func:`json.dumps` on a small tool input) and falls back to :func:`json.dumps` for
+what orjson refuses (integers over 64 bits, lone surrogates, nesting over 254 levels).
 """
 
 from __future__ import annotations
