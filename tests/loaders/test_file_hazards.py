@@ -294,13 +294,13 @@ def test_file_replaced_by_a_fifo_after_detection_is_not_opened(
 def test_whole_file_json_rewritten_after_detection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, strict: bool
 ) -> None:
-    f = tmp_path / "chat.json"
-    f.write_text(json.dumps([{"conversations": [{"from": "human", "value": "hi"}]}]))
+    f = tmp_path / "chat.json"  # a ChatGPT export: whole-file JSON, no line-by-line fallback
+    f.write_text(json.dumps([{"title": "t", "mapping": {}, "current_node": "n1"}]))
     real_detect = registry_module.detect
 
     def detect_then_cut(path: str | Path) -> str | None:
         name = real_detect(path)
-        Path(path).write_text('[{"conversations": [{"from": "hu')  # cut mid-write
+        Path(path).write_text('[{"title": "t", "mapping": {}, "curr')  # cut mid-write
         return name
 
     monkeypatch.setattr(registry_module, "detect", detect_then_cut)
@@ -309,9 +309,10 @@ def test_whole_file_json_rewritten_after_detection(
             load(f, strict=True)
     else:
         c = load(f)
-        assert [(p, line) for p, line, _ in c.report.skipped.rows()] == [(str(f), 1)]
-        assert c.report.skipped["reason"][0].startswith("invalid JSON (")
-        assert c.messages.height == 0
+        assert c.report.skipped.rows() == [
+            (str(f), 1, "invalid JSON (Unterminated string starting at: line 1 column 32 (char 31))")
+        ]
+        assert c.conversations.height == 0
 
 
 def test_jsonl_truncated_while_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -365,7 +366,7 @@ def test_index_skips_and_reports_every_hazard(tmp_path: Path) -> None:
     session(d)
     for kind in HAZARDS:
         make_hazard(d, kind)
-    run = _index([d], tmp_path / "store")  # a hang is a TimeoutExpired: the test fails
+    run = _index([d], tmp_path / "store")  # a hang: TimeoutExpired, the test fails
     assert run.returncode == 0, run.stderr
     assert run.stderr == ""
     out = run.stdout.splitlines()
@@ -378,6 +379,21 @@ def test_index_skips_and_reports_every_hazard(tmp_path: Path) -> None:
         f"  1 x a dangling symlink (to {d}/nowhere.jsonl)",
     ):
         assert line in out
+
+
+@pytest.mark.parametrize("kind", sorted(HAZARDS))
+def test_index_skips_one_hazard(tmp_path: Path, kind: str) -> None:
+    d = tmp_path / "h"
+    session(d)
+    make_hazard(d, kind)
+    run = _index([d], tmp_path / "store")  # a hang: TimeoutExpired, the test fails
+    assert run.returncode == 0, run.stderr
+    out = run.stdout.splitlines()
+    assert out[0].startswith("1 conversations, 1 turns, ")
+    n = len(HAZARDS[kind])
+    assert f"skipped records: {n}" in out
+    reason = next(iter(HAZARDS[kind].values())).format(dir=d)
+    assert f"  {n} x {reason}" in out
 
 
 def test_index_of_a_fifo_given_as_the_path(tmp_path: Path) -> None:
