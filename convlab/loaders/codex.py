@@ -141,6 +141,9 @@ class CodexReader:
                 when = parse_time(rec.get("timestamp"))
                 kind = rec.get("type")
                 payload = rec.get("payload")
+                if kind is not None and not isinstance(kind, str):
+                    builder.skip(path, number, f"record type is a {type(kind).__name__}")
+                    continue
                 if kind is None and "record_type" in rec:
                     builder.record()
                     continue
