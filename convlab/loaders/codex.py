@@ -142,7 +142,7 @@ class CodexReader:
                 kind = rec.get("type")
                 payload = rec.get("payload")
                 if kind is not None and not isinstance(kind, str):
-                    builder.skip(path, number, f"record type is a {type(kind).__name__}")
+                    builder.skip(path, number, f"record type is not text ({type(kind).__name__})")
                     continue
                 if kind is None and "record_type" in rec:
                     builder.record()

@@ -54,7 +54,11 @@ class Reader(Protocol):
         """Read one file into ``builder``; return the number of lines read.
 
         Record-level problems go through ``builder.skip`` (which raises in strict mode);
-        a file that cannot be read at all raises :class:`LoadError`.
+        a file that cannot be read at all raises :class:`LoadError` (which :func:`load` turns
+        into a skip in lenient mode). Files are opened with
+        :func:`convlab.loaders.files.open_regular` and whole-file JSON parsed with
+        :func:`convlab.loaders.files.load_json_file`; a record holding JSON nested too deeply
+        (:data:`convlab.loaders.jsontext.TOO_DEEP`) is skipped with its line.
         """
         ...
 

@@ -211,7 +211,7 @@ def test_a_record_type_that_is_not_text_is_a_skip_of_that_line(tmp_path: Path) -
     said = {"type": "event_msg", "payload": {"type": "user_message", "message": "hi"}}
     f.write_text("\n".join(json.dumps(x) for x in (meta, odd, said)) + "\n")
     c = load(f)
-    assert c.report.skipped.rows() == [(str(f), 2, "record type is a list")]
+    assert c.report.skipped.rows() == [(str(f), 2, "record type is not text (list)")]
     assert c.blocks["text"].to_list() == ["hi"]
-    with pytest.raises(LoadError, match=r"rollout-1\.jsonl:2: record type is a list"):
+    with pytest.raises(LoadError, match=r"rollout-1\.jsonl:2: record type is not text \(list\)"):
         load(f, strict=True)
