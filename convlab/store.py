@@ -645,7 +645,7 @@ class Store:
                 raise FileNotFoundError(f"no such file or directory: {r}")
 
         old_files: dict[str, dict[str, Any]] = (old_manifest or {}).get("files", {})
-        seen = list(_candidate_files(roots))
+        seen = list(_candidate_files(roots, summary.skipped))
         changed: list[Path] = []
         files: dict[str, dict[str, Any]] = {}
         for f in seen:
@@ -777,7 +777,7 @@ class Store:
         summary.wrote_version = True
         summary.seconds = time.perf_counter() - started
         self._fill_counts(summary)
-        summary.skipped = [
+        summary.skipped += [
             (r["source_path"], r["source_line"], r["reason"])
             for r in corpus.report.skipped.iter_rows(named=True)
         ]
@@ -914,17 +914,28 @@ def load_empty() -> Corpus:
     return CorpusBuilder().build()
 
 
-def _candidate_files(roots: Iterable[Path]) -> Iterable[Path]:
-    from convlab.loaders.registry import _walk
+def _candidate_files(
+    roots: Iterable[Path], skipped: list[tuple[str, int, str]] | None = None
+) -> Iterable[Path]:
+    """The regular, readable files under ``roots`` (resolved), companions left out.
+
+    Walked by the loaders' :func:`convlab.loaders.files.walk`, so ``convlab index`` skips what
+    ``load()`` skips: FIFOs, devices and sockets are never opened (hashing one would block or
+    never end), dangling and looping symlinks and unreadable files do not abort the index.
+    Each such file is appended to ``skipped`` as ``(path, 0, reason)``.
+    """
+    from convlab.loaders.files import walk
 
     for root in roots:
-        if root.is_file():
-            yield root
-            continue
-        for f in _walk(root):
-            if any(r.companion(f) for r in FORMATS.values()):
+        for path, problem in walk(root):
+            if problem is not None:
+                if skipped is not None:
+                    skipped.append((str(path), 0, problem))
                 continue
-            yield f.resolve()
+            if path == root:
+                yield root
+            elif not any(r.companion(path) for r in FORMATS.values()):
+                yield path.resolve()
 
 
 def _redact(corpus: Corpus, mode: str) -> Corpus:

@@ -12,11 +12,12 @@ or fork; it and ``events.jsonl`` / ``*.backup`` are companion files, never read 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, iter_json_lines, json_text, parse_time
+from convlab.loaders.base import BlockRow, CorpusBuilder, LoadError, iter_json_lines, parse_time
+from convlab.loaders.files import load_json_file
+from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
 from convlab.loaders.registry import register_format
 
 __all__ = ["AmplifierReader"]
@@ -31,7 +32,9 @@ def _tool_call(call: Any) -> BlockRow | None:
     if isinstance(fn, dict):  # OpenAI shape: arguments is JSON text
         args = fn.get("arguments")
         try:
-            parsed = json.loads(args) if isinstance(args, str) else args
+            parsed = parse_json(args) if isinstance(args, str) else args
+        except NestingError:
+            raise
         except ValueError:
             parsed = args
         return BlockRow(
@@ -106,92 +109,124 @@ class AmplifierReader:
 
     def read(self, path: Path, builder: CorpusBuilder) -> int:
         """Read one session's transcript with its metadata."""
-        meta: dict[str, Any] = {}
-        mpath = path.parent / "metadata.json"
-        if mpath.exists():
-            try:
-                loaded = json.loads(mpath.read_text(encoding="utf-8"))
-                meta = loaded if isinstance(loaded, dict) else {}
-            except (ValueError, UnicodeDecodeError):
-                builder.skip(mpath, 1, "metadata.json is not valid JSON")
-        cid = str(meta.get("session_id") or path.parent.name)
-        parent = meta.get("parent_id")
+        meta = _metadata(path, builder)
+        cid = meta.session_id
         builder.conversation(
             cid,
             source_format=self.name,
             source_path=path,
-            title=meta.get("name") if isinstance(meta.get("name"), str) else None,
+            title=meta.title,
             kind="chat",
-            parent_id=str(parent) if parent else None,
+            parent_id=meta.parent_id,
         )
-        sub = parent is not None and meta.get("agent_name") is not None
         lines = 0
         for number, rec in iter_json_lines(path, builder):
             lines = number
-            role = rec.get("role")
-            if role in ("system", "developer"):
-                role = "system"
-            if role not in ("user", "assistant", "tool", "system"):
-                builder.skip(path, number, f"unknown role {role!r}")
-                continue
-            md: dict[str, Any] = rec["metadata"] if isinstance(rec.get("metadata"), dict) else {}
-            when = parse_time(rec.get("timestamp")) or parse_time(md.get("timestamp"))
-            if role == "tool":
-                content = rec.get("content")
-                text = content if isinstance(content, str) else json_text(content)
-                builder.message(
-                    cid,
-                    "tool",
-                    [
-                        BlockRow(
-                            "tool_result",
-                            text,
-                            tool_name=rec.get("name") if isinstance(rec.get("name"), str) else None,
-                        )
-                    ],
-                    source_path=path,
-                    source_line=number,
-                    timestamp=when,
-                    is_sidechain=sub,
-                    speaker=rec.get("name") if isinstance(rec.get("name"), str) else None,
-                )
-                continue
-            blocks = _content_blocks(rec.get("content"))
-            if blocks is None:
-                builder.skip(path, number, "content is not a string or a list")
-                continue
-            if role == "assistant":
-                tb = rec.get("thinking_block")
-                if isinstance(tb, dict) and not any(b.block_type == "thinking" for b in blocks):
-                    text = tb.get("thinking") or tb.get("content") or ""
-                    if isinstance(text, str) and text:
-                        blocks.insert(0, BlockRow("thinking", text))
-                calls = rec.get("tool_calls")
-                if isinstance(calls, list):
-                    for call in calls:
-                        row = _tool_call(call)
-                        if row is not None:
-                            blocks.append(row)
-            text = "".join(b.text for b in blocks if b.block_type == "text").lstrip()
-            real = False
-            if role == "user":
-                if rec.get("tool_call_id") is not None or text.startswith(INJECTED):
-                    role = "system"
-                elif any(b.block_type == "tool_result" for b in blocks):
-                    role = "tool"
-                else:
-                    real = bool(text)
-            if not blocks:
-                builder.record()
-                continue
+            try:
+                self._record(path, builder, cid, meta.is_sub_agent, number, rec)
+            except TOO_DEEP as exc:  # e.g. tool arguments nested too deeply to parse
+                builder.skip(path, number, too_deep_reason(exc))
+        return lines
+
+    def _record(
+        self, path: Path, builder: CorpusBuilder, cid: str, sub: bool, number: int, rec: Any
+    ) -> None:
+        role = rec.get("role")
+        if role in ("system", "developer"):
+            role = "system"
+        if role not in ("user", "assistant", "tool", "system"):
+            builder.skip(path, number, f"unknown role {role!r}")
+            return
+        md: dict[str, Any] = rec["metadata"] if isinstance(rec.get("metadata"), dict) else {}
+        when = parse_time(rec.get("timestamp")) or parse_time(md.get("timestamp"))
+        if role == "tool":
+            content = rec.get("content")
+            text = content if isinstance(content, str) else json_text(content)
             builder.message(
                 cid,
-                role,
-                blocks,
+                "tool",
+                [
+                    BlockRow(
+                        "tool_result",
+                        text,
+                        tool_name=rec.get("name") if isinstance(rec.get("name"), str) else None,
+                    )
+                ],
                 source_path=path,
                 source_line=number,
                 timestamp=when,
-                is_real_user=real,
                 is_sidechain=sub,
+                speaker=rec.get("name") if isinstance(rec.get("name"), str) else None,
             )
-        return lines
+            return
+        blocks = _content_blocks(rec.get("content"))
+        if blocks is None:
+            builder.skip(path, number, "content is not a string or a list")
+            return
+        if role == "assistant":
+            tb = rec.get("thinking_block")
+            if isinstance(tb, dict) and not any(b.block_type == "thinking" for b in blocks):
+                text = tb.get("thinking") or tb.get("content") or ""
+                if isinstance(text, str) and text:
+                    blocks.insert(0, BlockRow("thinking", text))
+            calls = rec.get("tool_calls")
+            if isinstance(calls, list):
+                for call in calls:
+                    row = _tool_call(call)
+                    if row is not None:
+                        blocks.append(row)
+        text = "".join(b.text for b in blocks if b.block_type == "text").lstrip()
+        real = False
+        if role == "user":
+            if rec.get("tool_call_id") is not None or text.startswith(INJECTED):
+                role = "system"
+            elif any(b.block_type == "tool_result" for b in blocks):
+                role = "tool"
+            else:
+                real = bool(text)
+        if not blocks:
+            builder.record()
+            return
+        builder.message(
+            cid,
+            role,
+            blocks,
+            source_path=path,
+            source_line=number,
+            timestamp=when,
+            is_real_user=real,
+            is_sidechain=sub,
+        )
+
+
+class _Meta(NamedTuple):
+    session_id: str
+    title: str | None
+    parent_id: str | None
+    is_sub_agent: bool
+
+
+def _metadata(path: Path, builder: CorpusBuilder) -> _Meta:
+    """The session's ``metadata.json`` beside ``path``; one that cannot be read is a skip."""
+    fallback = _Meta(path.parent.name, None, None, False)
+    mpath = path.parent / "metadata.json"
+    if not mpath.exists():
+        return fallback
+    try:
+        loaded = load_json_file(mpath)
+    except LoadError as exc:  # invalid, too deep, unreadable, a FIFO: named, never opened
+        builder.skip(exc.path, exc.line, exc.reason)
+        return fallback
+    if not isinstance(loaded, dict):
+        return fallback
+    try:
+        parent = loaded.get("parent_id")
+        return _Meta(
+            str(loaded.get("session_id") or path.parent.name),
+            loaded["name"] if isinstance(loaded.get("name"), str) else None,
+            str(parent) if parent else None,
+            parent is not None and loaded.get("agent_name") is not None,
+        )
+    except TOO_DEEP as exc:  # an id nested too deeply to turn into text
+        builder.skip(mpath, 1, too_deep_reason(exc))
+        return fallback

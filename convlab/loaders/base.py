@@ -8,7 +8,6 @@ names the file and line. Nothing is dropped without a row in ``report.skipped``.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,9 @@ import orjson
 import polars as pl
 
 from convlab import schema
+from convlab.loaders.errors import LoadError
+from convlab.loaders.files import open_regular
+from convlab.loaders.jsontext import json_text, nesting_reason
 
 __all__ = [
     "BlockRow",
@@ -27,29 +29,10 @@ __all__ = [
     "CorpusBuilder",
     "LoadError",
     "LoadReport",
+    "json_text",
     "merge_parts",
     "parse_time",
 ]
-
-
-class LoadError(ValueError):
-    """A transcript could not be read; the message names the file and the line.
-
-    Attributes:
-        path: the file.
-        line: 1-based line number (1 for whole-file JSON, 0 when the file as a whole is at fault).
-        reason: what is wrong, in a few words.
-    """
-
-    def __init__(self, path: str | Path, line: int, reason: str) -> None:
-        self.path = str(path)
-        self.line = int(line)
-        self.reason = reason
-        super().__init__(f"{self.path}:{self.line}: {reason}")
-
-    def __reduce__(self) -> tuple[type[LoadError], tuple[str, int, str]]:
-        # raised in a loader worker process, it crosses back to the caller whole
-        return (type(self), (self.path, self.line, self.reason))
 
 
 class BlockRow(NamedTuple):
@@ -518,7 +501,7 @@ def iter_json_lines(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, d
     read is available afterwards as the last line number yielded or skipped.
     """
     loads = orjson.loads
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         for number, raw in enumerate(fh, start=1):
             try:
                 record = loads(raw)
@@ -543,7 +526,8 @@ def parse_json_line(
     except ValueError as exc:  # invalid UTF-8 too: orjson's message says so
         if raw.isspace():  # blank lines are checked only when they fail to parse
             return None
-        builder.skip(path, number, f"invalid JSON ({str(exc).splitlines()[0][:80]})")
+        reason = nesting_reason(exc) or f"invalid JSON ({str(exc).splitlines()[0][:80]})"
+        builder.skip(path, number, reason)
         return None
     if not isinstance(record, dict):
         builder.skip(path, number, f"expected a JSON object, got {type(record).__name__}")
@@ -555,21 +539,8 @@ def count_lines(path: Path) -> int:
     """Number of lines in a file (a last line without newline counts)."""
     n = 0
     last = b"\n"
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         while chunk := fh.read(1 << 20):
             n += chunk.count(b"\n")
             last = chunk[-1:]
     return n + (last != b"\n")
-
-
-def json_text(value: object) -> str:
-    """Compact JSON text of a tool input (keys kept in source order, non-ASCII kept).
-
-    orjson writes it (15x faster than :func:`json.dumps` on a small input); what it refuses
-    (integers over 64 bits, lone surrogates) goes through :func:`json.dumps` instead; NaN and
-    the infinities become ``null``, as strict JSON has them.
-    """
-    try:
-        return orjson.dumps(value, default=str).decode()
-    except (TypeError, ValueError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

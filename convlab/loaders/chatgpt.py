@@ -11,11 +11,13 @@ than ``all`` are tool calls.
 
 from __future__ import annotations
 
-import json
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, LoadError, json_text, parse_time
+from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.files import load_json_file
+from convlab.loaders.jsontext import TOO_DEEP, json_text, too_deep_reason
 from convlab.loaders.registry import register_format
 
 __all__ = ["ChatGPTReader"]
@@ -78,15 +80,15 @@ class ChatGPTReader:
 
     def read(self, path: Path, builder: CorpusBuilder) -> int:
         """Read every conversation in the file."""
-        try:
-            data = json.loads(path.read_bytes())
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise LoadError(path, 1, f"invalid JSON ({exc})") from None
+        data = load_json_file(path)  # LoadError naming the line, deep nesting included
         for i, conv in enumerate(data if isinstance(data, list) else [data]):
             if not isinstance(conv, dict) or not isinstance(conv.get("mapping"), dict):
                 builder.skip(path, 1, f"conversation {i} has no mapping")
                 continue
-            self._conversation(path, conv, builder)
+            try:
+                self._conversation(path, conv, builder)
+            except TOO_DEEP as exc:  # e.g. an id nested too deeply to turn into text
+                builder.skip(path, 1, f"conversation {i}: {too_deep_reason(exc)}")
         return 1
 
     def _conversation(self, path: Path, conv: dict[str, Any], builder: CorpusBuilder) -> None:
@@ -111,51 +113,64 @@ class ChatGPTReader:
             node_id = node.get("parent")
         when_default = parse_time(conv.get("create_time"))
         for node in reversed(chain):
-            msg = node.get("message")
-            if not isinstance(msg, dict):
-                builder.record()
-                continue
-            author: dict[str, Any] = msg["author"] if isinstance(msg.get("author"), dict) else {}
-            role = author.get("role")
-            content = msg.get("content")
-            if role not in ("user", "assistant", "system", "tool") or not isinstance(content, dict):
-                builder.skip(path, 1, f"{cid}: message {msg.get('id')} has no role or content")
-                continue
-            blocks = _parts(content)
-            meta: dict[str, Any] = msg["metadata"] if isinstance(msg.get("metadata"), dict) else {}
-            hidden = bool(meta.get("is_visually_hidden_from_conversation"))
-            if not blocks or all(not b.text and b.block_type == "text" for b in blocks):
-                builder.record()
-                continue
-            ctype = content.get("content_type")
-            if role == "assistant" and msg.get("recipient") not in (None, "all"):
-                blocks = [
-                    b
-                    if b.block_type != "text"
-                    else BlockRow(
-                        "tool_call",
-                        "",
-                        tool_name=str(msg.get("recipient")),
-                        tool_input=json_text({"input": b.text}),
-                    )
-                    for b in blocks
-                ]
-            if role == "tool":
-                blocks = [
-                    BlockRow("tool_result", b.text) if b.block_type in ("text", "other") else b
-                    for b in blocks
-                ]
-            if hidden or ctype == "user_editable_context" or meta.get("is_user_system_message"):
-                role = "system"
-            real = role == "user" and any(b.block_type == "text" for b in blocks)
-            builder.message(
-                cid,
-                role,
-                blocks,
-                source_path=path,
-                source_line=1,
-                timestamp=parse_time(msg.get("create_time")) or when_default,
-                is_real_user=real,
-                external_id=str(msg.get("id")) if msg.get("id") else None,
-                speaker=author.get("name") if isinstance(author.get("name"), str) else None,
-            )
+            try:
+                self._message(path, cid, node, when_default, builder)
+            except TOO_DEEP as exc:  # a value too deep to write back as a tool input
+                builder.skip(path, 1, f"{cid}: {too_deep_reason(exc)}")
+
+    def _message(
+        self,
+        path: Path,
+        cid: str,
+        node: dict[str, Any],
+        when_default: datetime | None,
+        builder: CorpusBuilder,
+    ) -> None:
+        msg = node.get("message")
+        if not isinstance(msg, dict):
+            builder.record()
+            return
+        author: dict[str, Any] = msg["author"] if isinstance(msg.get("author"), dict) else {}
+        role = author.get("role")
+        content = msg.get("content")
+        if role not in ("user", "assistant", "system", "tool") or not isinstance(content, dict):
+            builder.skip(path, 1, f"{cid}: message {msg.get('id')} has no role or content")
+            return
+        blocks = _parts(content)
+        meta: dict[str, Any] = msg["metadata"] if isinstance(msg.get("metadata"), dict) else {}
+        hidden = bool(meta.get("is_visually_hidden_from_conversation"))
+        if not blocks or all(not b.text and b.block_type == "text" for b in blocks):
+            builder.record()
+            return
+        ctype = content.get("content_type")
+        if role == "assistant" and msg.get("recipient") not in (None, "all"):
+            blocks = [
+                b
+                if b.block_type != "text"
+                else BlockRow(
+                    "tool_call",
+                    "",
+                    tool_name=str(msg.get("recipient")),
+                    tool_input=json_text({"input": b.text}),
+                )
+                for b in blocks
+            ]
+        if role == "tool":
+            blocks = [
+                BlockRow("tool_result", b.text) if b.block_type in ("text", "other") else b
+                for b in blocks
+            ]
+        if hidden or ctype == "user_editable_context" or meta.get("is_user_system_message"):
+            role = "system"
+        real = role == "user" and any(b.block_type == "text" for b in blocks)
+        builder.message(
+            cid,
+            role,
+            blocks,
+            source_path=path,
+            source_line=1,
+            timestamp=parse_time(msg.get("create_time")) or when_default,
+            is_real_user=real,
+            external_id=str(msg.get("id")) if msg.get("id") else None,
+            speaker=author.get("name") if isinstance(author.get("name"), str) else None,
+        )

@@ -28,13 +28,9 @@ from typing import Any
 
 import msgspec
 
-from convlab.loaders.base import (
-    BlockRow,
-    CorpusBuilder,
-    json_text,
-    parse_json_line,
-    parse_time,
-)
+from convlab.loaders.base import BlockRow, CorpusBuilder, parse_json_line, parse_time
+from convlab.loaders.files import open_regular
+from convlab.loaders.jsontext import TOO_DEEP, json_text, too_deep_reason
 from convlab.loaders.registry import register_format
 
 __all__ = ["ClaudeCodeReader"]
@@ -133,7 +129,7 @@ def _records(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, _Record]
     an object with odd field types for :func:`_loose`.
     """
     decode = _DECODE
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         for number, raw in enumerate(fh, start=1):
             try:
                 rec = decode(raw)
@@ -340,7 +336,11 @@ class ClaudeCodeReader:
             if not isinstance(content, list):
                 builder.skip(path, number, f"{kind} message content is not a string or a list")
                 continue
-            blocks = _blocks(content)
+            try:
+                blocks = _blocks(content)
+            except TOO_DEEP as exc:  # a tool input nested too deeply to write back as text
+                builder.skip(path, number, too_deep_reason(exc))
+                continue
             if kind == "assistant":
                 mid = msg.id
                 if type(mid) is not str:

@@ -16,11 +16,11 @@ re-emitted. Developer messages and injected context are ``system``; reasoning su
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, iter_json_lines, json_text, parse_time
+from convlab.loaders.base import BlockRow, CorpusBuilder, iter_json_lines, parse_time
+from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
 from convlab.loaders.registry import register_format
 
 __all__ = ["CodexReader"]
@@ -62,7 +62,9 @@ def _content_text(content: Any) -> str:
 def _args(value: Any) -> str:
     if isinstance(value, str):
         try:
-            return json_text(json.loads(value))
+            return json_text(parse_json(value))
+        except NestingError:
+            raise
         except ValueError:
             return json_text({"input": value})
     return json_text(value if value is not None else {})
@@ -135,41 +137,47 @@ class CodexReader:
 
         for number, rec in iter_json_lines(path, builder):
             lines = number
-            when = parse_time(rec.get("timestamp"))
-            kind = rec.get("type")
-            payload = rec.get("payload")
-            if kind is None and "record_type" in rec:
-                builder.record()
-                continue
-            if kind is None and number == 1 and "id" in rec:  # bare era header
-                ensure(str(rec["id"]))
-                builder.record()
-                continue
-            if kind in ITEM_TYPES and payload is None:  # bare era item
-                kind, payload = "response_item", rec
-            if not isinstance(payload, dict):
-                builder.skip(path, number, f"record of type {kind!r} without a payload object")
-                continue
-            if kind == "session_meta":
-                ensure(str(payload.get("id") or path.stem))
-                builder.record()
-            elif kind == "compacted":
-                text = payload.get("message")
-                if isinstance(text, str) and text.strip():
-                    emit("system", [BlockRow("text", text)], number, when)
+            try:
+                when = parse_time(rec.get("timestamp"))
+                kind = rec.get("type")
+                payload = rec.get("payload")
+                if kind is not None and not isinstance(kind, str):
+                    builder.skip(path, number, f"record type is not text ({type(kind).__name__})")
+                    continue
+                if kind is None and "record_type" in rec:
+                    builder.record()
+                    continue
+                if kind is None and number == 1 and "id" in rec:  # bare era header
+                    ensure(str(rec["id"]))
+                    builder.record()
+                    continue
+                if kind in ITEM_TYPES and payload is None:  # bare era item
+                    kind, payload = "response_item", rec
+                if not isinstance(payload, dict):
+                    builder.skip(path, number, f"record of type {kind!r} without a payload object")
+                    continue
+                if kind == "session_meta":
+                    ensure(str(payload.get("id") or path.stem))
+                    builder.record()
+                elif kind == "compacted":
+                    text = payload.get("message")
+                    if isinstance(text, str) and text.strip():
+                        emit("system", [BlockRow("text", text)], number, when)
+                    else:
+                        builder.record()
+                elif kind == "event_msg":
+                    if payload.get("type") == "user_message" and isinstance(
+                        payload.get("message"), str
+                    ):
+                        prompt(payload["message"], number, when)
+                    else:
+                        builder.record()
+                elif kind == "response_item":
+                    self._item(payload, number, when, builder, emit, prompt, path)
                 else:
                     builder.record()
-            elif kind == "event_msg":
-                if payload.get("type") == "user_message" and isinstance(
-                    payload.get("message"), str
-                ):
-                    prompt(payload["message"], number, when)
-                else:
-                    builder.record()
-            elif kind == "response_item":
-                self._item(payload, number, when, builder, emit, prompt, path)
-            else:
-                builder.record()
+            except TOO_DEEP as exc:  # e.g. tool arguments nested too deeply to parse
+                builder.skip(path, number, too_deep_reason(exc))
         ensure()
         return lines
 

@@ -38,10 +38,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from convlab import schema
 from convlab.loaders.base import BlockRow, Corpus, CorpusBuilder, LoadError, parse_time
+from convlab.loaders.files import load_json_file
 from convlab.loaders.registry import register_format
 
 __all__ = [
@@ -257,9 +256,9 @@ def read_file(path: Path, builder: CorpusBuilder, totals: Counter[str]) -> None:
         LoadError: the file is not JSON, or holds no sample of the family.
     """
     try:
-        data = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        raise LoadError(path, 1, f"invalid JSON ({exc}); expected {_EXPECTED}") from None
+        data = load_json_file(path)  # regular files only; deep nesting is a LoadError too
+    except LoadError as exc:
+        raise LoadError(path, exc.line, f"{exc.reason}; expected {_EXPECTED}") from None
     samples = data if isinstance(data, list) else [data]
     usable = [s for s in samples if isinstance(s, dict) and _dialog(s) is not None]
     if not usable:

@@ -11,27 +11,35 @@ a user message holding only ``tool_result`` blocks is a ``tool`` message.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, LoadError, json_text
+from convlab.loaders.base import BlockRow, CorpusBuilder, LoadError, iter_json_lines
+from convlab.loaders.files import read_regular
+from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
 from convlab.loaders.registry import register_format
 
 __all__ = ["AnthropicReader", "OpenAIReader"]
 
 
 def _records(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, Any]]:
-    """(line, conversation) pairs: the whole file as JSON, or JSONL line by line."""
-    raw = path.read_bytes()
+    """(line, conversation) pairs: the whole file as JSON, or JSONL line by line.
+
+    A ``.jsonl`` file too deeply nested to parse whole is read line by line (the deep line is
+    skipped); any other file too deeply nested is a :class:`LoadError` naming the line.
+    """
+    raw = read_regular(path)
     try:
-        data = json.loads(raw)
+        data = parse_json(raw)
     except UnicodeDecodeError:
         raise LoadError(path, 1, "invalid UTF-8") from None
+    except NestingError as exc:
+        if path.suffix.lower() != ".jsonl":
+            raise LoadError(path, exc.line, exc.reason) from None
+        yield from iter_json_lines(path, builder)
+        return
     except ValueError:
-        from convlab.loaders.base import iter_json_lines
-
         yield from iter_json_lines(path, builder)
         return
     if isinstance(data, list) and data and isinstance(data[0], dict) and "role" in data[0]:
@@ -95,67 +103,89 @@ def _read(reader: Any, path: Path, builder: CorpusBuilder, anthropic: bool) -> i
     n = 0
     for i, (line, rec) in enumerate(_records(path, builder)):
         n = max(n, line)
-        messages = rec.get("messages") if isinstance(rec, dict) else None
-        if not isinstance(messages, list):
-            builder.skip(path, line, "conversation without a messages list")
-            continue
-        cid = str(rec.get("id") or f"{path.stem}-{i}")
-        builder.conversation(cid, source_format=reader.name, source_path=path)
-        system = rec.get("system")
-        if system:
-            blocks = _convert_blocks(system, anthropic)
-            if blocks:
-                builder.message(cid, "system", blocks, source_path=path, source_line=line)
-        for j, m in enumerate(messages):
-            if not isinstance(m, dict):
-                builder.skip(path, line, f"message {j} is not an object")
-                continue
-            role = m.get("role")
-            if role == "developer":
-                role = "system"
-            if role not in ("system", "user", "assistant", "tool"):
-                builder.skip(path, line, f"message {j} has unknown role {role!r}")
-                continue
-            blocks = _convert_blocks(m.get("content"), anthropic)
-            if blocks is None:
-                builder.skip(path, line, f"message {j} content is not a string, list or null")
-                continue
-            if role == "tool":
-                blocks = [
-                    BlockRow("tool_result", b.text) if b.block_type == "text" else b for b in blocks
-                ] or [BlockRow("tool_result", "")]
-            for call in m.get("tool_calls") or []:
-                fn = call.get("function") if isinstance(call, dict) else None
-                if isinstance(fn, dict):
-                    args = fn.get("arguments")
-                    try:
-                        parsed = json.loads(args) if isinstance(args, str) else args
-                    except ValueError:
-                        parsed = {"arguments": args}
-                    blocks.append(
-                        BlockRow(
-                            "tool_call",
-                            "",
-                            tool_name=str(fn.get("name") or ""),
-                            tool_input=json_text(parsed or {}),
-                        )
-                    )
-            types = {b.block_type for b in blocks}
-            if role == "user" and types and types <= {"tool_result", "image"}:
-                role = "tool"
-            if not blocks:
-                builder.record()
-                continue
-            builder.message(
-                cid,
-                role,
-                blocks,
-                source_path=path,
-                source_line=line,
-                is_real_user=role == "user" and "text" in types,
-                speaker=m.get("name") if isinstance(m.get("name"), str) else None,
-            )
+        try:
+            _conversation(reader, path, builder, anthropic, i, line, rec)
+        except TOO_DEEP as exc:  # e.g. an id nested too deeply to turn into text
+            builder.skip(path, line, too_deep_reason(exc))
     return n
+
+
+def _conversation(
+    reader: Any, path: Path, builder: CorpusBuilder, anthropic: bool, i: int, line: int, rec: Any
+) -> None:
+    """One conversation record (``i``-th of the file, at ``line``) into ``builder``."""
+    messages = rec.get("messages") if isinstance(rec, dict) else None
+    if not isinstance(messages, list):
+        builder.skip(path, line, "conversation without a messages list")
+        return
+    cid = str(rec.get("id") or f"{path.stem}-{i}")
+    builder.conversation(cid, source_format=reader.name, source_path=path)
+    system = rec.get("system")
+    if system:
+        blocks = _convert_blocks(system, anthropic)
+        if blocks:
+            builder.message(cid, "system", blocks, source_path=path, source_line=line)
+    for j, m in enumerate(messages):
+        try:
+            _message(path, builder, anthropic, cid, line, j, m)
+        except TOO_DEEP as exc:  # e.g. tool arguments nested too deeply to parse
+            builder.skip(path, line, f"message {j}: {too_deep_reason(exc)}")
+
+
+def _message(
+    path: Path, builder: CorpusBuilder, anthropic: bool, cid: str, line: int, j: int, m: Any
+) -> None:
+    """Message ``j`` of conversation ``cid`` into ``builder``."""
+    if not isinstance(m, dict):
+        builder.skip(path, line, f"message {j} is not an object")
+        return
+    role = m.get("role")
+    if role == "developer":
+        role = "system"
+    if role not in ("system", "user", "assistant", "tool"):
+        builder.skip(path, line, f"message {j} has unknown role {role!r}")
+        return
+    blocks = _convert_blocks(m.get("content"), anthropic)
+    if blocks is None:
+        builder.skip(path, line, f"message {j} content is not a string, list or null")
+        return
+    if role == "tool":
+        blocks = [
+            BlockRow("tool_result", b.text) if b.block_type == "text" else b for b in blocks
+        ] or [BlockRow("tool_result", "")]
+    for call in m.get("tool_calls") or []:
+        fn = call.get("function") if isinstance(call, dict) else None
+        if isinstance(fn, dict):
+            args = fn.get("arguments")
+            try:
+                parsed = parse_json(args) if isinstance(args, str) else args
+            except NestingError:
+                raise
+            except ValueError:
+                parsed = {"arguments": args}
+            blocks.append(
+                BlockRow(
+                    "tool_call",
+                    "",
+                    tool_name=str(fn.get("name") or ""),
+                    tool_input=json_text(parsed or {}),
+                )
+            )
+    types = {b.block_type for b in blocks}
+    if role == "user" and types and types <= {"tool_result", "image"}:
+        role = "tool"
+    if not blocks:
+        builder.record()
+        return
+    builder.message(
+        cid,
+        role,
+        blocks,
+        source_path=path,
+        source_line=line,
+        is_real_user=role == "user" and "text" in types,
+        speaker=m.get("name") if isinstance(m.get("name"), str) else None,
+    )
 
 
 @register_format

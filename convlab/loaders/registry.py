@@ -11,7 +11,7 @@ import gc
 import multiprocessing
 import os
 import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
@@ -19,6 +19,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 import polars as pl
 
 from convlab.loaders.base import Corpus, CorpusBuilder, LoadError, LoadReport, merge_parts
+from convlab.loaders.files import Found, check, open_regular, walk
 
 __all__ = ["FORMATS", "Reader", "detect", "load", "load_files", "register_format"]
 
@@ -53,7 +54,11 @@ class Reader(Protocol):
         """Read one file into ``builder``; return the number of lines read.
 
         Record-level problems go through ``builder.skip`` (which raises in strict mode);
-        a file that cannot be read at all raises :class:`LoadError`.
+        a file that cannot be read at all raises :class:`LoadError` (which :func:`load` turns
+        into a skip in lenient mode). Files are opened with
+        :func:`convlab.loaders.files.open_regular` and whole-file JSON parsed with
+        :func:`convlab.loaders.files.load_json_file`; a record holding JSON nested too deeply
+        (:data:`convlab.loaders.jsontext.TOO_DEEP`) is skipped with its line.
         """
         ...
 
@@ -61,6 +66,7 @@ class Reader(Protocol):
 FORMATS: dict[str, Reader] = {}
 
 R = TypeVar("R")
+F = TypeVar("F")
 
 
 def register_format(cls: Callable[[], R]) -> Callable[[], R]:
@@ -88,22 +94,18 @@ def _reader(name: str) -> Reader:
 
 
 def detect(path: str | Path) -> str | None:
-    """The name of the format ``path`` is in, judged from its content, or ``None``."""
+    """The name of the format ``path`` is in, judged from its content, or ``None``.
+
+    Raises:
+        LoadError: ``path`` is not a readable regular file (a FIFO or a device is not opened).
+    """
     p = Path(path)
-    with p.open("rb") as fh:
+    with open_regular(p) as fh:
         head = fh.read(SNIFF_BYTES)
     for name, reader in FORMATS.items():
         if reader.sniff(p, head):
             return name
     return None
-
-
-def _walk(root: Path) -> Iterator[Path]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in sorted(filenames):
-            if not name.startswith("."):
-                yield Path(dirpath) / name
 
 
 def load(
@@ -119,9 +121,10 @@ def load(
         path: a transcript file, or a directory walked recursively (e.g. ``~/.claude/projects``,
             an Amplifier ``projects`` tree, a Codex ``sessions`` tree, a LoCoMo json).
         format: force one format (a key of :data:`FORMATS`) instead of detecting it per file.
-        strict: raise :class:`LoadError` naming file and line at the first bad record; by
-            default bad records and unrecognised files are skipped and listed in
-            ``corpus.report.skipped``.
+        strict: raise :class:`LoadError` naming file and line at the first bad record or file;
+            by default bad records and files not read (unrecognised, unreadable, FIFOs,
+            devices, dangling or looping symlinks: see :func:`convlab.loaders.files.walk`) are
+            skipped and listed in ``corpus.report.skipped``.
         workers: processes that read files in parallel (see :func:`load_files`).
 
     Returns:
@@ -138,10 +141,9 @@ def load(
     import convlab.loaders  # noqa: F401 - registers the formats
 
     root = Path(path).expanduser()
-    if not root.exists():
+    if not os.path.lexists(root):
         raise FileNotFoundError(f"no such file or directory: {root}")
-    files = [root] if root.is_file() else list(_walk(root))
-    return load_files(files, format=format, strict=strict, workers=workers)
+    return _load_found(list(walk(root)), format, strict, workers)
 
 
 def load_files(
@@ -160,12 +162,23 @@ def load_files(
     processes and merged in file order (:func:`convlab.loaders.base.merge_parts`): the corpus is
     the same as a serial load's, a strict-mode :class:`LoadError` reaches the caller as it is.
     ``None`` uses every CPU when the files hold at least :data:`PARALLEL_MIN_BYTES`, else one.
+
+    A path that is not a readable regular file (see :func:`convlab.loaders.files.check`) is
+    never opened: it is skipped and reported (strict mode: a :class:`LoadError` naming it).
     """
+    found = [Found(Path(f), check(f)) for f in files]
+    return _load_found(found, format, strict, workers)
+
+
+def _load_found(
+    found: Sequence[Found], format: str | None, strict: bool, workers: int | None
+) -> Corpus:
+    """Read the files found, reporting those with a problem; see :func:`load_files`."""
     import convlab.loaders  # noqa: F401 - registers the formats
 
     if format is not None:
         _reader(format)  # an unknown format fails here, not in a worker
-    paths = [Path(f) for f in files]
+    paths = list(found)
     sizes = _sizes(paths)
     n = _workers(sizes, workers)
     if n > 1:
@@ -185,12 +198,17 @@ def load_files(
     return _load_serial(paths, format, strict)
 
 
-def _sizes(paths: Sequence[Path]) -> list[int]:
-    """Bytes of each file (1 for an empty or unreadable one: the reader reports it)."""
+def _as_found(file: Found | str | Path) -> Found:
+    """A walked file as it is; a bare path checked (see :func:`load_files`)."""
+    return file if isinstance(file, Found) else Found(Path(file), check(file))
+
+
+def _sizes(found: Sequence[Found | Path]) -> list[int]:
+    """Bytes of each file (1 for an empty one or one not read: the reader reports it)."""
     out = []
-    for p in paths:
+    for path, problem in map(_as_found, found):
         try:
-            out.append(max(p.stat().st_size, 1))
+            out.append(1 if problem else max(path.stat().st_size, 1))
         except OSError:
             out.append(1)
     return out
@@ -206,10 +224,10 @@ def _workers(sizes: Sequence[int], workers: int | None) -> int:
     return min(os.cpu_count() or 1, len(sizes))
 
 
-def _chunks(paths: Sequence[Path], sizes: Sequence[int], n: int) -> list[list[Path]]:
+def _chunks(paths: Sequence[F], sizes: Sequence[int], n: int) -> list[list[F]]:
     """Consecutive runs of ``paths`` of about ``1/n`` of the bytes each (about ``n`` runs)."""
     target = sum(sizes) / max(1, min(n, len(paths)))
-    chunks: list[list[Path]] = [[]]
+    chunks: list[list[F]] = [[]]
     acc = 0.0
     for p, size in zip(paths, sizes, strict=True):
         if chunks[-1] and acc + size > target * 1.05:
@@ -220,7 +238,7 @@ def _chunks(paths: Sequence[Path], sizes: Sequence[int], n: int) -> list[list[Pa
     return chunks
 
 
-def _load_serial(files: Sequence[Path], format: str | None, strict: bool) -> Corpus:
+def _load_serial(files: Sequence[Found | Path], format: str | None, strict: bool) -> Corpus:
     """Read ``files`` in this process, in order, into one corpus."""
     import convlab.loaders  # noqa: F401 - registers the formats (a fresh worker process)
 
@@ -232,15 +250,19 @@ def _load_serial(files: Sequence[Path], format: str | None, strict: bool) -> Cor
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for file in files:
-            _load_file(file, forced, builder)
+        for file, problem in map(_as_found, files):
+            if problem is not None:
+                builder.skip(file, 0, problem)
+                builder.file_done(file, "unknown", 0)
+            else:
+                _load_file(file, forced, builder)
     finally:
         if was_enabled:
             gc.enable()
     return builder.build()
 
 
-def _load_part(files: Sequence[Path], format: str | None, strict: bool, out: str) -> str:
+def _load_part(files: Sequence[Found | Path], format: str | None, strict: bool, out: str) -> str:
     """In a worker: read ``files`` and leave the corpus as Arrow IPC files named ``out.*``.
 
     Arrow files are written and read back several times faster than the frames pickle through
@@ -293,16 +315,27 @@ def _load_file(file: Path, forced: Reader | None, builder: CorpusBuilder) -> Non
         builder.skip(file, 0, "empty file")
         builder.file_done(file, "unknown", 0)
         return
-    name = forced.name if forced is not None else detect(file)
+    try:
+        name = forced.name if forced is not None else detect(file)
+    except LoadError as exc:  # replaced by a FIFO or made unreadable since it was walked
+        builder.skip(exc.path, exc.line, exc.reason)
+        builder.file_done(file, "unknown", 0)
+        return
     if name is None:
         builder.skip(file, 0, "unrecognised format")
         builder.file_done(file, "unknown", 0)
         return
     try:
         lines = FORMATS[name].read(file, builder)
-    except LoadError:
-        raise
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+    except LoadError as exc:  # the file as a whole (or its side file) could not be read
+        if builder.strict:
+            raise
+        builder.skip(exc.path, exc.line, exc.reason)
+        lines = 0
+    except OSError as exc:  # e.g. an I/O error, or a file removed while it was read
+        builder.skip(file, 0, f"cannot read file ({exc.strerror or exc})")
+        lines = 0
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
         # A reader bug or a file shape nobody foresaw: never let it escape as anything but a
         # LoadError naming the file (strict) or a counted skip (lenient).
         builder.skip(file, 0, f"{type(exc).__name__}: {exc}"[:200])

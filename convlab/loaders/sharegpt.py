@@ -9,11 +9,11 @@ results; ``<image>`` placeholders stay in the text.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, json_text
+from convlab.loaders.base import BlockRow, CorpusBuilder
+from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
 from convlab.loaders.message_lists import _records
 from convlab.loaders.registry import register_format
 
@@ -36,7 +36,9 @@ ROLES = {
 
 def _call(value: str) -> BlockRow:
     try:
-        data = json.loads(value)
+        data = parse_json(value)
+    except NestingError:
+        raise
     except ValueError:
         return BlockRow(
             "tool_call", "", tool_name="function", tool_input=json_text({"input": value})
@@ -106,45 +108,59 @@ class ShareGPTReader:
         n = 0
         for i, (line, rec) in enumerate(_records(path, builder)):
             n = max(n, line)
-            if not isinstance(rec, dict):
-                builder.skip(path, line, "record is not an object")
-                continue
-            turns = rec.get("conversations", rec.get("messages"))
-            if not isinstance(turns, list):
-                builder.skip(path, line, "record without conversations or messages")
-                continue
-            cid = str(rec.get("id") or f"{path.stem}-{i}")
-            builder.conversation(cid, source_format=self.name, source_path=path)
-            if isinstance(rec.get("system"), str) and rec["system"].strip():
-                builder.message(
-                    cid,
-                    "system",
-                    [BlockRow("text", rec["system"])],
-                    source_path=path,
-                    source_line=line,
-                )
-            for j, t in enumerate(turns):
-                if not isinstance(t, dict):
-                    builder.skip(path, line, f"turn {j} is not an object")
-                    continue
-                key = t.get("from", t.get("role"))
-                role = ROLES.get(str(key))
-                if role is None:
-                    builder.skip(path, line, f"turn {j} has unknown speaker {key!r}")
-                    continue
-                blocks = _blocks(str(key), t.get("value", t.get("content")))
-                if blocks is None:
-                    builder.skip(path, line, f"turn {j} has no text")
-                    continue
-                if not blocks:
-                    builder.record()
-                    continue
-                builder.message(
-                    cid,
-                    role,
-                    blocks,
-                    source_path=path,
-                    source_line=line,
-                    is_real_user=role == "user",
-                )
+            try:
+                self._record(path, builder, i, line, rec)
+            except TOO_DEEP as exc:  # e.g. an id nested too deeply to turn into text
+                builder.skip(path, line, too_deep_reason(exc))
         return n
+
+    def _record(self, path: Path, builder: CorpusBuilder, i: int, line: int, rec: Any) -> None:
+        if not isinstance(rec, dict):
+            builder.skip(path, line, "record is not an object")
+            return
+        turns = rec.get("conversations", rec.get("messages"))
+        if not isinstance(turns, list):
+            builder.skip(path, line, "record without conversations or messages")
+            return
+        cid = str(rec.get("id") or f"{path.stem}-{i}")
+        builder.conversation(cid, source_format=self.name, source_path=path)
+        if isinstance(rec.get("system"), str) and rec["system"].strip():
+            builder.message(
+                cid,
+                "system",
+                [BlockRow("text", rec["system"])],
+                source_path=path,
+                source_line=line,
+            )
+        for j, t in enumerate(turns):
+            try:
+                self._turn(path, builder, cid, line, j, t)
+            except TOO_DEEP as exc:  # e.g. a function call nested too deeply to parse
+                builder.skip(path, line, f"turn {j}: {too_deep_reason(exc)}")
+
+    def _turn(
+        self, path: Path, builder: CorpusBuilder, cid: str, line: int, j: int, t: Any
+    ) -> None:
+        if not isinstance(t, dict):
+            builder.skip(path, line, f"turn {j} is not an object")
+            return
+        key = t.get("from", t.get("role"))
+        role = ROLES.get(str(key))
+        if role is None:
+            builder.skip(path, line, f"turn {j} has unknown speaker {key!r}")
+            return
+        blocks = _blocks(str(key), t.get("value", t.get("content")))
+        if blocks is None:
+            builder.skip(path, line, f"turn {j} has no text")
+            return
+        if not blocks:
+            builder.record()
+            return
+        builder.message(
+            cid,
+            role,
+            blocks,
+            source_path=path,
+            source_line=line,
+            is_real_user=role == "user",
+        )

@@ -1,0 +1,196 @@
+"""Finding and opening transcript files safely: only regular files are ever opened.
+
+A history folder can hold things a reader must not open: a FIFO (opening it blocks until a
+writer comes, forever), a symlink to ``/dev/zero`` (reading it never ends), other devices and
+sockets, symlink loops, dangling symlinks, files this user may not read, and directories reached
+twice through symlinks. :func:`walk` finds every file under a root and says, for each one it will
+not read, why (a :class:`Found` with a ``problem``), judging from ``stat`` alone; nothing is
+opened. :func:`open_regular` checks again when a reader opens a file, since the file may have
+been replaced in between, and raises :class:`LoadError` naming the file instead of blocking.
+
+Both :func:`convlab.load` and the store's indexer (``convlab index``) walk with :func:`walk`, so
+the library and the command skip and report the same files.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO, NamedTuple
+
+from convlab.loaders.errors import LoadError
+from convlab.loaders.jsontext import NestingError, parse_json
+
+__all__ = ["Found", "check", "load_json_file", "open_regular", "read_regular", "walk"]
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+class Found(NamedTuple):
+    """A path met by :func:`walk`.
+
+    Attributes:
+        path: the path as walked (under the root, symlinks not resolved).
+        problem: why it is not read (``None`` for a readable regular file).
+    """
+
+    path: Path
+    problem: str | None = None
+
+
+def _kind(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return f"{name}, not a regular file"
+    return "not a regular file"
+
+
+def _stat(path: Path) -> tuple[os.stat_result | None, str | None]:
+    """``os.stat`` (following symlinks) of ``path``, or the problem that stops it."""
+    try:
+        return os.stat(path), None
+    except FileNotFoundError:
+        if os.path.islink(path):
+            return None, f"a dangling symlink (to {os.readlink(path)})"
+        return None, "no such file"
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return None, "a symlink loop"
+        return None, f"cannot read file ({exc.strerror})"
+
+
+def check(path: str | Path) -> str | None:
+    """Why ``path`` will not be read, judged without opening it; ``None`` when it can be.
+
+    Example:
+        >>> check("/dev/zero")
+        'a character device, not a regular file'
+    """
+    p = Path(path)
+    st, problem = _stat(p)
+    if st is None:
+        return problem
+    if stat.S_ISDIR(st.st_mode):
+        return "a directory"
+    if not stat.S_ISREG(st.st_mode):
+        return _kind(st.st_mode)
+    if not os.access(p, os.R_OK):
+        return "cannot read file (Permission denied)"
+    return None
+
+
+def walk(root: str | Path) -> Iterator[Found]:
+    """Every file under ``root`` in sorted order, with the reason for each one not to be read.
+
+    Names starting with a dot are passed over (hidden files and folders: caches, locks). Symlinks
+    to directories are followed, each real directory once: one reached again (a symlink loop,
+    or a second link to it) is reported, as is a regular file reached a second time through a
+    link. A directory that cannot be listed is reported. ``root`` itself may be a file.
+
+    Example:
+        >>> [f.problem for f in walk("/dev/zero")]
+        ['a character device, not a regular file']
+    """
+    top = Path(root)
+    st, problem = _stat(top)
+    if st is None or not stat.S_ISDIR(st.st_mode):
+        yield Found(top, problem if st is None else check(top))
+        return
+    seen_dirs: dict[tuple[int, int], Path] = {(st.st_dev, st.st_ino): top}
+    seen_files: dict[tuple[int, int], Path] = {}
+    stack = [top]
+    while stack:
+        directory = stack.pop()
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError as exc:
+            yield Found(directory, f"cannot list directory ({exc.strerror})")
+            continue
+        subdirs: list[Path] = []
+        for name in names:
+            if name.startswith("."):
+                continue
+            path = directory / name
+            st, problem = _stat(path)
+            if st is None:
+                yield Found(path, problem)
+                continue
+            key = (st.st_dev, st.st_ino)
+            if stat.S_ISDIR(st.st_mode):
+                if key in seen_dirs:
+                    yield Found(path, f"a directory walked already, as {seen_dirs[key]}")
+                else:
+                    seen_dirs[key] = path
+                    subdirs.append(path)
+            elif not stat.S_ISREG(st.st_mode):
+                yield Found(path, _kind(st.st_mode))
+            elif key in seen_files:
+                yield Found(path, f"the same file as {seen_files[key]}")
+            else:
+                seen_files[key] = path
+                readable = os.access(path, os.R_OK)
+                yield Found(path, None if readable else "cannot read file (Permission denied)")
+        stack.extend(reversed(subdirs))
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """Open a regular file for reading in binary, never a FIFO, device or socket.
+
+    The file is checked with ``stat`` before it is opened (so a device is never opened) and
+    again with ``fstat`` after (in case it was replaced in between); the open itself does not
+    block (``O_NONBLOCK``), so a FIFO swapped in at the last moment cannot hang the reader.
+
+    Raises:
+        LoadError: naming the file, with line 0, when it is not a readable regular file.
+    """
+    p = Path(path)
+    problem = check(p)
+    if problem is not None:
+        raise LoadError(p, 0, problem)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(p, flags)
+    except OSError as exc:
+        raise LoadError(p, 0, f"cannot read file ({exc.strerror})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise LoadError(p, 0, _kind(mode))
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str | Path) -> bytes:
+    """The bytes of a regular file (see :func:`open_regular`)."""
+    with open_regular(path) as fh:
+        return fh.read()
+
+
+def load_json_file(path: str | Path) -> Any:
+    """Read and parse a whole-file JSON transcript.
+
+    Raises:
+        LoadError: naming the file and line for every way this can fail: not a readable regular
+            file (line 0), invalid UTF-8, invalid JSON, JSON nested deeper than the parser
+            follows (``"JSON nested deeper than 1024 levels"``).
+    """
+    raw = read_regular(path)
+    try:
+        return parse_json(raw)
+    except NestingError as exc:
+        raise LoadError(path, exc.line, exc.reason) from None
+    except UnicodeDecodeError:
+        raise LoadError(path, 1, "invalid UTF-8") from None
+    except ValueError as exc:
+        line = getattr(exc, "lineno", 1)
+        raise LoadError(path, line, f"invalid JSON ({str(exc).splitlines()[0][:80]})") from None
