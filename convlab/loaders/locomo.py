@@ -258,6 +258,8 @@ def read_file(path: Path, builder: CorpusBuilder, totals: Counter[str]) -> None:
     try:
         data = load_json_file(path)  # regular files only; deep nesting is a LoadError too
     except LoadError as exc:
+        if not exc.reason.startswith("invalid JSON"):
+            raise  # not a regular file, unreadable, nested too deep: said as it is
         raise LoadError(path, exc.line, f"{exc.reason}; expected {_EXPECTED}") from None
     samples = data if isinstance(data, list) else [data]
     usable = [s for s in samples if isinstance(s, dict) and _dialog(s) is not None]

@@ -214,6 +214,33 @@ SEEDS: dict[str, tuple[str, str]] = {  # format -> (relative path, content)
             ]
         ),
     ),
+    "longmemeval": (
+        "longmemeval_s.json",
+        json.dumps(
+            [
+                {
+                    "question_id": "q1",
+                    "question_type": "single-session-user",
+                    "question": "What did I adopt?",
+                    "answer": "a cat",
+                    "question_date": "2023/05/30 (Tue) 10:00",
+                    "haystack_session_ids": ["s1", "s2"],
+                    "haystack_dates": ["2023/05/08 (Mon) 13:56", "2023/05/09 (Tue) 09:00"],
+                    "haystack_sessions": [
+                        [
+                            {"role": "user", "content": "I adopted a cat.", "has_answer": True},
+                            {"role": "assistant", "content": "Nice!"},
+                        ],
+                        [
+                            {"role": "user", "content": "How do I bake bread?"},
+                            {"role": "assistant", "content": "Flour, water, salt, yeast."},
+                        ],
+                    ],
+                    "answer_session_ids": ["s1"],
+                }
+            ]
+        ),
+    ),
 }
 
 RAW = "\x00raw:"  # a junk string standing for raw JSON text spliced in after dumping
