@@ -55,7 +55,7 @@ import polars as pl
 from filelock import FileLock, Timeout
 
 from convlab import __version__
-from convlab.loaders import Corpus
+from convlab.loaders import Corpus, LoadError
 from convlab.loaders.registry import FORMATS, load_files
 
 __all__ = [
@@ -202,8 +202,15 @@ class IndexSummary:
 
 
 def _file_sha256(path: Path) -> str:
+    """The SHA-256 of a transcript file, opened as a regular file only (never blocks on a FIFO).
+
+    Raises:
+        LoadError: the file is no longer a readable regular file.
+    """
+    from convlab.loaders.files import open_regular
+
     h = hashlib.sha256()
-    with path.open("rb") as fh:
+    with open_regular(path) as fh:
         while chunk := fh.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
@@ -649,13 +656,20 @@ class Store:
         changed: list[Path] = []
         files: dict[str, dict[str, Any]] = {}
         for f in seen:
-            st = f.stat()
-            rec = old_files.get(str(f))
-            if rec and rec["size"] == st.st_size and rec["mtime_ns"] == st.st_mtime_ns:
-                files[str(f)] = rec
-                summary.files_unchanged += 1
+            try:  # the file may have gone or changed kind since the walk: a skip, not a crash
+                st = f.stat()
+                rec = old_files.get(str(f))
+                if rec and rec["size"] == st.st_size and rec["mtime_ns"] == st.st_mtime_ns:
+                    files[str(f)] = rec
+                    summary.files_unchanged += 1
+                    continue
+                sha = _file_sha256(f)
+            except LoadError as exc:
+                summary.skipped.append((str(f), 0, exc.reason))
                 continue
-            sha = _file_sha256(f)
+            except OSError as exc:
+                summary.skipped.append((str(f), 0, f"cannot read file ({exc.strerror or exc})"))
+                continue
             if rec and rec["sha256"] == sha:
                 files[str(f)] = {**rec, "mtime_ns": st.st_mtime_ns}
                 summary.files_unchanged += 1
