@@ -1,73 +1,231 @@
 """Replace strings that look like secrets with a marker before anything is embedded or stored.
 
-Each rule is a named regular expression for one kind of secret with a recognisable shape (a
-provider's key prefix, a PEM block, a JWT, credentials in a URL, a literal assigned to a
-password-like name). Rules match shapes, not entropy, so ordinary code (hashes, UUIDs, variable
-names like ``password_hash``, ``password = getpass()``) is left alone; the tests hold realistic
-secrets and realistic code side by side.
+Each rule is a named regular expression for one kind of secret with a recognisable shape: a
+provider's key prefix (``AKIA``, ``ghp_``, ``sk-ant-``, ``xoxb-``, ``sk_live_``, ``AIza`` ...), a PEM
+private-key block, a JWT, a password in a connection URL, an ``Authorization`` header, or a literal
+assigned to a credential-like name (``DB_PASSWORD=...``, ``"client_secret": "..."``). Rules match
+shapes and context, not entropy, so ordinary code (git SHAs, UUIDs, content hashes, lockfile
+integrity strings, base64 images, ``password_hash``, ``password = getpass()``) is left alone.
+The labelled corpus in ``tests/fixtures/secrets`` holds realistic secrets and look-alikes side by
+side; :mod:`convlab.redact_bench` measures recall, false positives and speed on it.
+
+Each rule has a few lowercase *hints* (literal substrings); a rule runs on a text only when the
+lowercased text contains one of them, which keeps redaction fast on the many texts with nothing to
+find.
 
 Example:
-    >>> redact("export OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789")
+    >>> redact("export OPENAI_API_KEY=sk-proj-abcdefghij0123456789ABCDEFGHIJ0123456789")
     'export OPENAI_API_KEY=[REDACTED:openai_key]'
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 
 import polars as pl
 
-__all__ = ["RULES", "Redaction", "redact", "redact_blocks", "redact_counts"]
+from convlab.loaders.base import Corpus
+
+__all__ = [
+    "REDACT_MODES",
+    "RULES",
+    "Redaction",
+    "RedactMode",
+    "Rule",
+    "redact",
+    "redact_blocks",
+    "redact_corpus",
+    "redact_counts",
+    "redact_mode",
+    "redact_with_counts",
+]
+
+MARKER_PREFIX = "[REDACTED:"
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """One kind of secret: a name, a pattern, and the group that holds the secret (0 = all)."""
+    """One kind of secret.
+
+    Attributes:
+        name: the kind, written in the marker ``[REDACTED:<name>]``.
+        pattern: where the secret is; ``group`` names the part replaced (0 = the whole match).
+        hints: lowercase literals, one of which every match contains (a fast pre-check).
+        keep: given the secret, True when the match is not a secret after all (a placeholder,
+            a name); None = every match is a secret.
+    """
 
     name: str
     pattern: re.Pattern[str]
-    group: int = 0
+    hints: tuple[str, ...]
+    group: int | str = 0
+    keep: Callable[[str], bool] | None = None
 
 
-def _r(name: str, pattern: str, group: int = 0, flags: int = 0) -> Rule:
-    return Rule(name, re.compile(pattern, flags), group)
-
-
-RULES: tuple[Rule, ...] = (
-    _r(
-        "private_key",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]+?"
-        r"-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
-    ),
-    _r("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
-    _r("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{32,}"),
-    _r("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    _r(
-        "aws_secret_key",
-        r"(?i)\baws_?secret_?access_?key\b[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})\b",
-        1,
-    ),
-    _r("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{60,})\b"),
-    _r("gitlab_token", r"\bglpat-[A-Za-z0-9_\-]{20,}\b"),
-    _r("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}\b"),
-    _r("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-    _r("stripe_key", r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{24,}\b"),
-    _r("huggingface_token", r"\bhf_[A-Za-z]{34,}\b"),
-    _r("jwt", r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
-    _r("bearer_token", r"(?i)\bbearer\s+([A-Za-z0-9_\-\.=~+/]{20,})", 1),
-    _r("url_credentials", r"\b[a-z][a-z0-9+.\-]*://[^\s:/@\[\]]+:([^\s@/\[\]]{3,})@", 1),
-    # A quoted literal (or an unquoted env value) assigned to a password/secret/token-like name.
-    # Names such as password_hash / token_count / secret_name are not credentials.
-    _r(
-        "password",
-        r"(?i)(?P<name>\b[\w.\-]*(?:passw(?:or)?d|passwd|pwd|secret|api_?key|access_?token|auth_?token)"
-        r"(?![\w\-]*(?:hash|count|len|length|name|field|file|path|type|id|prompt|policy|url))"
-        r"[\w\-]*)[\"']?\s*[:=]\s*"
-        r"(?:\"(?P<dq>[^\"\n]{6,120})\"|'(?P<sq>[^'\n]{6,120})'|(?P<bare>[^\s\"'`;,(){}\[\]]{8,}))",
-    ),
+_NOT_SECRET = re.compile(
+    r"^(?:.*(?:\.\.\.|…).*|\$\{?\w+\}?|\$\{\{.*\}\}|\{\{.*\}\}|<[^>]*>|%\(\w+\)s|\*+|x+|X+|\.\.\.|None|null|"
+    r"true|false|changeme|password|secret|example|redacted)$",
+    re.I,
 )
+
+
+def _placeholder(secret: str) -> bool:
+    return bool(_NOT_SECRET.match(secret)) or secret.startswith(MARKER_PREFIX)
+
+
+def _low_variety(secret: str) -> bool:
+    """A random key mixes cases or digits; a placeholder (``sk-xxxx``) or a kebab name does not."""
+    kinds = sum(
+        (
+            any(c.isdigit() for c in secret),
+            any(c.isupper() for c in secret),
+            any(c.islower() for c in secret),
+        )
+    )
+    return kinds < 2
+
+
+RULES: dict[str, Rule] = {}
+
+
+def _rule(
+    name: str,
+    pattern: str,
+    hints: Iterable[str],
+    *,
+    group: int | str = 0,
+    flags: int = 0,
+    keep: Callable[[str], bool] | None = None,
+) -> None:
+    if name in RULES:
+        raise ValueError(f"redaction rule {name!r} is registered twice")
+    RULES[name] = Rule(name, re.compile(pattern, flags), tuple(hints), group, keep)
+
+
+_B64 = r"[A-Za-z0-9+/]"
+_TOKEN = r"[A-Za-z0-9_\-]"
+# Order matters: specific provider shapes first, generic context rules (headers, URLs,
+# assignments) last, so each secret gets the most precise marker.
+_rule(
+    "private_key",
+    r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----"
+    r"(?:.*?-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,\-]*)",
+    ["private key"],
+    flags=re.S,
+)
+_rule("anthropic_key", rf"\bsk-ant-[a-z]+\d*-{_TOKEN}{{20,}}", ["sk-ant-"])
+_rule(
+    "openai_key",
+    rf"\bsk-(?:proj-|svcacct-|admin-)?{_TOKEN}{{20,}}",
+    ["sk-"],
+    keep=_low_variety,
+)
+_rule("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", ["akia", "asia", "abia", "acca"])
+_rule(
+    "aws_secret_key",
+    rf"(?i)(?:aws_?)?secret_?access_?key[\"']?\s*[:=]\s*[\"']?({_B64}{{40}})(?![A-Za-z0-9+/=])",
+    ["secret"],
+    group=1,
+)
+_rule(
+    "github_token",
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b",
+    ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+)
+_rule("gitlab_token", rf"\bgl(?:pat|dt|rt|ptt)-{_TOKEN}{{20,}}", ["glpat-", "gldt-", "glrt-"])
+_rule(
+    "slack_webhook",
+    r"hooks\.slack\.com/(?:services|workflows|triggers)/([A-Za-z0-9/_\-]{20,})",
+    ["hooks.slack.com"],
+    group=1,
+)
+_rule(
+    "slack_token",
+    r"\b(?:xox[abposre]-[A-Za-z0-9\-]{10,}|xapp-\d-[A-Za-z0-9\-]{10,})",
+    ["xox", "xapp-"],
+)
+_rule("google_api_key", rf"\bAIza{_TOKEN}{{35}}(?!{_TOKEN})", ["aiza"])
+_rule("google_oauth_secret", rf"\bGOCSPX-{_TOKEN}{{28}}(?!{_TOKEN})", ["gocspx-"])
+_rule(
+    "stripe_key",
+    r"\b(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{24,}",
+    ["sk_live_", "sk_test_", "rk_live_", "rk_test_"],
+)
+_rule("stripe_webhook_secret", r"\bwhsec_[A-Za-z0-9+/=]{24,}", ["whsec_"])
+_rule("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", ["npm_"])
+_rule("pypi_token", rf"\bpypi-AgEIcHlwaS5vcmc{_TOKEN}{{50,}}", ["pypi-ageichlwas5vcmc"])
+_rule("huggingface_token", r"\bhf_[A-Za-z0-9]{34,}\b", ["hf_"], keep=_low_variety)
+_rule("sendgrid_key", rf"\bSG\.{_TOKEN}{{22}}\.{_TOKEN}{{43}}(?!{_TOKEN})", ["sg."])
+_rule("telegram_bot_token", rf"(?<![0-9])\d{{8,10}}:AA{_TOKEN}{{33}}(?!{_TOKEN})", [":aa"])
+_rule("digitalocean_token", r"\bdo[por]_v1_[a-f0-9]{64}\b", ["_v1_"])
+_rule("azure_storage_key", rf"(?i)\bAccountKey=({_B64}{{86}}==)", ["accountkey="], group=1)
+_rule("jwt", r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*", ["eyj"])
+_rule(
+    "basic_auth",
+    rf"(?i)\bauthorization[\"']?\s*:\s*[\"']?basic\s+({_B64}{{8,}}={{0,2}})",
+    ["basic"],
+    group=1,
+)
+_rule(
+    "bearer_token",
+    r"(?i)\bbearer\s+([A-Za-z0-9_\-\.=~+/]{20,})",
+    ["bearer"],
+    group=1,
+    keep=_placeholder,
+)
+_rule(
+    "url_credentials",
+    r"\b[a-z][a-z0-9+.\-]*://[^\s:/@\[\]\"'<>]*:([^\s@/\[\]\"'<>]{3,})@",
+    ["://"],
+    group=1,
+    keep=_placeholder,
+)
+# A literal assigned to a credential-like name: .env lines, YAML, JSON, code.
+_CREDENTIAL_NAME = (
+    r"passw(?:or)?d|passwd|pwd|secret|api[_\-]?key|(?<=[_\-])token"
+)
+_NOT_CREDENTIAL = (
+    r"hash|count|len|length|name|field|file|path|type|id|prompt|policy|url|label|placeholder|"
+    r"hint|message|text|title|error|expire|expiry|header|sha|digest|checksum|arn|ref|manager|"
+    r"store|provider|class|reset|rotation|version|env|var|limit|budget|usage|_ids?\b"
+)
+_rule(
+    "password",
+    rf"(?i)(?P<name>\b[\w.\-]*(?:{_CREDENTIAL_NAME})(?![\w\-]*(?:{_NOT_CREDENTIAL}))[\w\-]*)"
+    r"[\"']?\s*[:=]\s*"
+    r"(?:\"(?P<dq>[^\"\s]{6,120})\"|'(?P<sq>[^'\s]{6,120})'|(?P<bare>[^\s\"'`;,(){}\[\]]{6,}))",
+    ["pass", "pwd", "secret", "key", "token"],
+)
+
+_ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w\-]*")
+_CREDENTIAL_WORD = re.compile(r"pass|pwd|secret|key|token", re.I)
+
+
+def _assigned_secret(m: re.Match[str], text: str) -> str | None:
+    """The group holding the secret of a ``password`` match, or None when it is code.
+
+    A value is a placeholder (``${DB_PASSWORD}``, ``<your-key>``, ``changeme``), code (called:
+    ``HTTPPasswordMgr()``; an attribute: ``config.api_key``), or a literal. An UPPER_CASE
+    (environment-style) name takes any literal; another name does not take an identifier without
+    a digit (``Optional``, ``new_pwd``) or one holding a credential word (``api_key_v2``), since
+    after ``password:`` or ``token =`` those are types and variables more often than secrets.
+    """
+    group = next(g for g in ("dq", "sq", "bare") if m.group(g) is not None)
+    value = m.group(group)
+    if _placeholder(value):
+        return None
+    if group == "bare" and (text[m.end() : m.end() + 1] in ("(", "[") or _ATTRIBUTE.fullmatch(value)):
+        return None
+    if m.group("name").isupper():
+        return group
+    if _IDENTIFIER.fullmatch(value) and (
+        not any(c.isdigit() for c in value) or _CREDENTIAL_WORD.search(value)
+    ):
+        return None
+    return group
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,68 +236,47 @@ class Redaction:
     counts: dict[str, int]
 
 
-def _marker(name: str) -> str:
-    return f"[REDACTED:{name}]"
-
-
-_NOT_SECRET = re.compile(
-    r"^(?:\$\{?\w+\}?|<[^>]+>|\*+|x+|\.\.\.|None|null|true|false|changeme|\w+\(.*)$", re.I
-)
-
-
 def redact_with_counts(text: str) -> Redaction:
-    """Redact ``text`` and count the replacements per rule."""
+    """Redact ``text`` and count the replacements per rule.
+
+    Example:
+        >>> r = redact_with_counts("PASSWORD=hunter2 and AKIAIOSFODNN7EXAMPLE")
+        >>> r.text, r.counts
+        ('PASSWORD=[REDACTED:password] and [REDACTED:aws_access_key]', {'aws_access_key': 1, \
+'password': 1})
+    """
     counts: dict[str, int] = {}
-    for rule in RULES:
-        if rule.name == "password":
-            text = _redact_assignments(text, rule, counts)
+    if len(text) < 6:
+        return Redaction(text, counts)
+    low = text.lower()
+    for rule in RULES.values():
+        if not any(h in low for h in rule.hints):
             continue
-
-        def sub(m: re.Match[str], rule: Rule = rule) -> str:
-            secret = m.group(rule.group)
-            if secret is None:
-                return m.group(0)
-            counts[rule.name] = counts.get(rule.name, 0) + 1
-            start, end = m.span(rule.group)
-            whole_start = m.start(0)
-            whole = m.group(0)
-            return whole[: start - whole_start] + _marker(rule.name) + whole[end - whole_start :]
-
-        text = rule.pattern.sub(sub, text)
+        new = _apply(rule, text, counts)
+        if new is not text:
+            text, low = new, new.lower()
     return Redaction(text, counts)
 
 
-_CODE_NAME = re.compile(r"[a-z_][a-z0-9_]*|[A-Za-z_]+")
-_ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
-
-
-def _redact_assignments(text: str, rule: Rule, counts: dict[str, int]) -> str:
-    """The ``password`` rule: a literal assigned to a credential-like name.
-
-    Quoted values are literals. An unquoted value is code, not a secret, when it is called
-    (``HTTPPasswordMgr()``) or an attribute access (``config.api_key``); otherwise it counts when
-    the name is an environment-style UPPER_CASE name (``PASSWORD=hunter2``) or the value does not
-    look like a name (``pwd = new_password`` is code, ``pwd: S3cr3t99`` is not).
-    """
-
+def _apply(rule: Rule, text: str, counts: dict[str, int]) -> str:
     def sub(m: re.Match[str]) -> str:
-        group = next(g for g in ("dq", "sq", "bare") if m.group(g) is not None)
-        value = m.group(group)
-        if _NOT_SECRET.match(value) or value.startswith("[REDACTED:"):
+        if rule.name == "password":
+            group: int | str | None = _assigned_secret(m, text)
+        else:
+            group = rule.group
+            secret = m.group(group)
+            if secret is None or (rule.keep is not None and rule.keep(secret)):
+                group = None
+        if group is None:
             return m.group(0)
-        name = m.group("name")
-        if group == "bare":
-            called = text[m.end() : m.end() + 1] == "("
-            if called or _ATTRIBUTE.fullmatch(value):
-                return m.group(0)
-            if not name.isupper() and _CODE_NAME.fullmatch(value):
-                return m.group(0)
         counts[rule.name] = counts.get(rule.name, 0) + 1
+        offset = m.start(0)
         start, end = m.span(group)
         whole = m.group(0)
-        return whole[: start - m.start(0)] + _marker(rule.name) + whole[end - m.start(0) :]
+        return f"{whole[: start - offset]}{MARKER_PREFIX}{rule.name}]{whole[end - offset :]}"
 
-    return rule.pattern.sub(sub, text)
+    out = rule.pattern.sub(sub, text)
+    return text if out == text else out
 
 
 def redact(text: str) -> str:
@@ -156,6 +293,13 @@ def redact_counts(texts: Iterable[str]) -> dict[str, int]:
     return total
 
 
+def _redact_column(values: pl.Series, mask: pl.Series | None = None) -> pl.Series:
+    texts = values.to_list()
+    keep = [True] * len(texts) if mask is None else mask.fill_null(False).to_list()
+    out = [redact(t) if k and t else t for t, k in zip(texts, keep, strict=True)]
+    return pl.Series(values.name, out, dtype=pl.String)
+
+
 def redact_blocks(
     blocks: pl.DataFrame, *, block_types: Iterable[str] | None = None
 ) -> pl.DataFrame:
@@ -168,15 +312,71 @@ def redact_blocks(
     Returns:
         A new frame; the input is not changed.
     """
-    types = None if block_types is None else set(block_types)
-    mask = pl.lit(True) if types is None else pl.col("block_type").is_in(sorted(types))
+    mask = None if block_types is None else blocks["block_type"].is_in(sorted(set(block_types)))
     return blocks.with_columns(
-        pl.when(mask)
-        .then(pl.col("text").map_elements(redact, return_dtype=pl.String))
-        .otherwise(pl.col("text"))
-        .alias("text"),
-        pl.when(mask & pl.col("tool_input").is_not_null())
-        .then(pl.col("tool_input").map_elements(redact, return_dtype=pl.String))
-        .otherwise(pl.col("tool_input"))
-        .alias("tool_input"),
+        _redact_column(blocks["text"], mask), _redact_column(blocks["tool_input"], mask)
     )
+
+
+@dataclass(frozen=True, slots=True)
+class RedactMode:
+    """What a store redacts before anything is embedded or stored.
+
+    Attributes:
+        name: the ``--redact`` choice.
+        block_types: the block types whose text and tool input are redacted (None = all).
+        titles: conversation titles are redacted too.
+        description: one line for help texts.
+    """
+
+    name: str
+    block_types: frozenset[str] | None
+    titles: bool
+    description: str
+
+
+REDACT_MODES: dict[str, RedactMode] = {
+    m.name: m
+    for m in (
+        RedactMode(
+            name="all",
+            block_types=None,
+            titles=True,
+            description="every stored or embedded text: prompts, replies, thinking, tool "
+            "calls and outputs, titles",
+        ),
+        RedactMode(
+            name="tool-output",
+            block_types=frozenset({"tool_call", "tool_result"}),
+            titles=False,
+            description="tool calls and tool outputs only (the old default)",
+        ),
+        RedactMode(name="none", block_types=frozenset(), titles=False, description="nothing"),
+    )
+}
+
+
+def redact_mode(name: str) -> RedactMode:
+    """The mode called ``name``; a ValueError lists the valid names."""
+    try:
+        return REDACT_MODES[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown redaction mode {name!r}; choose one of {', '.join(REDACT_MODES)}"
+        ) from None
+
+
+def redact_corpus(corpus: Corpus, mode: str) -> Corpus:
+    """``corpus`` with the texts that ``mode`` covers redacted (a new corpus; input unchanged).
+
+    Example:
+        >>> clean = redact_corpus(corpus, "all")  # doctest: +SKIP
+    """
+    m = redact_mode(mode)
+    if m.block_types is not None and not m.block_types and not m.titles:
+        return corpus
+    blocks = redact_blocks(corpus.blocks, block_types=m.block_types)
+    conversations = corpus.conversations
+    if m.titles:
+        conversations = conversations.with_columns(_redact_column(conversations["title"]))
+    return replace(corpus, blocks=blocks, conversations=conversations)
