@@ -23,10 +23,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-import polars as pl
+if TYPE_CHECKING:
+    import polars as pl
 
-from convlab.loaders.base import Corpus
+    from convlab.loaders.base import Corpus
 
 __all__ = [
     "REDACT_MODES",
@@ -294,6 +296,7 @@ def redact_counts(texts: Iterable[str]) -> dict[str, int]:
 
 
 def _redact_column(values: pl.Series, mask: pl.Series | None = None) -> pl.Series:
+    import polars as pl
     texts = values.to_list()
     keep = [True] * len(texts) if mask is None else mask.fill_null(False).to_list()
     out = [redact(t) if k and t else t for t, k in zip(texts, keep, strict=True)]

@@ -40,6 +40,7 @@ from filelock import FileLock, Timeout
 from convlab import __version__
 from convlab.loaders import Corpus
 from convlab.loaders.registry import FORMATS, load_files
+from convlab.redact import REDACT_MODES, redact_corpus
 
 __all__ = [
     "IndexSummary",
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 STORE_FORMAT = 1
-REDACT_CHOICES = ("tool-output", "all", "none")
+REDACT_CHOICES: tuple[str, ...] = tuple(REDACT_MODES)
 
 
 class StoreLocked(RuntimeError):
@@ -95,14 +96,15 @@ class StoreConfig:
         strategy: the embedding strategy (a key of ``convlab.STRATEGIES``).
         budget: the unit token budget.
         index_kind: ``flat`` (exact), ``hnsw`` or ``ivf``.
-        redact: ``tool-output`` (tool results and tool-call inputs), ``all`` blocks, or ``none``.
+        redact: a key of :data:`convlab.redact.REDACT_MODES`: ``all`` (every text stored or
+            embedded, titles included; the default), ``tool-output`` or ``none``.
         policy: the content policy as a dict (``ContentPolicy.as_dict()``).
     """
 
     strategy: str = "turn_pair"
     budget: int = 256
     index_kind: str = "flat"
-    redact: str = "tool-output"
+    redact: str = "all"
     policy: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -559,14 +561,8 @@ def _candidate_files(roots: Iterable[Path]) -> Iterable[Path]:
 
 
 def _redact(corpus: Corpus, mode: str) -> Corpus:
-    from convlab.redact import redact_blocks
-
-    if mode == "none" or corpus.blocks.height == 0:
-        return corpus
-    types = None if mode == "all" else {"tool_result", "tool_call"}
-    from dataclasses import replace
-
-    return replace(corpus, blocks=redact_blocks(corpus.blocks, block_types=types))
+    """Redact what ``mode`` covers before anything is fingerprinted, embedded or stored."""
+    return redact_corpus(corpus, mode)
 
 
 def _fsync_dir(path: Path) -> None:
