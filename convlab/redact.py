@@ -1,17 +1,17 @@
 """Replace strings that look like secrets with a marker before anything is embedded or stored.
 
 Each rule is a named regular expression for one kind of secret with a recognisable shape: a
-provider's key prefix (``AKIA``, ``ghp_``, ``sk-ant-``, ``xoxb-``, ``sk_live_``, ``AIza`` ...), a PEM
-private-key block, a JWT, a password in a connection URL, an ``Authorization`` header, or a literal
-assigned to a credential-like name (``DB_PASSWORD=...``, ``"client_secret": "..."``). Rules match
-shapes and context, not entropy, so ordinary code (git SHAs, UUIDs, content hashes, lockfile
-integrity strings, base64 images, ``password_hash``, ``password = getpass()``) is left alone.
-The labelled corpus in ``tests/fixtures/secrets`` holds realistic secrets and look-alikes side by
-side; :mod:`convlab.redact_bench` measures recall, false positives and speed on it.
+provider's key prefix (``AKIA``, ``ghp_``, ``sk-ant-``, ``xoxb-``, ``sk_live_``, ``AIza``...), a
+PEM private-key block, a JWT, a password in a connection URL, an ``Authorization`` header, or a
+literal assigned to a credential-like name (``DB_PASSWORD=...``, ``"client_secret": "..."``).
+Rules match shapes and context, not entropy, so ordinary code (git SHAs, UUIDs, content
+hashes, lockfile integrity strings, base64 images, ``password_hash``, ``password = getpass()``)
+is left alone. The labelled corpus in ``tests/fixtures/secrets`` holds realistic secrets and
+look-alikes side by side; :mod:`convlab.redact_bench` measures recall, false positives and speed.
 
 Each rule has a few lowercase *hints* (literal substrings); a rule runs on a text only when the
-lowercased text contains one of them, which keeps redaction fast on the many texts with nothing to
-find.
+lowercased text contains one of them, which keeps redaction fast on the many texts with nothing
+to find.
 
 Example:
     >>> redact("export OPENAI_API_KEY=sk-proj-abcdefghij0123456789ABCDEFGHIJ0123456789")
@@ -33,8 +33,8 @@ if TYPE_CHECKING:
 __all__ = [
     "REDACT_MODES",
     "RULES",
-    "Redaction",
     "RedactMode",
+    "Redaction",
     "Rule",
     "redact",
     "redact_blocks",
@@ -124,7 +124,9 @@ _rule(
     ["sk-"],
     keep=_low_variety,
 )
-_rule("aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", ["akia", "asia", "abia", "acca"])
+_rule(
+    "aws_access_key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", ["akia", "asia", "abia", "acca"]
+)
 _rule(
     "aws_secret_key",
     rf"(?i)(?:aws_?)?secret_?access_?key[\"']?\s*[:=]\s*[\"']?({_B64}{{40}})(?![A-Za-z0-9+/=])",
@@ -185,9 +187,7 @@ _rule(
     keep=_placeholder,
 )
 # A literal assigned to a credential-like name: .env lines, YAML, JSON, code.
-_CREDENTIAL_NAME = (
-    r"passw(?:or)?d|passwd|pwd|secret|api[_\-]?key|(?<=[_\-])token"
-)
+_CREDENTIAL_NAME = r"passw(?:or)?d|passwd|pwd|secret|api[_\-]?key|(?<=[_\-])token"
 _NOT_CREDENTIAL = (
     r"hash|count|len|length|name|field|file|path|type|id|prompt|policy|url|label|placeholder|"
     r"hint|message|text|title|error|expire|expiry|header|sha|digest|checksum|arn|ref|manager|"
@@ -198,15 +198,21 @@ _rule(
     rf"(?i)(?P<name>\b[\w.\-]*(?:{_CREDENTIAL_NAME})(?![\w\-]*(?:{_NOT_CREDENTIAL}))[\w\-]*)"
     r"[\"']?\s*[:=]\s*"
     r"(?:\"(?P<dq>[^\"\s]{6,120})\"|'(?P<sq>[^'\s]{6,120})'|(?P<bare>[^\s\"'`;,(){}\[\]]{6,}))",
-    ["pass", "pwd", "secret", "key", "token"],
+    ["pass", "pwd", "secret", "api_key", "api-key", "apikey", "_token", "-token"],
 )
+# Where the ``password`` rule can match: its pattern starts with a name of any length, slow to
+# try at every word, so it runs only on the lines holding one of these words.
+_CREDENTIAL_WORD_AT = re.compile(r"passw|pwd|secret|api[_\-]?key|[_\-]token", re.I)
+# Every hint of every rule: most texts hold none and are returned after these substring tests
+# (faster here than one regular expression of all of them).
+_HINTS = tuple(sorted({h for r in RULES.values() for h in r.hints}))
 
 _ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w\-]*")
 _CREDENTIAL_WORD = re.compile(r"pass|pwd|secret|key|token", re.I)
 
 
-def _assigned_secret(m: re.Match[str], text: str) -> str | None:
+def _assigned_secret(m: re.Match[str]) -> str | None:
     """The group holding the secret of a ``password`` match, or None when it is code.
 
     A value is a placeholder (``${DB_PASSWORD}``, ``<your-key>``, ``changeme``), code (called:
@@ -219,7 +225,8 @@ def _assigned_secret(m: re.Match[str], text: str) -> str | None:
     value = m.group(group)
     if _placeholder(value):
         return None
-    if group == "bare" and (text[m.end() : m.end() + 1] in ("(", "[") or _ATTRIBUTE.fullmatch(value)):
+    after = m.string[m.end() : m.end() + 1]
+    if group == "bare" and (after in ("(", "[") or _ATTRIBUTE.fullmatch(value)):
         return None
     if m.group("name").isupper():
         return group
@@ -251,6 +258,8 @@ def redact_with_counts(text: str) -> Redaction:
     if len(text) < 6:
         return Redaction(text, counts)
     low = text.lower()
+    if not any(h in low for h in _HINTS):
+        return Redaction(text, counts)
     for rule in RULES.values():
         if not any(h in low for h in rule.hints):
             continue
@@ -263,7 +272,7 @@ def redact_with_counts(text: str) -> Redaction:
 def _apply(rule: Rule, text: str, counts: dict[str, int]) -> str:
     def sub(m: re.Match[str]) -> str:
         if rule.name == "password":
-            group: int | str | None = _assigned_secret(m, text)
+            group: int | str | None = _assigned_secret(m)
         else:
             group = rule.group
             secret = m.group(group)
@@ -277,8 +286,30 @@ def _apply(rule: Rule, text: str, counts: dict[str, int]) -> str:
         whole = m.group(0)
         return f"{whole[: start - offset]}{MARKER_PREFIX}{rule.name}]{whole[end - offset :]}"
 
-    out = rule.pattern.sub(sub, text)
+    if rule.name == "password":
+        out = _by_line(text, _CREDENTIAL_WORD_AT, lambda line: rule.pattern.sub(sub, line))
+    else:
+        out = rule.pattern.sub(sub, text)
     return text if out == text else out
+
+
+def _by_line(text: str, word: re.Pattern[str], change: Callable[[str], str]) -> str:
+    """``text`` with ``change`` applied to each line holding a match of ``word``."""
+    parts: list[str] = []
+    done = 0
+    for m in word.finditer(text):
+        if m.start() < done:
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        end = len(text) if end < 0 else end
+        parts.append(text[done:start])
+        parts.append(change(text[start:end]))
+        done = end
+    if not parts:
+        return text
+    parts.append(text[done:])
+    return "".join(parts)
 
 
 def redact(text: str) -> str:
@@ -297,6 +328,7 @@ def redact_counts(texts: Iterable[str]) -> dict[str, int]:
 
 def _redact_column(values: pl.Series, mask: pl.Series | None = None) -> pl.Series:
     import polars as pl
+
     texts = values.to_list()
     keep = [True] * len(texts) if mask is None else mask.fill_null(False).to_list()
     out = [redact(t) if k and t else t for t, k in zip(texts, keep, strict=True)]

@@ -14,6 +14,7 @@ import poplib
 import secrets
 import smtplib
 import ssl
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import pytest
 
 from convlab import load, schema
 from convlab.embed import HashEmbedder
+from convlab.loaders.base import BlockRow, Corpus
 from convlab.policy import ContentPolicy
 from convlab.redact import (
     REDACT_MODES,
@@ -192,7 +194,12 @@ def test_corpus_is_as_large_and_varied_as_promised() -> None:
     # every rule is exercised by some secret, so no rule goes untested
     assert kinds == set(RULES)
     assert {s["where"] for s in CORPUS_SECRETS} == {
-        "user", "assistant", "thinking", "tool_input", "tool_output", "title"
+        "user",
+        "assistant",
+        "thinking",
+        "tool_input",
+        "tool_output",
+        "title",
     }
 
 
@@ -227,33 +234,28 @@ def test_modes_come_from_one_registry_and_unknown_names_are_refused() -> None:
         StoreConfig(redact="everything")
 
 
-def _corpus_with_a_key_everywhere() -> Any:
+def _corpus_with_a_key_everywhere() -> tuple[Corpus, str]:
     key = "AKIAQWERTYUIOPASDFGH"
     c = make_corpus(
         {
             "c": [
                 ("user", f"my key is {key}"),
                 ("assistant", f"do not paste {key}"),
-                ("tool", [schema_block("tool_result", f"AWS_ACCESS_KEY_ID={key}")]),
+                ("tool", [BlockRow("tool_result", f"AWS_ACCESS_KEY_ID={key}")]),
             ]
         }
     )
     conversations = c.conversations.with_columns(pl.lit(f"Leaked {key}").alias("title"))
-    from dataclasses import replace
-
     return replace(c, conversations=conversations), key
-
-
-def schema_block(block_type: str, text: str) -> Any:
-    from convlab.loaders.base import BlockRow
-
-    return BlockRow(block_type, text)
 
 
 @pytest.mark.parametrize(
     ("mode", "redacted_blocks", "title_redacted"),
-    [("all", [True, True, True], True), ("tool-output", [False, False, True], False),
-     ("none", [False, False, False], False)],
+    [
+        ("all", [True, True, True], True),
+        ("tool-output", [False, False, True], False),
+        ("none", [False, False, False], False),
+    ],
 )
 def test_each_mode_covers_its_texts(
     mode: str, redacted_blocks: list[bool], title_redacted: bool
@@ -295,15 +297,22 @@ def _claude_code_session(item: dict[str, str]) -> list[dict[str, Any]]:
     if where in ("assistant", "title"):
         line("assistant", [{"type": "text", "text": text if where == "assistant" else "ok"}])
     elif where == "thinking":
-        line("assistant", [{"type": "thinking", "thinking": text, "signature": "sig"},
-                           {"type": "text", "text": "Done."}])
+        line(
+            "assistant",
+            [
+                {"type": "thinking", "thinking": text, "signature": "sig"},
+                {"type": "text", "text": "Done."},
+            ],
+        )
     elif where in ("tool_input", "tool_output"):
         try:
             tool_input = json.loads(text) if where == "tool_input" else {"command": "cat f"}
         except ValueError:
             tool_input = {"command": text}
-        line("assistant", [{"type": "tool_use", "id": f"tu-{sid}", "name": "Bash",
-                            "input": tool_input}])
+        line(
+            "assistant",
+            [{"type": "tool_use", "id": f"tu-{sid}", "name": "Bash", "input": tool_input}],
+        )
         output = text if where == "tool_output" else "ok"
         line("user", [{"type": "tool_result", "tool_use_id": f"tu-{sid}", "content": output}])
         line("assistant", [{"type": "text", "text": "That worked."}])
@@ -375,9 +384,6 @@ def test_no_secret_reaches_the_store_or_the_cache(history: Path, tmp_path: Path)
 def test_lookalikes_and_titles_after_loading(history: Path) -> None:
     loaded = load(history)
     out = redact_corpus(loaded, "all")
-    assert out.blocks["text"].to_list() == [
-        t if t is None else t for t in out.blocks["text"].to_list()
-    ]
     ids = {x["id"] for x in LOOKALIKES}
     keep = pl.col("conversation_id").is_in(sorted(ids))
     assert out.blocks.filter(keep).equals(loaded.blocks.filter(keep))
