@@ -181,7 +181,7 @@ _rule(
 )
 _rule(
     "url_credentials",
-    r"\b[a-z][a-z0-9+.\-]*://[^\s:/@\[\]\"'<>]*:([^\s@/\[\]\"'<>]{3,})@",
+    r"\b[a-z][a-z0-9+.\-]{0,30}://[^\s:/@\[\]\"'<>]{0,200}:([^\s@/\[\]\"'<>]{3,200})@",
     ["://"],
     group=1,
     keep=_placeholder,
@@ -195,14 +195,15 @@ _NOT_CREDENTIAL = (
 )
 _rule(
     "password",
-    rf"(?i)(?P<name>\b[\w.\-]*(?:{_CREDENTIAL_NAME})(?![\w\-]*(?:{_NOT_CREDENTIAL}))[\w\-]*)"
-    r"[\"']?\s*[:=]\s*"
-    r"(?:\"(?P<dq>[^\"\s]{6,120})\"|'(?P<sq>[^'\s]{6,120})'|(?P<bare>[^\s\"'`;,(){}\[\]]{6,}))",
+    # Matched from the credential word (see _redact_assignments), not from the name's start:
+    # a name of any length before it is slow to try at every word of a long line.
+    rf"(?i)(?:{_CREDENTIAL_NAME})(?![\w\-]{{0,60}}(?:{_NOT_CREDENTIAL}))(?P<tail>[\w\-]{{0,60}})"
+    r"[\"']?[ \t]*[:=][ \t]*"
+    r"(?:\"(?P<dq>[^\"\s]{6,120})\"|'(?P<sq>[^'\s]{6,120})'|(?P<bare>[^\s\"'`;,(){}\[\]]{6,200}))",
     ["pass", "pwd", "secret", "api_key", "api-key", "apikey", "_token", "-token"],
 )
-# Where the ``password`` rule can match: its pattern starts with a name of any length, slow to
-# try at every word, so it runs only on the lines holding one of these words.
 _CREDENTIAL_WORD_AT = re.compile(r"passw|pwd|secret|api[_\-]?key|[_\-]token", re.I)
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 # Every hint of every rule: most texts hold none and are returned after these substring tests
 # (faster here than one regular expression of all of them).
 _HINTS = tuple(sorted({h for r in RULES.values() for h in r.hints}))
@@ -212,7 +213,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][\w\-]*")
 _CREDENTIAL_WORD = re.compile(r"pass|pwd|secret|key|token", re.I)
 
 
-def _assigned_secret(m: re.Match[str]) -> str | None:
+def _assigned_secret(m: re.Match[str], name: str) -> str | None:
     """The group holding the secret of a ``password`` match, or None when it is code.
 
     A value is a placeholder (``${DB_PASSWORD}``, ``<your-key>``, ``changeme``), code (called:
@@ -228,7 +229,7 @@ def _assigned_secret(m: re.Match[str]) -> str | None:
     after = m.string[m.end() : m.end() + 1]
     if group == "bare" and (after in ("(", "[") or _ATTRIBUTE.fullmatch(value)):
         return None
-    if m.group("name").isupper():
+    if name.isupper():
         return group
     if _IDENTIFIER.fullmatch(value) and (
         not any(c.isdigit() for c in value) or _CREDENTIAL_WORD.search(value)
@@ -270,42 +271,42 @@ def redact_with_counts(text: str) -> Redaction:
 
 
 def _apply(rule: Rule, text: str, counts: dict[str, int]) -> str:
+    if rule.name == "password":
+        return _redact_assignments(rule, text, counts)
+
     def sub(m: re.Match[str]) -> str:
-        if rule.name == "password":
-            group: int | str | None = _assigned_secret(m)
-        else:
-            group = rule.group
-            secret = m.group(group)
-            if secret is None or (rule.keep is not None and rule.keep(secret)):
-                group = None
-        if group is None:
+        secret = m.group(rule.group)
+        if secret is None or (rule.keep is not None and rule.keep(secret)):
             return m.group(0)
         counts[rule.name] = counts.get(rule.name, 0) + 1
         offset = m.start(0)
-        start, end = m.span(group)
+        start, end = m.span(rule.group)
         whole = m.group(0)
         return f"{whole[: start - offset]}{MARKER_PREFIX}{rule.name}]{whole[end - offset :]}"
 
-    if rule.name == "password":
-        out = _by_line(text, _CREDENTIAL_WORD_AT, lambda line: rule.pattern.sub(sub, line))
-    else:
-        out = rule.pattern.sub(sub, text)
+    out = rule.pattern.sub(sub, text)
     return text if out == text else out
 
 
-def _by_line(text: str, word: re.Pattern[str], change: Callable[[str], str]) -> str:
-    """``text`` with ``change`` applied to each line holding a match of ``word``."""
+def _redact_assignments(rule: Rule, text: str, counts: dict[str, int]) -> str:
+    """The ``password`` rule, tried at each credential word; the name is read back to its start."""
     parts: list[str] = []
     done = 0
-    for m in word.finditer(text):
-        if m.start() < done:
+    for word in _CREDENTIAL_WORD_AT.finditer(text):
+        if word.start() < done:
             continue
-        start = text.rfind("\n", 0, m.start()) + 1
-        end = text.find("\n", m.end())
-        end = len(text) if end < 0 else end
-        parts.append(text[done:start])
-        parts.append(change(text[start:end]))
-        done = end
+        m = rule.pattern.match(text, word.start())
+        if m is None:
+            continue
+        start = word.start()
+        while start > max(done, word.start() - 60) and text[start - 1] in _NAME_CHARS:
+            start -= 1
+        group = _assigned_secret(m, text[start : m.end("tail")])
+        if group is None:
+            continue
+        counts[rule.name] = counts.get(rule.name, 0) + 1
+        parts += [text[done : m.start(group)], f"{MARKER_PREFIX}{rule.name}]"]
+        done = m.end(group)
     if not parts:
         return text
     parts.append(text[done:])
