@@ -67,8 +67,9 @@ class Rule:
 
 
 _NOT_SECRET = re.compile(
-    r"^(?:.*(?:\.\.\.|…).*|\$\{?\w+\}?|\$\{\{.*\}\}|\{\{.*\}\}|<[^>]*>|%\(\w+\)s|\*+|x+|X+|\.\.\.|None|null|"
-    r"true|false|changeme|password|secret|example|redacted)$",
+    r"^(?:.*(?:\.\.\.|…).*|\$\{?\w+\}?|\$\{\{.*\}\}|\{\{.*\}\}|<[^>]*>|%\(\w+\)s|\*+|x+|"
+    r"None|null|true|false|changeme|example|redacted|pass|passwd|pwd|password|secret|token|key|"
+    r"api_?key|(?:str|string|bytes|int|number|bool|boolean|any|object)\??)$",
     re.I,
 )
 
@@ -208,32 +209,39 @@ _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ012
 # (faster here than one regular expression of all of them).
 _HINTS = tuple(sorted({h for r in RULES.values() for h in r.hints}))
 
-_ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
 _IDENTIFIER = re.compile(r"[A-Za-z_][\w\-]*")
+_LETTERS = re.compile(r"[A-Za-z_\-]+")
+_NAME_LIKE = re.compile(r"[\w.\-]+")
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _CREDENTIAL_WORD = re.compile(r"pass|pwd|secret|key|token", re.I)
 
 
 def _assigned_secret(m: re.Match[str], name: str) -> str | None:
     """The group holding the secret of a ``password`` match, or None when it is code.
 
-    A value is a placeholder (``${DB_PASSWORD}``, ``<your-key>``, ``changeme``), code (called:
-    ``HTTPPasswordMgr()``; an attribute: ``config.api_key``), or a literal. An UPPER_CASE
-    (environment-style) name takes any literal; another name does not take an identifier without
-    a digit (``Optional``, ``new_pwd``) or one holding a credential word (``api_key_v2``), since
-    after ``password:`` or ``token =`` those are types and variables more often than secrets.
+    A value is a placeholder (``${DB_PASSWORD}``, ``<your-key>``, ``changeme``, ``string?``),
+    code (called: ``HTTPPasswordMgr()``; an attribute or import path: ``config.api_key``,
+    ``pkg.mod:Name``), a name (``secret_value``), or a literal. An UPPER_CASE (environment-style)
+    name takes any literal but a name; another name does not take a name holding a credential
+    word (``s3.secret-access-key``), a snake_case name (``s3_connection``) or an identifier
+    without a digit (``Optional``), since after ``password:`` or ``token =`` those are types and
+    variables more often than secrets. ``hunter2``, ``Pg!2026-orders`` are literals.
     """
     group = next(g for g in ("dq", "sq", "bare") if m.group(g) is not None)
     value = m.group(group)
-    if _placeholder(value):
+    if _placeholder(value) or _ATTRIBUTE.fullmatch(value):
         return None
-    after = m.string[m.end() : m.end() + 1]
-    if group == "bare" and (after in ("(", "[") or _ATTRIBUTE.fullmatch(value)):
+    if group == "bare" and m.string[m.end() : m.end() + 1] in ("(", "["):
         return None
+    holds_word = _CREDENTIAL_WORD.search(value) is not None
     if name.isupper():
-        return group
-    if _IDENTIFIER.fullmatch(value) and (
-        not any(c.isdigit() for c in value) or _CREDENTIAL_WORD.search(value)
-    ):
+        return None if holds_word and _LETTERS.fullmatch(value) else group
+    if holds_word and _NAME_LIKE.fullmatch(value):
+        return None
+    if _SNAKE.fullmatch(value):
+        return None
+    if _IDENTIFIER.fullmatch(value) and not any(c.isdigit() for c in value):
         return None
     return group
 

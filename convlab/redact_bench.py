@@ -11,6 +11,7 @@ Run::
 
     python -m convlab.redact_bench --texts /work/shared/transcripts --out runs/redact.json
     python -m convlab.redact_bench --redactor detect-secrets   # needs `pip install detect-secrets`
+    python -m convlab.redact_bench --redactor detect-secrets-lines
     python -m convlab.redact_bench --redactor file:/old/convlab/redact.py  # another version
 
 The figures are saved with the redactor's name and the exact inputs so they can be traced.
@@ -156,11 +157,13 @@ def throughput(redact: Redactor, texts: Sequence[str], *, min_seconds: float = 2
     }
 
 
-def _detect_secrets() -> Redactor:
+def _detect_secrets(whole_lines: bool = False) -> Redactor:
     """detect-secrets (Yelp) with its default plugins and filters, as a redactor.
 
     Each line is scanned the way ``detect-secrets scan`` scans a file (with its false-positive
-    filters), and every reported secret value is replaced by ``[REDACTED:<type>]``.
+    filters), and every reported secret value is replaced by ``[REDACTED:<type>]``; with
+    ``whole_lines``, every line with a finding is replaced instead (detect-secrets reports where
+    a secret is, not always all of it: ``glpat`` for a GitLab token, a PEM block's header).
     """
     try:
         from detect_secrets.core.scan import _process_line_based_plugins
@@ -174,6 +177,9 @@ def _detect_secrets() -> Redactor:
         with default_settings():
             lines = list(enumerate(text.splitlines(), start=1))
             found = list(_process_line_based_plugins(lines=lines, filename="transcript.txt"))
+        if whole_lines:
+            hit = {s.line_number for s in found}
+            return "\n".join("[REDACTED:line]" if n in hit else line for n, line in lines)
         for s in sorted(found, key=lambda s: -len(s.secret_value or "")):
             if s.secret_value:
                 text = text.replace(s.secret_value, f"[REDACTED:{s.type}]")
@@ -183,21 +189,25 @@ def _detect_secrets() -> Redactor:
 
 
 def redactor(name: str) -> Redactor:
-    """``convlab`` (this package), ``detect-secrets``, or ``file:PATH`` (a redact.py to compare)."""
+    """``convlab``, ``detect-secrets`` (``-lines``: whole lines), or ``file:PATH`` (a redact.py)."""
     if name == "convlab":
         from convlab.redact import redact
 
         return redact
-    if name == "detect-secrets":
-        return _detect_secrets()
+    if name in ("detect-secrets", "detect-secrets-lines"):
+        return _detect_secrets(whole_lines=name.endswith("-lines"))
     if name.startswith("file:"):
         spec = importlib.util.spec_from_file_location("_other_redact", name[5:])
         if spec is None or spec.loader is None:
             raise ValueError(f"cannot import {name[5:]}")
         module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
         spec.loader.exec_module(module)
         return module.redact
-    raise ValueError(f"unknown redactor {name!r}; choose convlab, detect-secrets or file:PATH")
+    raise ValueError(
+        f"unknown redactor {name!r}; choose convlab, detect-secrets, detect-secrets-lines or "
+        "file:PATH"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
