@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "REDACT_MODES",
     "RULES",
+    "RULES_VERSION",
     "RedactMode",
     "Redaction",
     "Rule",
@@ -244,6 +246,18 @@ def _assigned_secret(m: re.Match[str], name: str) -> str | None:
     if _IDENTIFIER.fullmatch(value) and not any(c.isdigit() for c in value):
         return None
     return group
+
+
+def _rules_version() -> str:
+    parts = [_NOT_SECRET.pattern, _ATTRIBUTE.pattern, _SNAKE.pattern, _CREDENTIAL_WORD.pattern]
+    for r in RULES.values():
+        parts += [r.name, r.pattern.pattern, str(r.pattern.flags), *r.hints, str(r.group)]
+        parts.append(getattr(r.keep, "__name__", ""))
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:12]
+
+
+RULES_VERSION: str = _rules_version()
+"""Changes whenever a rule changes; a store can record it to know its texts need redacting again."""
 
 
 @dataclass(frozen=True, slots=True)

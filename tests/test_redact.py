@@ -422,3 +422,20 @@ def test_worst_case_texts_of_the_block_limit_stay_fast(text: str) -> None:
     started = time.perf_counter()
     redact(text)
     assert time.perf_counter() - started < 3.0
+
+
+def test_tool_inputs_stay_valid_json_after_redaction() -> None:
+    items = [x for x in [*CORPUS_SECRETS, *LOOKALIKES] if x["where"] == "tool_input"]
+    assert len(items) >= 10
+    for item in items:
+        out = redact(item["text"])
+        assert isinstance(json.loads(out), dict), item["id"]
+
+
+def test_rules_version_names_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    from convlab import redact as module
+
+    assert len(module.RULES_VERSION) == 12
+    assert module._rules_version() == module.RULES_VERSION
+    monkeypatch.setattr(module, "RULES", {k: v for k, v in module.RULES.items() if k != "jwt"})
+    assert module._rules_version() != module.RULES_VERSION
