@@ -133,7 +133,7 @@ _rule(
 _rule(
     "aws_secret_key",
     rf"(?i)(?:aws_?)?secret_?access_?key[\"']?\s*[:=]\s*[\"']?({_B64}{{40}})(?![A-Za-z0-9+/=])",
-    ["secret"],
+    ["secret_access", "secretaccess"],
     group=1,
 )
 _rule(
@@ -172,7 +172,7 @@ _rule("jwt", r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]*
 _rule(
     "basic_auth",
     rf"(?i)\bauthorization[\"']?\s*:\s*[\"']?basic\s+({_B64}{{8,}}={{0,2}})",
-    ["basic"],
+    ["authorization"],
     group=1,
 )
 _rule(
@@ -184,7 +184,7 @@ _rule(
 )
 _rule(
     "url_credentials",
-    r"\b[a-z][a-z0-9+.\-]{0,30}://[^\s:/@\[\]\"'<>]{0,200}:([^\s@/\[\]\"'<>]{3,200})@",
+    r"://[^\s:/@\[\]\"'<>]{0,200}:([^\s@/\[\]\"'<>]{3,200})@",
     ["://"],
     group=1,
     keep=_placeholder,
@@ -205,10 +205,11 @@ _rule(
     r"(?:\"(?P<dq>[^\"\s]{6,120})\"|'(?P<sq>[^'\s]{6,120})'|(?P<bare>[^\s\"'`;,(){}\[\]]{6,200}))",
     ["pass", "pwd", "secret", "api_key", "api-key", "apikey", "_token", "-token"],
 )
-_CREDENTIAL_WORD_AT = re.compile(r"passw|pwd|secret|api[_\-]?key|[_\-]token", re.I)
+_CREDENTIAL_WORD_AT = re.compile(r"passw|pwd|secret|api[_\-]?key|(?<=[_\-])token", re.I)
+_CREDENTIAL_STARTS = ("passw", "pwd", "secret", "api", "token")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
-# Every hint of every rule: most texts hold none and are returned after these substring tests
-# (faster here than one regular expression of all of them).
+# Every hint of every rule, looked for once per text (faster here than one regular expression of
+# all of them); most texts hold none.
 _HINTS = tuple(sorted({h for r in RULES.values() for h in r.hints}))
 
 _ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?")
@@ -281,14 +282,13 @@ def redact_with_counts(text: str) -> Redaction:
     if len(text) < 6:
         return Redaction(text, counts)
     low = text.lower()
-    if not any(h in low for h in _HINTS):
+    present = {h for h in _HINTS if h in low}
+    if not present:
         return Redaction(text, counts)
     for rule in RULES.values():
-        if not any(h in low for h in rule.hints):
+        if present.isdisjoint(rule.hints):
             continue
-        new = _apply(rule, text, counts)
-        if new is not text:
-            text, low = new, new.lower()
+        text = _apply(rule, text, counts)
     return Redaction(text, counts)
 
 
@@ -310,18 +310,37 @@ def _apply(rule: Rule, text: str, counts: dict[str, int]) -> str:
     return text if out == text else out
 
 
+def _credential_words(text: str) -> list[int]:
+    """Where a credential word may start, found in the lowercased text with plain ``find``.
+
+    Three times faster than a case-insensitive regular expression; ``rule.pattern.match``
+    checks each place. Falls back to the regular expression when lowercasing changes the
+    length (a few non-ASCII letters do), so positions would not line up.
+    """
+    low = text.lower()
+    if len(low) != len(text):
+        return [m.start() for m in _CREDENTIAL_WORD_AT.finditer(text)]
+    out: list[int] = []
+    for word in _CREDENTIAL_STARTS:
+        i = low.find(word)
+        while i >= 0:
+            out.append(i)
+            i = low.find(word, i + 1)
+    return sorted(out)
+
+
 def _redact_assignments(rule: Rule, text: str, counts: dict[str, int]) -> str:
     """The ``password`` rule, tried at each credential word; the name is read back to its start."""
     parts: list[str] = []
     done = 0
-    for word in _CREDENTIAL_WORD_AT.finditer(text):
-        if word.start() < done:
+    for at in _credential_words(text):
+        if at < done:
             continue
-        m = rule.pattern.match(text, word.start())
+        m = rule.pattern.match(text, at)
         if m is None:
             continue
-        start = word.start()
-        while start > max(done, word.start() - 60) and text[start - 1] in _NAME_CHARS:
+        start = at
+        while start > max(done, at - 60) and text[start - 1] in _NAME_CHARS:
             start -= 1
         group = _assigned_secret(m, text[start : m.end("tail")])
         if group is None:
