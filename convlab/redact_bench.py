@@ -10,6 +10,7 @@ all.
 Run::
 
     python -m convlab.redact_bench --texts /work/shared/transcripts --out runs/redact.json
+    python -m convlab.redact_bench --code .venv/lib/python3.11/site-packages  # false positives
     python -m convlab.redact_bench --redactor detect-secrets   # needs `pip install detect-secrets`
     python -m convlab.redact_bench --redactor detect-secrets-lines
     python -m convlab.redact_bench --redactor file:/old/convlab/redact.py  # another version
@@ -29,7 +30,15 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["corpus_scores", "leaks", "load_labelled", "redactor", "throughput", "transcript_texts"]
+__all__ = [
+    "code_changes",
+    "corpus_scores",
+    "leaks",
+    "load_labelled",
+    "redactor",
+    "throughput",
+    "transcript_texts",
+]
 
 Redactor = Callable[[str], str]
 DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "secrets"
@@ -157,6 +166,49 @@ def throughput(redact: Redactor, texts: Sequence[str], *, min_seconds: float = 2
     }
 
 
+def code_changes(redact: Redactor, root: str | Path, *, megabytes: float = 40.0) -> dict:
+    """What ``redact`` changes in real code and docs that hold no live secret.
+
+    Source and text files under ``root`` (a ``site-packages``, say) in a fixed shuffled order,
+    up to ``megabytes``; every changed line is listed for review: a test key in a library is a
+    true find, anything else a false positive. Also gives the speed on code (MB/s).
+    """
+    import random
+
+    suffixes = {".py", ".md", ".rst", ".txt", ".cfg", ".toml", ".yaml", ".yml", ".ini"}
+    files = sorted(p for p in Path(root).rglob("*") if p.suffix in suffixes and p.is_file())
+    random.Random(0).shuffle(files)
+    size, n, seconds, changes = 0, 0, 0.0, []
+    for f in files:
+        if size >= megabytes * 1e6:
+            break
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        n += 1
+        size += len(text.encode("utf-8", "surrogatepass"))
+        started = time.perf_counter()
+        out = redact(text)
+        seconds += time.perf_counter() - started
+        if out != text:
+            lines = [
+                (a.strip()[:160], b.strip()[:160])
+                for a, b in zip(text.splitlines(), out.splitlines(), strict=False)
+                if a != b
+            ]
+            changes.append({"file": str(f.relative_to(root)), "lines": lines[:5]})
+    return {
+        "root": str(root),
+        "files": n,
+        "megabytes": size / 1e6,
+        "seconds": seconds,
+        "megabytes_per_second": size / 1e6 / seconds if seconds else float("nan"),
+        "files_changed": len(changes),
+        "changes": changes,
+    }
+
+
 def _detect_secrets(whole_lines: bool = False) -> Redactor:
     """detect-secrets (Yelp) with its default plugins and filters, as a redactor.
 
@@ -217,6 +269,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--texts", type=Path, nargs="*", default=[], help="transcripts for speed")
     ap.add_argument("--min-seconds", type=float, default=2.0)
+    ap.add_argument("--code", type=Path, help="a tree of code to look for false positives in")
+    ap.add_argument("--code-megabytes", type=float, default=40.0)
     ap.add_argument("--out", type=Path, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     redact = redactor(args.redactor)
@@ -236,6 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cpu_count": os.cpu_count(),
             **throughput(redact, texts, min_seconds=args.min_seconds),
         }
+    if args.code:
+        result["code"] = code_changes(redact, args.code, megabytes=args.code_megabytes)
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

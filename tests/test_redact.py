@@ -442,3 +442,25 @@ def test_rules_version_names_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     assert module._rules_version() == module.RULES_VERSION
     monkeypatch.setattr(module, "RULES", {k: v for k, v in module.RULES.items() if k != "jwt"})
     assert module._rules_version() != module.RULES_VERSION
+
+
+def test_bench_scores_are_worked_out_by_hand() -> None:
+    from convlab.redact_bench import corpus_scores, leaks
+
+    secrets_ = [
+        {"id": "a", "kind": "jwt", "where": "user", "secret": "abcdefghijklmnopqrst", "text": "x"},
+        {"id": "b", "kind": "jwt", "where": "tool_output", "secret": "hunter2", "text": "y"},
+    ]
+    secrets_[0]["text"] = "t=abcdefghijklmnopqrst"
+    secrets_[1]["text"] = "p=hunter2"
+    looks = [{"id": "l", "kind": "uuid", "where": "user", "text": "id=42"}]
+    # nothing redacted: recall 0; everything blanked: recall 1, one false positive
+    none = corpus_scores(lambda t: t, secrets_, looks)
+    assert (none["redacted"], none["recall"], none["false_positives"]) == (0, 0.0, 0)
+    blank = corpus_scores(lambda t: "[REDACTED:jwt]", secrets_, looks)
+    assert (blank["redacted"], blank["right_kind"], blank["false_positives"]) == (2, 2, 1)
+    # only tool outputs covered: the user's secret stays
+    tools = corpus_scores(lambda t: "", secrets_, looks, covered={"tool_output"})
+    assert (tools["missed"], tools["false_positives"]) == (["a"], 0)
+    # half a key is still a leak: a 16-character window survives
+    assert leaks("abcdefghijklmnopqrst", "t=abcdefghijklmnop[REDACTED]") == ["abcdefghijklmnop"]
