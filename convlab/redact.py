@@ -69,7 +69,7 @@ class Rule:
 
 
 _NOT_SECRET = re.compile(
-    r"^(?:.*(?:\.\.\.|…).*|\$\{?\w+\}?|\$\{\{.*\}\}|\{\{.*\}\}|<[^>]*>|%\(\w+\)s|\*+|x+|"
+    r"^(?:.*(?:\.\.\.|…).*|\[[^\]]*\]|\$\{?\w+\}?|\$\{\{.*\}\}|\{\{.*\}\}|<[^>]*>|%\(\w+\)s|\*+|x+|"
     r"None|null|true|false|changeme|example|redacted|pass|passwd|pwd|password|secret|token|key|"
     r"api_?key|(?:str|string|bytes|int|number|bool|boolean|any|object)\??)$",
     re.I,
@@ -218,6 +218,16 @@ _LETTERS = re.compile(r"[A-Za-z_\-]+")
 _NAME_LIKE = re.compile(r"[\w.\-]+")
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _CREDENTIAL_WORD = re.compile(r"pass|pwd|secret|key|token", re.I)
+_TOKEN_ONLY = re.compile(r"(?i)(?:(?!passw|pwd|secret|api[_\-]?key).)*")
+_TOKEN_CHARS = re.compile(r"[A-Za-z0-9_\-.~+/=:]{8,}")
+
+
+def _random_token(value: str) -> bool:
+    """Token-shaped: 8+ URL-safe characters mixing two of lower case, upper case and digits."""
+    if not _TOKEN_CHARS.fullmatch(value):
+        return False
+    kinds = (any(c.islower() for c in value), any(c.isupper() for c in value))
+    return sum((*kinds, any(c.isdigit() for c in value))) >= 2
 
 
 def _assigned_secret(m: re.Match[str], name: str) -> str | None:
@@ -229,14 +239,20 @@ def _assigned_secret(m: re.Match[str], name: str) -> str | None:
     name takes any literal but a name; another name does not take a name holding a credential
     word (``s3.secret-access-key``), a snake_case name (``s3_connection``) or an identifier
     without a digit (``Optional``), since after ``password:`` or ``token =`` those are types and
-    variables more often than secrets. ``hunter2``, ``Pg!2026-orders`` are literals.
+    variables more often than secrets. ``hunter2``, ``Pg!2026-orders`` are literals. A name
+    whose only credential word is ``token`` (``mask_token``, ``SLACK_TOKEN``) takes only a
+    token-shaped value, since language models have tokens too.
     """
     group = next(g for g in ("dq", "sq", "bare") if m.group(g) is not None)
     value = m.group(group)
-    if _placeholder(value) or _ATTRIBUTE.fullmatch(value):
+    if _placeholder(value):
         return None
+    if _ATTRIBUTE.fullmatch(value) and not any(c.isdigit() for c in value):
+        return None  # config.api_key, but not ya29.a0AfH6SMBx
     if group == "bare" and m.string[m.end() : m.end() + 1] in ("(", "["):
         return None
+    if _TOKEN_ONLY.fullmatch(name) and not _random_token(value):
+        return None  # mask_token="<mask>", IMAGE_TOKEN = "]<]image[>[": a model's tokens
     holds_word = _CREDENTIAL_WORD.search(value) is not None
     if name.isupper():
         return None if holds_word and _LETTERS.fullmatch(value) else group

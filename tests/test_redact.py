@@ -80,6 +80,7 @@ SECRETS = [
     ('db_password = "S3cr3t!pass"', "password", "S3cr3t!pass"),
     ("PASSWORD=hunter2hunter", "password", "hunter2hunter"),
     ("SLACK_TOKEN=abcd1234efgh", "password", "abcd1234efgh"),
+    ('access_token="ya29.a0AfH6SMBx9kQ"', "password", "ya29.a0AfH6SMBx9kQ"),
     # "İ" lowercases to two characters: the slower, position-safe search is used
     ("İstanbul deploy: DEPLOY_TOKEN=9f8e7d6c5b4a", "password", "9f8e7d6c5b4a"),
     ('  "client_secret": "8f7d6c5b4a39281706f5e4d3",', "password", "8f7d6c5b4a39281706f5e4d3"),
