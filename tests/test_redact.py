@@ -437,7 +437,7 @@ def test_tool_inputs_stay_valid_json_after_redaction() -> None:
 
 
 def test_rules_version_names_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
-    from convlab import redact as module
+    from convlab import redact_rules as module
 
     assert len(module.RULES_VERSION) == 12
     assert module._rules_version() == module.RULES_VERSION
