@@ -105,6 +105,7 @@ def _add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     from convlab import __version__, schema
+    from convlab.store import REDACT_CHOICES, StoreConfig
     from convlab.strategies import STRATEGIES
 
     p = argparse.ArgumentParser(
@@ -138,9 +139,11 @@ def _parser() -> argparse.ArgumentParser:
     ix.add_argument("--index", dest="index_kind", default="flat", choices=["flat", "hnsw", "ivf"])
     ix.add_argument(
         "--redact",
-        default="tool-output",
-        choices=["tool-output", "all", "none"],
-        help="replace secret-shaped strings before embedding or storing (%(default)s)",
+        default=StoreConfig().redact,
+        choices=REDACT_CHOICES,
+        help="replace secret-shaped strings (keys, tokens, private keys, passwords) before "
+        "embedding or storing: 'all' covers prompts, replies, thinking, tool calls and outputs "
+        "and titles; 'tool-output' only tool calls and outputs; 'none' nothing (%(default)s)",
     )
     ix.add_argument("--rebuild", action="store_true", help="start the store from scratch")
     ix.add_argument("--wait", action="store_true", help="wait for another indexer to finish")

@@ -57,6 +57,7 @@ from filelock import FileLock, Timeout
 from convlab import __version__
 from convlab.loaders import Corpus, LoadError
 from convlab.loaders.registry import FORMATS, load_files
+from convlab.redact import REDACT_MODES, RULES_VERSION, redact_corpus
 
 __all__ = [
     "IndexSummary",
@@ -97,7 +98,7 @@ BLOCK = 1 << 20
 SAMPLED_BLOCKS = 8
 _VERSION = re.compile(r"^v\d+$")
 _LEFTOVER = re.compile(r"^\.(?:tmp|current)-v\d+$")
-REDACT_CHOICES = ("tool-output", "all", "none")
+REDACT_CHOICES: tuple[str, ...] = tuple(REDACT_MODES)
 
 
 class StoreLocked(RuntimeError):
@@ -145,14 +146,15 @@ class StoreConfig:
         strategy: the embedding strategy (a key of ``convlab.STRATEGIES``).
         budget: the unit token budget.
         index_kind: ``flat`` (exact), ``hnsw`` or ``ivf``.
-        redact: ``tool-output`` (tool results and tool-call inputs), ``all`` blocks, or ``none``.
+        redact: a key of :data:`convlab.redact.REDACT_MODES`: ``all`` (every text stored or
+            embedded, titles included; the default), ``tool-output`` or ``none``.
         policy: the content policy as a dict (``ContentPolicy.as_dict()``).
     """
 
     strategy: str = "turn_pair"
     budget: int = 256
     index_kind: str = "flat"
-    redact: str = "tool-output"
+    redact: str = "all"
     policy: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -180,6 +182,7 @@ class IndexSummary:
     seconds: float = 0.0
     wrote_version: bool = False
     repaired: str = ""
+    reread: str = ""
 
     def lines(self) -> list[str]:
         """A human-readable closing summary."""
@@ -197,6 +200,8 @@ class IndexSummary:
         out += [f"  {n} x {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:10]]
         if self.repaired:
             out.append(f"repaired: {self.repaired}")
+        if self.reread:
+            out.append(f"every file read again: {self.reread}")
         out.append(f"time: {self.seconds:.1f} s" + ("" if self.wrote_version else " (unchanged)"))
         return out
 
@@ -645,7 +650,15 @@ class Store:
             self._check_settings(live_manifest, config, embedder)
         self._remove_leftovers()
         summary.repaired = damage
-        old_manifest = None if (rebuild or damage) else live_manifest
+        rules_changed = (
+            live_manifest is not None
+            and config.redact != "none"
+            and live_manifest.get("redact_rules") != RULES_VERSION
+        )
+        if rules_changed and not (rebuild or damage):
+            log("the redaction rules changed since the last index: every file is read again")
+            summary.reread = "redaction rules changed"
+        old_manifest = None if (rebuild or damage or rules_changed) else live_manifest
         roots = [Path(p).expanduser().resolve() for p in paths]
         for r in roots:
             if not r.exists():
@@ -770,6 +783,7 @@ class Store:
             "model_id": embedder.model_id,
             "dimension": int(embedder.dimension),
             "config": asdict(config),
+            "redact_rules": RULES_VERSION,
             "roots": sorted({*map(str, roots), *(old_manifest or {}).get("roots", [])}),
             "files": files,
             "fingerprints": prints,
@@ -953,14 +967,8 @@ def _candidate_files(
 
 
 def _redact(corpus: Corpus, mode: str) -> Corpus:
-    from convlab.redact import redact_blocks
-
-    if mode == "none" or corpus.blocks.height == 0:
-        return corpus
-    types = None if mode == "all" else {"tool_result", "tool_call"}
-    from dataclasses import replace
-
-    return replace(corpus, blocks=redact_blocks(corpus.blocks, block_types=types))
+    """Redact what ``mode`` covers before anything is fingerprinted, embedded or stored."""
+    return redact_corpus(corpus, mode)
 
 
 def _fsync_dir(path: Path) -> None:

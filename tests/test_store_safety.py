@@ -289,3 +289,20 @@ def test_a_file_gone_or_turned_into_a_fifo_after_the_walk_is_a_skip(
     assert reasons["gone.jsonl"].startswith("cannot read file")
     assert "FIFO" in reasons["late.jsonl"]
     assert summary.wrote_version
+
+
+def test_changed_redaction_rules_read_every_file_again(
+    history: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import convlab.store as store_module
+
+    store = Store(tmp_path / "store")
+    first = store.update([history], config=CONFIG, embedder=HashEmbedder())
+    same = Store(store.directory).update([history], config=CONFIG, embedder=HashEmbedder())
+    assert (same.files_read, same.reread, same.wrote_version) == (0, "", False)
+    monkeypatch.setattr(store_module, "RULES_VERSION", "rules-of-tomorrow")
+    again = Store(store.directory).update([history], config=CONFIG, embedder=HashEmbedder())
+    assert again.reread == "redaction rules changed"
+    assert again.files_read == first.files_read == 3
+    assert again.texts_embedded == 0  # the texts did not change: all from the cache
+    assert Store(store.directory).manifest()["redact_rules"] == "rules-of-tomorrow"

@@ -1,0 +1,309 @@
+"""Measure redaction: recall and false positives on a labelled corpus, and speed on real texts.
+
+The labelled corpus (``tests/fixtures/secrets``) holds ``secrets.json`` (a realistic secret in the
+text a prompt, reply, thinking block, tool call, tool output or title would hold) and
+``lookalikes.json`` (hashes, ids, lockfile strings, base64 images, ordinary code that must come out
+unchanged). A secret counts as redacted when no 16-character window of any of its lines survives,
+so a key cut in half is a miss. A look-alike counts as a false positive when its text changes at
+all.
+
+Run::
+
+    python -m convlab.redact_bench --texts /work/shared/transcripts --out runs/redact.json
+    python -m convlab.redact_bench --code .venv/lib/python3.11/site-packages  # false positives
+    python -m convlab.redact_bench --redactor detect-secrets   # needs `pip install detect-secrets`
+    python -m convlab.redact_bench --redactor detect-secrets-lines
+    python -m convlab.redact_bench --redactor file:/old/convlab/redact.py  # another version
+
+The figures are saved with the redactor's name and the exact inputs so they can be traced.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "code_changes",
+    "corpus_scores",
+    "leaks",
+    "load_labelled",
+    "redactor",
+    "throughput",
+    "transcript_texts",
+]
+
+Redactor = Callable[[str], str]
+DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "secrets"
+WINDOW = 16
+
+
+def load_labelled(directory: str | Path = DEFAULT_CORPUS) -> tuple[list[dict], list[dict]]:
+    """The ``(secrets, lookalikes)`` records of a labelled corpus directory."""
+    d = Path(directory)
+    return (
+        json.loads((d / "secrets.json").read_text(encoding="utf-8")),
+        json.loads((d / "lookalikes.json").read_text(encoding="utf-8")),
+    )
+
+
+def leaks(secret: str, text: str, width: int = WINDOW) -> list[str]:
+    """The pieces of ``secret`` still in ``text``: ``width``-character windows of each line.
+
+    Example:
+        >>> leaks("abcdefghijklmnopq", "key=abcdefghijklmnop[REDACTED]")
+        ['abcdefghijklmnop']
+    """
+    pieces: set[str] = set()
+    for line in (ln.strip() for ln in secret.splitlines()):
+        if len(line) <= width:
+            pieces.add(line)
+        else:
+            pieces.update(line[i : i + width] for i in range(len(line) - width + 1))
+    return sorted(p for p in pieces if len(p) >= 6 and p in text)
+
+
+def corpus_scores(
+    redact: Redactor,
+    secrets: Sequence[dict],
+    lookalikes: Sequence[dict],
+    *,
+    covered: Iterable[str] | None = None,
+) -> dict[str, Any]:
+    """Recall and false positives of ``redact`` on a labelled corpus.
+
+    Args:
+        redact: the function under test.
+        secrets: ``{id, kind, where, secret, text}`` records.
+        lookalikes: ``{id, kind, where, text}`` records.
+        covered: the ``where`` values the redaction runs on (a mode covering only tool
+            calls and outputs: ``{"tool_input", "tool_output"}``); None = all.
+
+    Returns:
+        ``recall`` = secrets with nothing left / secrets; ``right_kind`` = those also marked
+        ``[REDACTED:<kind>]``; ``false_positives`` = look-alikes changed; per-kind recall and
+        the ids of misses and false positives.
+    """
+    where = None if covered is None else set(covered)
+
+    def run(item: dict) -> str:
+        return redact(item["text"]) if where is None or item["where"] in where else item["text"]
+
+    missed, wrong_kind = [], []
+    per_kind: dict[str, list[int]] = {}
+    for item in secrets:
+        out = run(item)
+        ok = not leaks(item["secret"], out)
+        per_kind.setdefault(item["kind"], [0, 0])[1] += 1
+        if ok:
+            per_kind[item["kind"]][0] += 1
+            if f"[REDACTED:{item['kind']}]" not in out:
+                wrong_kind.append(item["id"])
+        else:
+            missed.append(item["id"])
+    changed = [x["id"] for x in lookalikes if run(x) != x["text"]]
+    n = len(secrets)
+    return {
+        "secrets": n,
+        "kinds": len(per_kind),
+        "redacted": n - len(missed),
+        "recall": (n - len(missed)) / n if n else float("nan"),
+        "right_kind": n - len(missed) - len(wrong_kind),
+        "missed": missed,
+        "wrong_kind": wrong_kind,
+        "lookalikes": len(lookalikes),
+        "false_positives": len(changed),
+        "false_positive_ids": changed,
+        "recall_by_kind": {k: f"{a}/{b}" for k, (a, b) in sorted(per_kind.items())},
+    }
+
+
+def transcript_texts(paths: Iterable[str | Path]) -> list[str]:
+    """Every text a store would redact, from the transcripts under ``paths``.
+
+    Block texts, tool-call inputs and conversation titles, as :func:`convlab.load` reads them.
+    """
+    from convlab import load
+
+    out: list[str] = []
+    for p in paths:
+        c = load(p)
+        for column in (c.blocks["text"], c.blocks["tool_input"], c.conversations["title"]):
+            out.extend(t for t in column.to_list() if t)
+    return out
+
+
+def throughput(redact: Redactor, texts: Sequence[str], *, min_seconds: float = 2.0) -> dict:
+    """Texts/s and MB/s (UTF-8) of ``redact`` over ``texts``, repeated for at least ``min_seconds``.
+
+    Also counts the texts changed in one pass, to review what fired on real data.
+    """
+    size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+    changed = sum(redact(t) != t for t in texts)
+    passes, started = 0, time.perf_counter()
+    while True:
+        for t in texts:
+            redact(t)
+        passes += 1
+        elapsed = time.perf_counter() - started
+        if elapsed >= min_seconds:
+            break
+    return {
+        "texts": len(texts),
+        "megabytes": size / 1e6,
+        "passes": passes,
+        "seconds": elapsed,
+        "texts_per_second": passes * len(texts) / elapsed,
+        "megabytes_per_second": passes * size / 1e6 / elapsed,
+        "texts_changed": changed,
+    }
+
+
+def code_changes(redact: Redactor, root: str | Path, *, megabytes: float = 40.0) -> dict:
+    """What ``redact`` changes in real code and docs that hold no live secret.
+
+    Source and text files under ``root`` (a ``site-packages``, say) in a fixed shuffled order,
+    up to ``megabytes``; every changed line is listed for review: a test key in a library is a
+    true find, anything else a false positive. Also gives the speed on code (MB/s).
+    """
+    import random
+
+    suffixes = {".py", ".md", ".rst", ".txt", ".cfg", ".toml", ".yaml", ".yml", ".ini"}
+    files = sorted(p for p in Path(root).rglob("*") if p.suffix in suffixes and p.is_file())
+    random.Random(0).shuffle(files)
+    size, n, seconds, changes = 0, 0, 0.0, []
+    for f in files:
+        if size >= megabytes * 1e6:
+            break
+        try:
+            text = f.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        n += 1
+        size += len(text.encode("utf-8", "surrogatepass"))
+        started = time.perf_counter()
+        out = redact(text)
+        seconds += time.perf_counter() - started
+        if out != text:
+            lines = [
+                (a.strip()[:160], b.strip()[:160])
+                for a, b in zip(text.splitlines(), out.splitlines(), strict=False)
+                if a != b
+            ]
+            changes.append({"file": str(f.relative_to(root)), "lines": lines[:5]})
+    return {
+        "root": str(root),
+        "files": n,
+        "megabytes": size / 1e6,
+        "seconds": seconds,
+        "megabytes_per_second": size / 1e6 / seconds if seconds else float("nan"),
+        "files_changed": len(changes),
+        "changes": changes,
+    }
+
+
+def _detect_secrets(whole_lines: bool = False) -> Redactor:
+    """detect-secrets (Yelp) with its default plugins and filters, as a redactor.
+
+    Each line is scanned the way ``detect-secrets scan`` scans a file (with its false-positive
+    filters), and every reported secret value is replaced by ``[REDACTED:<type>]``; with
+    ``whole_lines``, every line with a finding is replaced instead (detect-secrets reports where
+    a secret is, not always all of it: ``glpat`` for a GitLab token, a PEM block's header).
+    """
+    try:
+        from detect_secrets.core.scan import _process_line_based_plugins
+        from detect_secrets.settings import default_settings
+    except ImportError:
+        raise ImportError(
+            "the detect-secrets comparison needs `pip install detect-secrets`"
+        ) from None
+
+    def redact(text: str) -> str:
+        with default_settings():
+            lines = list(enumerate(text.splitlines(), start=1))
+            found = list(_process_line_based_plugins(lines=lines, filename="transcript.txt"))
+        if whole_lines:
+            hit = {s.line_number for s in found}
+            return "\n".join("[REDACTED:line]" if n in hit else line for n, line in lines)
+        for s in sorted(found, key=lambda s: -len(s.secret_value or "")):
+            if s.secret_value:
+                text = text.replace(s.secret_value, f"[REDACTED:{s.type}]")
+        return text
+
+    return redact
+
+
+def redactor(name: str) -> Redactor:
+    """``convlab``, ``detect-secrets`` (``-lines``: whole lines), or ``file:PATH`` (a redact.py)."""
+    if name == "convlab":
+        from convlab.redact import redact
+
+        return redact
+    if name in ("detect-secrets", "detect-secrets-lines"):
+        return _detect_secrets(whole_lines=name.endswith("-lines"))
+    if name.startswith("file:"):
+        spec = importlib.util.spec_from_file_location("_other_redact", name[5:])
+        if spec is None or spec.loader is None:
+            raise ValueError(f"cannot import {name[5:]}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # dataclasses look their module up there
+        spec.loader.exec_module(module)
+        return module.redact
+    raise ValueError(
+        f"unknown redactor {name!r}; choose convlab, detect-secrets, detect-secrets-lines or "
+        "file:PATH"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print (and optionally save) the corpus scores and the throughput of one redactor."""
+    ap = argparse.ArgumentParser(prog="python -m convlab.redact_bench", description=__doc__)
+    ap.add_argument("--redactor", default="convlab")
+    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    ap.add_argument("--texts", type=Path, nargs="*", default=[], help="transcripts for speed")
+    ap.add_argument("--min-seconds", type=float, default=2.0)
+    ap.add_argument("--code", type=Path, help="a tree of code to look for false positives in")
+    ap.add_argument("--code-megabytes", type=float, default=40.0)
+    ap.add_argument("--out", type=Path, help="write the figures as JSON here")
+    args = ap.parse_args(argv)
+    redact = redactor(args.redactor)
+    secrets, lookalikes = load_labelled(args.corpus)
+    result: dict[str, Any] = {
+        "redactor": args.redactor,
+        "corpus": str(args.corpus),
+        "all_texts": corpus_scores(redact, secrets, lookalikes),
+        "tool_calls_and_outputs_only": corpus_scores(
+            redact, secrets, lookalikes, covered={"tool_input", "tool_output"}
+        ),
+    }
+    if args.texts:
+        texts = transcript_texts(args.texts)
+        result["throughput"] = {
+            "paths": [str(p) for p in args.texts],
+            "cpu_count": os.cpu_count(),
+            **throughput(redact, texts, min_seconds=args.min_seconds),
+        }
+    if args.code:
+        result["code"] = code_changes(redact, args.code, megabytes=args.code_megabytes)
+    text = json.dumps(result, indent=1)
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.out.with_name(f".{args.out.name}.tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        tmp.replace(args.out)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
