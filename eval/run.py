@@ -12,6 +12,7 @@ scored at turn and session level with LongMemEval's measures).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -121,12 +122,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = data.select(convs or None)
     budgets = tuple(int(b) for b in args.budgets.split(","))
     scope = args.scope or ("haystack" if data.haystacks is not None else "conversation")
-    extra: dict[str, tuple[str, ...]] = {}
+    config = EvalConfig(budgets=budgets, scope=scope, baseline=args.baseline)
     if data.sessions is not None:  # LongMemEval: its measures, at turn and session level
-        metrics = (*EvalConfig().metrics, *LONGMEMEVAL_METRICS)
+        metrics = tuple(dict.fromkeys((*config.metrics, *LONGMEMEVAL_METRICS)))
         headline = (*HEADLINE[:3], "success@5", "session:success@5", "session:ndcg@10")
-        extra = {"metrics": tuple(dict.fromkeys(metrics)), "headline": headline}
-    config = EvalConfig(budgets=budgets, scope=scope, baseline=args.baseline, **extra)
+        config = dataclasses.replace(config, metrics=metrics, headline=headline)
     embedder = CachedEmbedder(MiniLMEmbedder(), args.cache)
     ev = evaluate(data, default_systems(strategies), embedder=embedder, config=config)
     out = Path(args.out)
