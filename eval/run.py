@@ -22,7 +22,7 @@ matplotlib.use("Agg")
 
 from convlab import plots
 from convlab.datasets import load_labelled
-from convlab.embed import CachedEmbedder, MiniLMEmbedder
+from convlab.embed import BACKENDS, CachedEmbedder, minilm_embedder
 from convlab.evaluate import EvalConfig, Evaluation, default_systems, evaluate
 from convlab.queries import write_qrels, write_run
 from convlab.strategies import STRATEGIES
@@ -41,6 +41,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--baseline", default=None, help="system compared against (first strategy)")
     p.add_argument("--out", default="runs/eval")
     p.add_argument("--cache", default="runs/cache", help="embedding cache folder")
+    p.add_argument(
+        "--backend", default="torch", choices=BACKENDS, help="MiniLM backend (%(default)s)"
+    )
     return p.parse_args(argv)
 
 
@@ -102,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = data.select(convs or None)
     budgets = tuple(int(b) for b in args.budgets.split(","))
     config = EvalConfig(budgets=budgets, scope=args.scope, baseline=args.baseline)
-    embedder = CachedEmbedder(MiniLMEmbedder(), args.cache)
+    embedder = CachedEmbedder(minilm_embedder(args.backend), args.cache)
     ev = evaluate(data, default_systems(strategies), embedder=embedder, config=config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
