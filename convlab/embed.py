@@ -43,8 +43,10 @@ __all__ = [
     "Embedder",
     "HashEmbedder",
     "MiniLMEmbedder",
+    "backend_of",
     "embed_texts",
     "minilm_embedder",
+    "query_embedder",
 ]
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
@@ -151,6 +153,64 @@ _BACKEND_FACTORIES: dict[str, Callable[..., Embedder]] = {
 }
 if tuple(_BACKEND_FACTORIES) != BACKENDS:  # pragma: no cover - a guard for whoever adds one
     raise RuntimeError("BACKENDS and the backend factories disagree")
+
+
+def backend_of(model_id: str) -> str:
+    """The MiniLM backend that made vectors with this ``model_id`` (as in a store's manifest).
+
+    Raises:
+        ValueError: the id is not all-MiniLM-L6-v2 on a known backend.
+
+    Example:
+        >>> backend_of("sentence-transformers/all-MiniLM-L6-v2@onnx-int8")
+        'onnx-int8'
+    """
+    if model_id == MODEL_ID:
+        return "torch"
+    name, _, backend = model_id.partition("@")
+    if name != MODEL_ID or backend not in BACKENDS:
+        raise ValueError(f"{model_id!r} is not {MODEL_ID} on one of the backends {BACKENDS}")
+    return backend
+
+
+_SAME_VECTORS = {"torch": "onnx", "onnx": "torch"}
+"""Backends whose vectors agree (cosine >= 0.9999, measured by eval/bench_onnx.py): a query
+embedded by one can search vectors made by the other."""
+
+
+def query_embedder(model_id: str, backend: str | None = None) -> Embedder:
+    """The embedder for queries against vectors made by ``model_id``.
+
+    With no ``backend``, vectors made by torch are searched with the exported fp32 ONNX model when
+    it is on disk and onnxruntime is installed (no torch import: a search starts in well under a
+    second instead of several), else with torch. This never exports a model.
+
+    Args:
+        model_id: the ``model_id`` recorded with the vectors (a store's manifest).
+        backend: force this backend (it must make the same vectors as the recorded one).
+
+    Raises:
+        ValueError: ``backend`` makes vectors of another space than ``model_id``.
+    """
+    made_by = backend_of(model_id)
+    if backend is not None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown embedding backend {backend!r}; valid: {', '.join(BACKENDS)}")
+        if backend not in (made_by, _SAME_VECTORS.get(made_by)):
+            raise ValueError(
+                f"the vectors were made by the {made_by} backend; a query embedded by {backend} "
+                f"would not match them (use --backend {made_by}, or rebuild the vectors with "
+                f"--backend {backend})"
+            )
+        return minilm_embedder(backend)
+    if made_by == "torch":
+        import importlib.util
+
+        from convlab.embed_onnx import onnx_model_file
+
+        if importlib.util.find_spec("onnxruntime") and onnx_model_file(quantized=False).is_file():
+            return minilm_embedder("onnx", export=False)
+    return minilm_embedder(made_by)
 
 
 class HashEmbedder:

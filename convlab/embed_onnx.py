@@ -91,7 +91,7 @@ def _require(module: str) -> Any:
 
 
 def _write_atomically(final: Path, write: Callable[[Path], None]) -> None:
-    """Run ``write(tmp)`` on a temporary name beside ``final``, fsync it and rename it into place."""
+    """Run ``write(tmp)`` on a temporary name beside ``final``, fsync it, rename it into place."""
     tmp = final.with_name(f".tmp-{uuid.uuid4().hex}-{final.name}")
     try:
         write(tmp)
