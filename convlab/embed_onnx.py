@@ -141,10 +141,28 @@ def _export_fp32(target: Path) -> None:
         )
 
 
+def _kept_in_fp32(source: Path) -> list[str]:
+    """The MatMul nodes left unquantized: the first layer's feed-forward output projection.
+
+    Measured on 300 LoCoMo utterances (mean / minimum cosine to fp32): every MatMul quantized
+    0.9901 / 0.962; this one node kept in fp32 0.9921 / 0.970 (about 1/18 of the MatMul work);
+    any other single layer's node 0.9900-0.9908. Embedding lookups stay fp32 too (no speed cost).
+    """
+    onnx = _require("onnx")
+    graph = onnx.load(str(source), load_external_data=False).graph
+    return [
+        n.name
+        for n in graph.node
+        if n.op_type == "MatMul" and "layer.0/output/dense" in n.name
+    ]
+
+
 def _quantize(source: Path, target: Path) -> None:
     """Dynamic int8 quantization: weights per output channel, 7-bit range (``reduce_range``)."""
     quantization = _require("onnxruntime.quantization")
     import logging
+
+    keep = _kept_in_fp32(source)
 
     level = logging.getLogger().level
     logging.getLogger().setLevel(logging.ERROR)  # a pre-processing hint logged on every call
@@ -155,6 +173,8 @@ def _quantize(source: Path, target: Path) -> None:
             per_channel=True,
             reduce_range=True,
             weight_type=quantization.QuantType.QInt8,
+            op_types_to_quantize=["MatMul"],
+            nodes_to_exclude=keep,
         )
     finally:
         logging.getLogger().setLevel(level)
