@@ -113,7 +113,7 @@ def _export_fp32(target: Path) -> None:
     transformers = _require("transformers")
     _require("onnx")  # the exporter serialises through it
 
-    class _Encoder(torch.nn.Module):  # type: ignore[misc,name-defined]
+    class _Encoder(torch.nn.Module):  # type: ignore[name-defined]
         def __init__(self, bert: Any) -> None:
             super().__init__()
             self.bert = bert
