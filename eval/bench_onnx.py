@@ -5,8 +5,8 @@
 
 - ``throughput``: texts/s of torch fp32, onnx fp32 and onnx-int8 on the same texts (sampled from
   LoCoMo's units of every strategy, whose ``message`` units are the utterances; sorted by
-  length), timed chunk by chunk with the three backends alternating (the order rotates per chunk), so load from other processes falls
-  on all three alike. Target: onnx-int8 >= 1.5x torch.
+  length), timed chunk by chunk with the three backends alternating (the order rotates per
+  chunk), so load from other processes falls on all three alike. Target: onnx-int8 >= 1.5x torch.
 - ``quality``: cosine of each text's onnx-int8 and onnx fp32 vector to its torch vector (mean,
   minimum, percentiles). Targets: int8 mean >= 0.99; fp32 minimum >= 0.9999 (the condition for
   embedding queries with onnx fp32 against a store built by torch).
