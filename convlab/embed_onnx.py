@@ -151,9 +151,7 @@ def _kept_in_fp32(source: Path) -> list[str]:
     onnx = _require("onnx")
     graph = onnx.load(str(source), load_external_data=False).graph
     return [
-        n.name
-        for n in graph.node
-        if n.op_type == "MatMul" and "layer.0/output/dense" in n.name
+        n.name for n in graph.node if n.op_type == "MatMul" and "layer.0/output/dense" in n.name
     ]
 
 
