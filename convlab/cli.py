@@ -81,14 +81,17 @@ EXAMPLES = {
 }
 
 
-def _embedder(name: str) -> Any:
-    from convlab.embed import HashEmbedder, MiniLMEmbedder
+def _embedder(name: str, backend: str = "torch", model_id: str | None = None) -> Any:
+    """The embedder of ``--embedder``/``--backend``; for a search, one fit for ``model_id``."""
+    from convlab.embed import HashEmbedder, minilm_embedder, query_embedder
 
-    if name == "minilm":
-        return MiniLMEmbedder()
     if name == "hash":  # a fast fake, for tests of the command itself
         return HashEmbedder()
-    raise UsageError(f"unknown embedder {name!r}")
+    if name != "minilm":
+        raise UsageError(f"unknown embedder {name!r}")
+    if model_id is not None:
+        return query_embedder(model_id, backend)
+    return minilm_embedder(backend)
 
 
 def _add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
@@ -105,6 +108,7 @@ def _add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     from convlab import __version__, schema
+    from convlab.embed import BACKENDS
     from convlab.store import REDACT_CHOICES, StoreConfig
     from convlab.strategies import STRATEGIES
 
@@ -150,6 +154,12 @@ def _parser() -> argparse.ArgumentParser:
     ix.add_argument(
         "--embedder", default="minilm", choices=["minilm", "hash"], help=argparse.SUPPRESS
     )
+    ix.add_argument(
+        "--backend",
+        default="torch",
+        choices=BACKENDS,
+        help="MiniLM backend: torch fp32, onnx fp32 or onnx-int8 (%(default)s)",
+    )
 
     se = sub.add_parser(
         "search",
@@ -177,6 +187,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     se.add_argument("--json", action="store_true", help="JSON lines for scripts and agents")
     se.add_argument("--embedder", default=None, choices=["minilm", "hash"], help=argparse.SUPPRESS)
+    se.add_argument(
+        "--backend",
+        default=None,
+        choices=BACKENDS,
+        help="query backend (default: the store's; onnx for a torch store when exported)",
+    )
 
     sh = sub.add_parser(
         "show", help="print a turn with its resurrected context", description="Print a turn."
@@ -301,7 +317,7 @@ def _index(args: argparse.Namespace) -> int:
             print(f"convlab index: {message}", file=sys.stderr, flush=True)
 
     log(f"indexing {len(paths)} path{'s' * (len(paths) != 1)} into {store.directory}")
-    embedder = _embedder(args.embedder)
+    embedder = _embedder(args.embedder, args.backend)
     if args.quiet and hasattr(embedder, "show_progress"):
         embedder.show_progress = False  # the model's progress bar
     summary = store.update(
@@ -316,8 +332,21 @@ def _index(args: argparse.Namespace) -> int:
     report = skip_report(summary.skipped, verbose=args.verbose)
     for line in with_skip_report(summary.lines(), report):
         print(line)
+    if args.embedder == "minilm" and args.backend == "torch":
+        _export_for_search()
     print(f"store: {store.directory}")
     return EXIT_OK
+
+
+def _export_for_search() -> None:
+    """Export the fp32 ONNX model now, so that `search` can embed queries without torch."""
+    import importlib.util
+
+    if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
+        return  # without the onnx extra, search embeds queries with torch
+    from convlab.embed_onnx import ensure_onnx_model
+
+    ensure_onnx_model(quantized=False)
 
 
 def _parse_date(text: str | None, option: str, *, end: bool = False) -> datetime | None:
@@ -389,7 +418,8 @@ def _search(args: argparse.Namespace) -> int:
     store = Store(args.store)
     manifest = store.manifest()
     index = store.index()
-    embedder = _embedder(args.embedder or _embedder_name(manifest))
+    name = args.embedder or _embedder_name(manifest)
+    embedder = _embedder(name, args.backend, model_id=str(manifest.get("model_id", "")))
     bm25 = None
     if args.hybrid:
         from convlab.lexical import BM25Index

