@@ -44,6 +44,7 @@ def _embedder(name: str) -> Any:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from convlab.index import INDEX_KINDS
     from convlab.strategies import STRATEGIES
 
     p = argparse.ArgumentParser(
@@ -70,7 +71,7 @@ def _parser() -> argparse.ArgumentParser:
         "--strategy", default="turn_pair", choices=sorted(STRATEGIES), help="(%(default)s)"
     )
     ix.add_argument("--budget", type=int, default=256, help="unit token budget (%(default)s)")
-    ix.add_argument("--index", dest="index_kind", default="flat", choices=["flat", "hnsw", "ivf"])
+    ix.add_argument("--index", dest="index_kind", default="flat", choices=list(INDEX_KINDS))
     ix.add_argument(
         "--redact",
         default="tool-output",

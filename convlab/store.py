@@ -94,7 +94,8 @@ class StoreConfig:
     Attributes:
         strategy: the embedding strategy (a key of ``convlab.STRATEGIES``).
         budget: the unit token budget.
-        index_kind: ``flat`` (exact), ``hnsw`` or ``ivf``.
+        index_kind: a key of ``convlab.index.INDEX_KINDS`` (``flat`` exact, ``hnsw``, ``ivf``,
+            ``ivfpq``).
         redact: ``tool-output`` (tool results and tool-call inputs), ``all`` blocks, or ``none``.
         policy: the content policy as a dict (``ContentPolicy.as_dict()``).
     """
