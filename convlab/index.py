@@ -171,7 +171,7 @@ class VectorIndex:
     ) -> VectorIndex:
         """Build an ``ivfpq`` index into ``directory`` shard by shard, then load it.
 
-        Each shard is read twice (count and sample, then add); at most one shard of float32
+        Each shard is read three times (count, sample, add); at most one shard of float32
         vectors is in memory at a time, the float16 vectors go straight to a memory-mapped file.
         Rows are numbered in shard order. The result equals :meth:`build` on the concatenated
         shards with the same parameters. The directory appears whole or not at all.
@@ -347,8 +347,10 @@ class VectorIndex:
                 "rebuild it with this model"
             )
         # ivfpq keeps its float16 vectors on disk; the other kinds load them into memory
-        mmap = "r" if manifest.get("kind") == "ivfpq" else None
-        vectors = np.load(d / "vectors.npy", mmap_mode=mmap, allow_pickle=False)
+        if manifest.get("kind") == "ivfpq":
+            vectors = np.load(d / "vectors.npy", mmap_mode="r", allow_pickle=False)
+        else:
+            vectors = np.load(d / "vectors.npy", allow_pickle=False)
         units = pl.read_parquet(d / "units.parquet")
         index = faiss.read_index(str(d / "index.faiss"))
         if index.ntotal != units.height or vectors.shape[0] != units.height:

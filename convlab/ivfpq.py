@@ -6,9 +6,10 @@ memory-mapped. A query probes ``nprobe`` of the ``nlist`` inverted lists, takes 
 ``rescore * k`` best candidates by PQ distance and re-scores them exactly (float16 vectors, float32
 arithmetic), so the scores returned are cosines, as with the other kinds.
 
-The index is built in two passes over shards
-(:meth:`convlab.index.VectorIndex.build_from_shards`): pass 1 counts rows and draws the training sample, pass 2 adds each shard and writes its float16
-vectors into the memory-mapped file, so at most one shard of float32 vectors is held at a time.
+The index is built in three passes over shards
+(:meth:`convlab.index.VectorIndex.build_from_shards`): count and check the rows, draw the training
+sample, then add each shard and write its float16 vectors into the memory-mapped file; at most one
+shard of float32 vectors is held at a time.
 The training sample depends only on the global row numbers and the seed (each row gets a
 pseudo-random key; the ``train_size`` smallest keys win), so the same vectors cut into different
 shards give the same index.
@@ -128,19 +129,12 @@ def make_ivfpq(d: int, params: IVFPQParams) -> Any:
     """
     if params.nlist is None or params.train_size is None:
         raise ValueError("ivfpq parameters must be resolved (IVFPQParams.resolved) first")
-    quantizer = faiss.IndexFlatL2(d)
-    ivf = faiss.IndexIVFPQ(quantizer, d, params.nlist, params.m, params.nbits)
-    ivf.own_fields = True
-    quantizer.this.disown()
+    # FAISS's Python wrapper keeps the quantizer and the transform alive with the index
+    ivf = faiss.IndexIVFPQ(faiss.IndexFlatL2(d), d, params.nlist, params.m, params.nbits)
     ivf.nprobe = params.nprobe
     if not params.opq:
         return ivf
-    opq = faiss.OPQMatrix(d, params.m)
-    index = faiss.IndexPreTransform(opq, ivf)
-    index.own_fields = True
-    opq.this.disown()
-    ivf.this.disown()
-    return index
+    return faiss.IndexPreTransform(faiss.OPQMatrix(d, params.m), ivf)
 
 
 def set_nprobe(index: Any, nprobe: int) -> None:
