@@ -50,6 +50,8 @@ from convlab.ivfpq import (
 
 __all__ = ["INDEX_KINDS", "VectorIndex"]
 
+_ADD_BATCH = 32_768  # rows per FAISS add: its assignment table is batch x nlist float32
+
 
 def _flat(d: int, n: int, params: dict[str, Any]) -> Any:
     return faiss.IndexFlatIP(d)
@@ -214,7 +216,8 @@ class VectorIndex:
                 vecs = check_shard(units, vecs, d, f"shard {i}")
                 if offset + vecs.shape[0] > n:
                     raise ValueError(f"shard {i} changed between passes (more rows)")
-                index.add(vecs)
+                for a in range(0, vecs.shape[0], _ADD_BATCH):  # bounds FAISS's temporaries
+                    index.add(vecs[a : a + _ADD_BATCH])
                 stored[offset : offset + vecs.shape[0]] = vecs
                 offset += vecs.shape[0]
                 frames.append(units)

@@ -26,6 +26,8 @@ import json
 import os
 import platform
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -124,6 +126,29 @@ def latencies(index: VectorIndex, queries: np.ndarray) -> np.ndarray:
         index.search(q[None, :], K)
         out.append((time.perf_counter() - t) * 1000)
     return np.array(out)
+
+
+def serve_memory(index_dir: Path, queries: Path) -> dict[str, Any]:
+    """In a fresh process: RSS before and after loading the index and after 1,000 queries."""
+    code = (
+        "import json, sys, numpy as np\n"
+        "from eval.bench_ivfpq import memory, K\n"
+        "from convlab.index import VectorIndex\n"
+        "q = np.load(sys.argv[2]); before = memory()\n"
+        "ix = VectorIndex.load(sys.argv[1]); loaded = memory()\n"
+        "for row in q: ix.search(row[None, :], K)\n"
+        "print(json.dumps({'before': before, 'loaded': loaded, 'searched': memory()}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(index_dir), str(queries)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    m = json.loads(out.strip().splitlines()[-1])
+    m["load_rss_delta_kb"] = m["loaded"]["VmRSS"] - m["before"]["VmRSS"]
+    m["load_anon_delta_kb"] = m["loaded"]["RssAnon"] - m["before"]["RssAnon"]
+    return m
 
 
 def du(path: Path) -> int:
@@ -230,6 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     result["disk_bytes"] = {f.name: f.stat().st_size for f in index_dir.iterdir()}
     result["disk_bytes_total"] = du(index_dir)
 
+    qpath = work / "queries.npy"
+    np.save(qpath, queries)
+    result["serve_memory_fresh_process_kb"] = serve_memory(index_dir, qpath)
     faiss.omp_set_num_threads(1)  # single queries: no thread pool to wake
     sweep = {}
     for nprobe in [int(x) for x in args.nprobes.split(",")]:
