@@ -209,7 +209,10 @@ class VectorIndex:
         del sample
 
         def write(tmp: Path) -> None:
-            stored = np.lib.format.open_memmap(tmp / "vectors.npy", "w+", np.float16, (n, d))
+            # plain writes, not a writable memory map: the written pages stay out of our RSS
+            stored = (tmp / "vectors.npy").open("wb")
+            header = {"descr": np.dtype(np.float16).str, "fortran_order": False, "shape": (n, d)}
+            np.lib.format.write_array_header_1_0(stored, header)
             frames, offset = [], 0
             for i, load in enumerate(shards):
                 units, vecs = load()
@@ -218,13 +221,12 @@ class VectorIndex:
                     raise ValueError(f"shard {i} changed between passes (more rows)")
                 for a in range(0, vecs.shape[0], _ADD_BATCH):  # bounds FAISS's temporaries
                     index.add(vecs[a : a + _ADD_BATCH])
-                stored[offset : offset + vecs.shape[0]] = vecs
+                stored.write(vecs.astype(np.float16).tobytes())
                 offset += vecs.shape[0]
                 frames.append(units)
             if offset != n:
                 raise ValueError(f"the shards changed between passes ({offset} rows, not {n})")
-            stored.flush()
-            del stored
+            stored.close()
             pl.concat(frames, how="vertical").write_parquet(tmp / "units.parquet")
             faiss.write_index(index, str(tmp / "index.faiss"))
             manifest = _manifest(

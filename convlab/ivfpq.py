@@ -207,10 +207,11 @@ def check_shard(units: pl.DataFrame, vectors: np.ndarray, d: int | None, label: 
         )
     if d is not None and vectors.shape[1] != d:
         raise ValueError(f"{label}: vectors have {vectors.shape[1]} dimensions, expected {d}")
-    bad = ~np.isfinite(vectors).all(axis=1)
+    # row norms without an n x d temporary; a NaN or infinity anywhere in a row reaches its norm
+    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+    bad = ~np.isfinite(norms)
     if bad.any():
         raise ValueError(f"{label}: row {int(np.argmax(bad))} has a NaN or infinite value")
-    norms = np.linalg.norm(vectors, axis=1)
     off = np.abs(norms - 1.0) > _NORM_TOLERANCE
     if off.any():
         row = int(np.argmax(off))
