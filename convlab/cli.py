@@ -109,6 +109,7 @@ def _add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
 def _parser() -> argparse.ArgumentParser:
     from convlab import __version__, schema
     from convlab.embed import BACKENDS
+    from convlab.index import INDEX_KINDS
     from convlab.store import REDACT_CHOICES, StoreConfig
     from convlab.strategies import STRATEGIES
 
@@ -140,7 +141,7 @@ def _parser() -> argparse.ArgumentParser:
         "--strategy", default="turn_pair", choices=sorted(STRATEGIES), help="(%(default)s)"
     )
     ix.add_argument("--budget", type=int, default=256, help="unit token budget (%(default)s)")
-    ix.add_argument("--index", dest="index_kind", default="flat", choices=["flat", "hnsw", "ivf"])
+    ix.add_argument("--index", dest="index_kind", default="flat", choices=list(INDEX_KINDS))
     ix.add_argument(
         "--redact",
         default=StoreConfig().redact,

@@ -10,10 +10,14 @@ Kinds (a small registry, :data:`INDEX_KINDS`):
 - ``hnsw``: ``IndexHNSWFlat`` (M=32, efConstruction=200, efSearch=64 by default: FAISS's
   efSearch 16 loses recall), for sub-millisecond queries at 100k+ units.
 - ``ivf``: ``IndexIVFFlat`` (nlist ~ 4 sqrt(n), nprobe=16 by default: nprobe 1 is poor).
+- ``ivfpq``: ``IndexIVFPQ`` (optionally OPQ) with exact re-scoring from float16 vectors
+  memory-mapped from disk, for millions of units in bounded memory (:mod:`convlab.ivfpq`); build
+  it shard by shard with :meth:`VectorIndex.build_from_shards`.
 
 A search restricted to a subset of rows (a conversation scope, filters) is exact over that subset
 with numpy, whatever the kind. ``save`` writes units (parquet), vectors (npy), the FAISS file and a
-manifest into a temporary directory beside the target and renames it into place; no pickle.
+manifest into a temporary directory beside the target, fsyncs them and renames it into place;
+no pickle.
 """
 
 from __future__ import annotations
@@ -24,7 +28,8 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +38,19 @@ import numpy as np
 import polars as pl
 
 from convlab import __version__
+from convlab.ivfpq import (
+    IVFPQParams,
+    ShardLoader,
+    TrainSample,
+    check_shard,
+    make_ivfpq,
+    rescore_into,
+    set_nprobe,
+)
 
 __all__ = ["INDEX_KINDS", "VectorIndex"]
+
+_ADD_BATCH = 32_768  # rows per FAISS add: its assignment table is batch x nlist float32
 
 
 def _flat(d: int, n: int, params: dict[str, Any]) -> Any:
@@ -55,10 +71,15 @@ def _ivf(d: int, n: int, params: dict[str, Any]) -> Any:
     return index
 
 
+def _ivfpq(d: int, n: int, params: dict[str, Any]) -> Any:
+    return make_ivfpq(d, IVFPQParams.from_dict(params).resolved(n, d))
+
+
 INDEX_KINDS: dict[str, Callable[[int, int, dict[str, Any]], Any]] = {
     "flat": _flat,
     "hnsw": _hnsw,
     "ivf": _ivf,
+    "ivfpq": _ivfpq,
 }
 
 
@@ -114,31 +135,132 @@ class VectorIndex:
                 f"{units.height} units but vectors of shape {vectors.shape}; they must match"
             )
         n, d = vectors.shape
+        if kind == "ivfpq":
+            resolved = IVFPQParams.from_dict(params).resolved(n, d)
+            check_shard(units, vectors, d, "vectors")
+            index = make_ivfpq(d, resolved)
+            sample = TrainSample(int(resolved.train_size or n), seed=resolved.seed)
+            sample.add(vectors)
+            index.train(sample.vectors())
+            index.add(vectors)
+            return cls(
+                units,
+                vectors.astype(np.float16),
+                index,
+                _manifest(
+                    model_id, d, kind, asdict(resolved), n, strategy, policy, corpus_fingerprint
+                ),
+            )
         index = INDEX_KINDS[kind](d, n, params)
         if n:
             if kind == "ivf":
                 index.train(vectors)
             index.add(vectors)
-        manifest = {
-            "model_id": model_id,
-            "dimension": d,
-            "kind": kind,
-            "params": params,
-            "strategy": strategy,
-            "policy": policy,
-            "corpus_fingerprint": corpus_fingerprint,
-            "convlab_version": __version__,
-            "units": n,
-            "created": time.time(),
-        }
+        manifest = _manifest(model_id, d, kind, params, n, strategy, policy, corpus_fingerprint)
         return cls(units, vectors, index, manifest)
+
+    @classmethod
+    def build_from_shards(
+        cls,
+        shards: Sequence[ShardLoader],
+        directory: str | Path,
+        *,
+        model_id: str,
+        strategy: str | None = None,
+        policy: dict[str, Any] | None = None,
+        corpus_fingerprint: str | None = None,
+        **params: Any,
+    ) -> VectorIndex:
+        """Build an ``ivfpq`` index into ``directory`` shard by shard, then load it.
+
+        Each shard is read three times (count, sample, add); at most one shard of float32
+        vectors is in memory at a time, the float16 vectors go straight to a memory-mapped file.
+        Rows are numbered in shard order. The result equals :meth:`build` on the concatenated
+        shards with the same parameters. The directory appears whole or not at all.
+
+        Args:
+            shards: loaders, each returning ``(units, vectors)`` (see
+                :func:`convlab.ivfpq.parquet_shards`).
+            directory: where to write the index (replaced if it exists).
+            model_id: the embedding model, checked by :meth:`load`.
+            strategy: recorded in the manifest.
+            policy: recorded in the manifest.
+            corpus_fingerprint: recorded in the manifest.
+            **params: :class:`convlab.ivfpq.IVFPQParams` fields.
+
+        Raises:
+            ValueError: bad parameters, no rows, or a bad shard (naming it and the row).
+        """
+        base = IVFPQParams.from_dict(params)
+        n, d = 0, None
+        for i, load in enumerate(shards):
+            units, vecs = load()
+            vecs = check_shard(units, vecs, d, f"shard {i}")
+            d = vecs.shape[1]
+            n += vecs.shape[0]
+        if n == 0 or d is None:
+            raise ValueError("the shards hold no rows; nothing to index")
+        resolved = base.resolved(n, d)
+        sample = TrainSample(int(resolved.train_size or n), seed=resolved.seed)
+        for load in shards:
+            sample.add(load()[1])
+        index = make_ivfpq(d, resolved)
+        index.train(sample.vectors())
+        del sample
+
+        def write(tmp: Path) -> None:
+            # plain writes, not a writable memory map: the written pages stay out of our RSS
+            stored = (tmp / "vectors.npy").open("wb")
+            header = {"descr": np.dtype(np.float16).str, "fortran_order": False, "shape": (n, d)}
+            np.lib.format.write_array_header_1_0(stored, header)
+            frames, offset = [], 0
+            for i, load in enumerate(shards):
+                units, vecs = load()
+                vecs = check_shard(units, vecs, d, f"shard {i}")
+                if offset + vecs.shape[0] > n:
+                    raise ValueError(f"shard {i} changed between passes (more rows)")
+                for a in range(0, vecs.shape[0], _ADD_BATCH):  # bounds FAISS's temporaries
+                    index.add(vecs[a : a + _ADD_BATCH])
+                stored.write(vecs.astype(np.float16).tobytes())
+                offset += vecs.shape[0]
+                frames.append(units)
+            if offset != n:
+                raise ValueError(f"the shards changed between passes ({offset} rows, not {n})")
+            stored.close()
+            pl.concat(frames, how="vertical").write_parquet(tmp / "units.parquet")
+            faiss.write_index(index, str(tmp / "index.faiss"))
+            manifest = _manifest(
+                model_id, d, "ivfpq", asdict(resolved), n, strategy, policy, corpus_fingerprint
+            )
+            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
+
+        _write_atomically(Path(directory), write)
+        return cls.load(directory, model_id=model_id)
 
     def __len__(self) -> int:
         return self.units.height
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:
-        """The stored vectors of these rows."""
-        return self._vectors[np.asarray(rows, dtype=np.int64)]
+        """The stored vectors of these rows, as float32."""
+        return np.asarray(self._vectors[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
+
+    def set_search(self, *, nprobe: int | None = None, rescore: int | None = None) -> None:
+        """Change an ``ivfpq`` index's ``nprobe`` and re-scoring factor (kept in the manifest).
+
+        Raises:
+            ValueError: not an ``ivfpq`` index, or a value below 1.
+        """
+        if self.manifest.get("kind") != "ivfpq":
+            raise ValueError(
+                f"set_search applies to ivfpq indexes, not {self.manifest.get('kind')!r}"
+            )
+        params = dict(self.manifest["params"])
+        params.update(
+            {k: v for k, v in (("nprobe", nprobe), ("rescore", rescore)) if v is not None}
+        )
+        checked = IVFPQParams.from_dict(params)
+        set_nprobe(self._faiss, checked.nprobe)
+        self.manifest["params"] = asdict(checked)
 
     def search(
         self, queries: np.ndarray, k: int, *, rows: np.ndarray | None = None
@@ -174,10 +296,18 @@ class VectorIndex:
             subset = np.asarray(rows, dtype=np.int64)
             if subset.size == 0:
                 return scores, ids
-            for j, sims in enumerate(q @ self._vectors[subset].T):
+            for j, sims in enumerate(q @ self.vectors(subset).T):
                 _top_into(sims, k, subset, scores[j], ids[j])
             return scores, ids
         if len(self) == 0:
+            return scores, ids
+        if self.manifest.get("kind") == "ivfpq":
+            pool = min(k * int(self.manifest["params"]["rescore"]), len(self))
+            candidates = self._faiss.search(q, pool)[1]
+            for j in range(m):
+                sims, cand = rescore_into(self._vectors, q[j], candidates[j])
+                if cand.size:
+                    _top_into(sims, k, cand, scores[j], ids[j])
             return scores, ids
         s, i = self._faiss.search(q, min(k, len(self)))
         scores[:, : s.shape[1]] = s
@@ -186,26 +316,15 @@ class VectorIndex:
         return scores, ids
 
     def save(self, directory: str | Path) -> None:
-        """Write the index to ``directory`` atomically (temp dir + rename)."""
-        target = Path(directory)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
-        tmp.mkdir()
-        try:
+        """Write the index to ``directory`` atomically (temp dir, fsync, rename)."""
+
+        def write(tmp: Path) -> None:
             self.units.write_parquet(tmp / "units.parquet")
             np.save(tmp / "vectors.npy", self._vectors, allow_pickle=False)
             faiss.write_index(self._faiss, str(tmp / "index.faiss"))
             (tmp / "manifest.json").write_text(json.dumps(self.manifest, indent=1, default=str))
-            if target.exists():
-                old = target.parent / f".{target.name}.old-{uuid.uuid4().hex}"
-                os.rename(target, old)
-                os.rename(tmp, target)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.rename(tmp, target)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+
+        _write_atomically(Path(directory), write)
 
     @classmethod
     def load(
@@ -232,9 +351,69 @@ class VectorIndex:
                 f"the index at {d} has {manifest['dimension']} dimensions, not {dimension}: "
                 "rebuild it with this model"
             )
-        vectors = np.load(d / "vectors.npy", allow_pickle=False)
+        # ivfpq keeps its float16 vectors on disk; the other kinds load them into memory
+        if manifest.get("kind") == "ivfpq":
+            vectors = np.load(d / "vectors.npy", mmap_mode="r", allow_pickle=False)
+        else:
+            vectors = np.load(d / "vectors.npy", allow_pickle=False)
         units = pl.read_parquet(d / "units.parquet")
         index = faiss.read_index(str(d / "index.faiss"))
         if index.ntotal != units.height or vectors.shape[0] != units.height:
             raise ValueError(f"the index at {d} is inconsistent (units, vectors, FAISS differ)")
+        if manifest.get("kind") == "ivfpq":
+            set_nprobe(index, int(manifest["params"]["nprobe"]))
         return cls(units, vectors, index, manifest)
+
+
+def _manifest(
+    model_id: str,
+    d: int,
+    kind: str,
+    params: dict[str, Any],
+    n: int,
+    strategy: str | None,
+    policy: dict[str, Any] | None,
+    corpus_fingerprint: str | None,
+) -> dict[str, Any]:
+    return {
+        "model_id": model_id,
+        "dimension": d,
+        "kind": kind,
+        "params": params,
+        "strategy": strategy,
+        "policy": policy,
+        "corpus_fingerprint": corpus_fingerprint,
+        "convlab_version": __version__,
+        "units": n,
+        "created": time.time(),
+    }
+
+
+def _write_atomically(target: Path, write: Callable[[Path], None]) -> None:
+    """Run ``write`` into a fresh temp dir beside ``target``, fsync it, rename it into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex}"
+    tmp.mkdir()
+    try:
+        write(tmp)
+        for f in tmp.iterdir():
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        if target.exists():
+            old = target.parent / f".{target.name}.old-{uuid.uuid4().hex}"
+            os.rename(target, old)
+            os.rename(tmp, target)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, target)
+        dfd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

@@ -145,7 +145,8 @@ class StoreConfig:
     Attributes:
         strategy: the embedding strategy (a key of ``convlab.STRATEGIES``).
         budget: the unit token budget.
-        index_kind: ``flat`` (exact), ``hnsw`` or ``ivf``.
+        index_kind: a key of ``convlab.index.INDEX_KINDS`` (``flat`` exact, ``hnsw``, ``ivf``,
+            ``ivfpq``).
         redact: a key of :data:`convlab.redact.REDACT_MODES`: ``all`` (every text stored or
             embedded, titles included; the default), ``tool-output`` or ``none``.
         policy: the content policy as a dict (``ContentPolicy.as_dict()``).
@@ -158,6 +159,13 @@ class StoreConfig:
     policy: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        from convlab.index import INDEX_KINDS
+        from convlab.strategies import STRATEGIES
+
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(sorted(STRATEGIES))}")
+        if self.index_kind not in INDEX_KINDS:
+            raise ValueError(f"index_kind must be one of {', '.join(INDEX_KINDS)}")
         if self.redact not in REDACT_CHOICES:
             raise ValueError(f"redact must be one of {', '.join(REDACT_CHOICES)}")
         if self.budget < 8:

@@ -306,3 +306,12 @@ def test_changed_redaction_rules_read_every_file_again(
     assert again.files_read == first.files_read == 3
     assert again.texts_embedded == 0  # the texts did not change: all from the cache
     assert Store(store.directory).manifest()["redact_rules"] == "rules-of-tomorrow"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "names"),
+    [("strategy", "nope", "turn_pair"), ("index_kind", "annoy", "ivfpq"), ("redact", "x", "all")],
+)
+def test_store_config_names_the_valid_choices(field: str, value: str, names: str) -> None:
+    with pytest.raises(ValueError, match=f"{field} must be one of .*{names}"):
+        StoreConfig(**{field: value})
