@@ -44,6 +44,7 @@ def _embedder(name: str) -> Any:
 
 
 def _parser() -> argparse.ArgumentParser:
+    from convlab.engines import ENGINES
     from convlab.strategies import STRATEGIES
 
     p = argparse.ArgumentParser(
@@ -83,6 +84,17 @@ def _parser() -> argparse.ArgumentParser:
         "--embedder", default="minilm", choices=["minilm", "hash"], help=argparse.SUPPRESS
     )
     ix.add_argument("--quiet", action="store_true", help="no progress bars")
+    ix.add_argument(
+        "--engine",
+        default="local",
+        choices=sorted(ENGINES),
+        help="where embedding runs: this process, or Ray Data (convlab[ray]) (%(default)s)",
+    )
+    ix.add_argument(
+        "--address",
+        default=None,
+        help="a running Ray cluster to join (with --engine ray; default: a local instance)",
+    )
 
     se = sub.add_parser("search", help="search a store", description="Search a store.")
     se.add_argument("query")
@@ -155,19 +167,35 @@ def _index(args: argparse.Namespace) -> int:
     config = StoreConfig(
         strategy=args.strategy, budget=args.budget, index_kind=args.index_kind, redact=args.redact
     )
+    engine = _engine(args.engine, args.address)
     store = Store(args.store)
-    summary = store.update(
-        paths,
-        config=config,
-        embedder=_embedder(args.embedder),
-        rebuild=args.rebuild,
-        wait=args.wait,
-        progress=None if not args.quiet else False,
-    )
+    try:
+        summary = store.update(
+            paths,
+            config=config,
+            embedder=_embedder(args.embedder),
+            rebuild=args.rebuild,
+            wait=args.wait,
+            progress=None if not args.quiet else False,
+            engine=engine,
+        )
+    finally:
+        engine.close()
     for line in summary.lines():
         print(line)
     print(f"store: {store.directory}")
     return EXIT_OK
+
+
+def _engine(name: str, address: str | None) -> Any:
+    from convlab.engines import get_engine
+
+    if address is not None and name != "ray":
+        raise UsageError("--address joins a Ray cluster: use it with --engine ray")
+    try:
+        return get_engine(name, **({"address": address} if address else {}))
+    except ImportError as exc:  # the extra is missing: one line naming it
+        raise UsageError(str(exc)) from None
 
 
 def _parse_date(text: str | None) -> datetime | None:

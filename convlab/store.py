@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -40,6 +40,9 @@ from filelock import FileLock, Timeout
 from convlab import __version__
 from convlab.loaders import Corpus
 from convlab.loaders.registry import FORMATS, load_files
+
+if TYPE_CHECKING:
+    from convlab.engines import Engine
 
 __all__ = [
     "IndexSummary",
@@ -252,6 +255,7 @@ class Store:
         wait: bool = False,
         progress: bool | None = None,
         log: Callable[[str], None] | None = None,
+        engine: str | Engine = "local",
     ) -> IndexSummary:
         """Bring the store up to date with the transcripts under ``paths``.
 
@@ -263,6 +267,8 @@ class Store:
             wait: wait for another indexer instead of refusing.
             progress: show progress bars (None = when attached to a terminal).
             log: where to send progress lines.
+            engine: where the embedding runs (a key of ``convlab.engines.ENGINES`` or an
+                engine object); the store is the same whichever engine embeds.
 
         Raises:
             StoreLocked: another indexer is writing this store and ``wait`` is False.
@@ -279,7 +285,9 @@ class Store:
                 f"another `convlab index` is writing {self.directory}; wait for it or pass --wait"
             ) from None
         try:
-            return self._update(paths, config, embedder, rebuild, progress, log or (lambda _: None))
+            return self._update(
+                paths, config, embedder, rebuild, progress, log or (lambda _: None), engine
+            )
         finally:
             lock.release()
 
@@ -291,10 +299,13 @@ class Store:
         rebuild: bool,
         progress: bool | None,
         log: Callable[[str], None],
+        engine: str | Engine = "local",
     ) -> IndexSummary:
-        from convlab.embed import CachedEmbedder, embed_texts
+        from convlab.embed import CachedEmbedder
+        from convlab.engines import get_engine
         from convlab.index import VectorIndex
 
+        eng = get_engine(engine)  # an unknown name or a missing extra fails before any work
         started = time.perf_counter()
         self._remove_leftovers()
         summary = IndexSummary()
@@ -381,7 +392,11 @@ class Store:
         # new rows for fresh conversations
         new = self._derive(corpus.filter_conversations(fresh) if fresh else None, config)
         cache = CachedEmbedder(embedder, self.directory / "cache")
-        new_vectors = embed_texts(new["units"]["text"].to_list(), cache)
+        try:
+            new_vectors = eng.embed(new["units"]["text"].to_list(), cache)
+        finally:
+            if isinstance(engine, str):
+                eng.close()
         stats = cache.stats
         summary.texts_embedded = int(stats.embedded)
         summary.texts_from_cache = int(stats.from_cache)

@@ -46,6 +46,10 @@ class Engine(Protocol):
         """Release what the engine started (a local Ray instance); it may be used again after."""
         ...
 
+    def describe(self) -> dict[str, Any]:
+        """The engine's name and settings, saved in manifests."""
+        ...
+
 
 E = TypeVar("E", bound=Engine)
 

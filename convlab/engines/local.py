@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,6 @@ class LocalEngine:
     def close(self) -> None:
         """Nothing to release: the model belongs to the embedder."""
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> dict[str, Any]:
         """The engine's settings, for manifests."""
         return {"name": self.name}
