@@ -212,7 +212,7 @@ def test_ray_vectors_equal_local_and_second_run_embeds_nothing(
     assert (cache.stats.embedded, cache.stats.model_calls) == (200, 1)
     job = ray_engine.last_job
     assert (job.texts, job.actors) == (200, 2)
-    assert job.batches == 13  # blocks of 32, 32, ..., 8 rows: 7 blocks, 6 x 2 batches of 16 + 1
+    assert job.batches == 13  # 200 rows: 6 blocks of 32 (2 batches of 16 each) + 1 block of 8
     again = CachedEmbedder(HashEmbedder(32), tmp_path / "ray")  # a new process's view
     np.testing.assert_allclose(ray_engine.embed(texts, again), want, atol=1e-6)
     assert (again.stats.embedded, again.stats.model_calls, again.stats.from_cache) == (0, 0, 200)
