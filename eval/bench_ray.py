@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import random
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     per_actor = n / busy
     overhead = job_s - busy / job.actors
     result = {
-        "command": "python -m eval.bench_ray " + " ".join(argv or []),
+        "command": "python -m eval.bench_ray " + " ".join(sys.argv[1:] if argv is None else argv),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "n_units": n,
         "actors": job.actors,
