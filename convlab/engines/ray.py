@@ -15,10 +15,10 @@ A job (:meth:`RayEngine.embed`):
 
 An actor that dies mid-job is restarted by Ray (``max_restarts``) and its batch run again
 (``max_task_retries``); the result is the same. With no ``address`` the engine starts a local Ray
-instance sized to the machine (``num_cpus=os.cpu_count()``, dashboard off)
-and stops it on :meth:`RayEngine.close`; with an ``address`` it joins a running cluster, where
-every node needs convlab and the model package installed, and ``shard_dir`` must be a folder all
-nodes and this process share.
+instance sized to the machine (``num_cpus=os.cpu_count()``, dashboard off) and stops it on
+:meth:`RayEngine.close`; with an ``address`` it joins a running cluster, where every node needs
+convlab and the model package installed, and ``shard_dir`` must be a folder all nodes and this
+process share.
 
 Needs the ``convlab[ray]`` extra (Ray Data); without it the engine fails when made, naming it.
 """
