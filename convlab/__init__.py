@@ -32,6 +32,7 @@ _EXPORTS = {
     "SearchOptions": "convlab.search",
     "System": "convlab.evaluate",
     "VectorIndex": "convlab.index",
+    "build_index": "convlab.build",
     "evaluate": "convlab.evaluate",
     "load": "convlab.loaders",
     "resurrect": "convlab.resurrect",
@@ -54,6 +55,7 @@ __all__ = [
     "SearchOptions",
     "System",
     "VectorIndex",
+    "build_index",
     "evaluate",
     "load",
     "resurrect",
@@ -102,6 +104,7 @@ sys.modules[__name__].__class__ = _Package
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
+    from convlab.build import build_index
     from convlab.embed import CachedEmbedder, HashEmbedder, MiniLMEmbedder
     from convlab.evaluate import EvalConfig, System, evaluate
     from convlab.index import VectorIndex

@@ -109,6 +109,7 @@ def _add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
 def _parser() -> argparse.ArgumentParser:
     from convlab import __version__, schema
     from convlab.embed import BACKENDS
+    from convlab.engines import ENGINES
     from convlab.index import INDEX_KINDS
     from convlab.store import REDACT_CHOICES, StoreConfig
     from convlab.strategies import STRATEGIES
@@ -160,6 +161,17 @@ def _parser() -> argparse.ArgumentParser:
         default="torch",
         choices=BACKENDS,
         help="MiniLM backend: torch fp32, onnx fp32 or onnx-int8 (%(default)s)",
+    )
+    ix.add_argument(
+        "--engine",
+        default="local",
+        choices=sorted(ENGINES),
+        help="where embedding runs: this process, or Ray Data (convlab[ray]) (%(default)s)",
+    )
+    ix.add_argument(
+        "--address",
+        default=None,
+        help="a running Ray cluster to join (with --engine ray; default: a local instance)",
     )
 
     se = sub.add_parser(
@@ -319,17 +331,22 @@ def _index(args: argparse.Namespace) -> int:
 
     log(f"indexing {len(paths)} path{'s' * (len(paths) != 1)} into {store.directory}")
     embedder = _embedder(args.embedder, args.backend)
+    engine = _engine(args.engine, args.address)
     if args.quiet and hasattr(embedder, "show_progress"):
         embedder.show_progress = False  # the model's progress bar
-    summary = store.update(
-        paths,
-        config=config,
-        embedder=embedder,
-        rebuild=args.rebuild,
-        wait=args.wait,
-        progress=False if args.quiet else None,
-        log=log,
-    )
+    try:
+        summary = store.update(
+            paths,
+            config=config,
+            embedder=embedder,
+            rebuild=args.rebuild,
+            wait=args.wait,
+            progress=False if args.quiet else None,
+            log=log,
+            engine=engine,
+        )
+    finally:
+        engine.close()
     report = skip_report(summary.skipped, verbose=args.verbose)
     for line in with_skip_report(summary.lines(), report):
         print(line)
@@ -348,6 +365,17 @@ def _export_for_search() -> None:
     from convlab.embed_onnx import ensure_onnx_model
 
     ensure_onnx_model(quantized=False)
+
+
+def _engine(name: str, address: str | None) -> Any:
+    from convlab.engines import get_engine
+
+    if address is not None and name != "ray":
+        raise UsageError("--address joins a Ray cluster: use it with --engine ray")
+    try:
+        return get_engine(name, **({"address": address} if address else {}))
+    except ImportError as exc:  # the extra is missing: one line naming it
+        raise UsageError(str(exc)) from None
 
 
 def _parse_date(text: str | None, option: str, *, end: bool = False) -> datetime | None:

@@ -48,7 +48,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -58,6 +58,9 @@ from convlab import __version__
 from convlab.loaders import Corpus, LoadError
 from convlab.loaders.registry import FORMATS, load_files
 from convlab.redact import REDACT_MODES, RULES_VERSION, redact_corpus
+
+if TYPE_CHECKING:
+    from convlab.engines import Engine
 
 __all__ = [
     "IndexSummary",
@@ -577,6 +580,7 @@ class Store:
         wait: bool = False,
         progress: bool | None = None,
         log: Callable[[str], None] | None = None,
+        engine: str | Engine = "local",
     ) -> IndexSummary:
         """Bring the store up to date with the transcripts under ``paths``.
 
@@ -594,6 +598,8 @@ class Store:
             wait: wait for another indexer instead of refusing.
             progress: show progress bars (None = when attached to a terminal).
             log: where to send progress lines.
+            engine: where the embedding runs (a key of ``convlab.engines.ENGINES`` or an
+                engine object); the store is the same whichever engine embeds.
 
         Raises:
             StoreLocked: another indexer is writing this store and ``wait`` is False.
@@ -610,7 +616,9 @@ class Store:
                 f"another `convlab index` is writing {self.directory}; wait for it or pass --wait"
             ) from None
         try:
-            return self._update(paths, config, embedder, rebuild, progress, log or (lambda _: None))
+            return self._update(
+                paths, config, embedder, rebuild, progress, log or (lambda _: None), engine
+            )
         finally:
             lock.release()
 
@@ -647,10 +655,13 @@ class Store:
         rebuild: bool,
         progress: bool | None,
         log: Callable[[str], None],
+        engine: str | Engine = "local",
     ) -> IndexSummary:
-        from convlab.embed import CachedEmbedder, embed_texts
+        from convlab.embed import CachedEmbedder
+        from convlab.engines import get_engine
         from convlab.index import VectorIndex
 
+        eng = get_engine(engine)  # an unknown name or a missing extra fails before any work
         started = time.perf_counter()
         summary = IndexSummary()
         live_manifest, damage = self._open_for_update(log)
@@ -757,7 +768,11 @@ class Store:
         # new rows for fresh conversations
         new = self._derive(corpus.filter_conversations(fresh) if fresh else None, config)
         cache = CachedEmbedder(embedder, self.directory / "cache")
-        new_vectors = embed_texts(new["units"]["text"].to_list(), cache)
+        try:
+            new_vectors = eng.embed(new["units"]["text"].to_list(), cache)
+        finally:
+            if isinstance(engine, str):
+                eng.close()
         stats = cache.stats
         summary.texts_embedded = int(stats.embedded)
         summary.texts_from_cache = int(stats.from_cache)

@@ -1,0 +1,368 @@
+"""The ``ray`` engine: embedding on Ray Data, an actor pool that loads the model once per actor.
+
+A job (:meth:`RayEngine.embed`):
+
+1. texts already in the :class:`convlab.embed.CachedEmbedder`'s cache are looked up here and
+   never reach Ray; the remaining distinct texts are sorted longest first (batches of similar
+   length pad less) and put into a Ray Dataset from Arrow tables (``ray.data.from_arrow``, no
+   pickled frames), in blocks of ``block_rows`` texts;
+2. ``map_batches`` runs :class:`_EmbedBatches` on an actor pool of ``actors`` actors: each actor
+   rebuilds the embedder from its :class:`EmbedderSpec` (class by import path and keyword
+   arguments, never a live torch model) and loads the model once;
+3. the actors' output (row id, vector, encode time) is written as Parquet shards into a temporary
+   folder, read back, checked (every id exactly once: none lost, none duplicated), put back into
+   input order and merged into the cache (an atomic segment, as the local path writes).
+
+An actor that dies mid-job is restarted by Ray (``max_restarts``) and its batch run again
+(``max_task_retries``); the result is the same. With no ``address`` the engine starts a local Ray
+instance sized to the machine (``num_cpus=os.cpu_count()``, dashboard off) and stops it on
+:meth:`RayEngine.close`; with an ``address`` it joins a running cluster, where every node needs
+convlab and the model package installed, and ``shard_dir`` must be a folder all nodes and this
+process share.
+
+Needs the ``convlab[ray]`` extra (Ray Data); without it the engine fails when made, naming it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from convlab.embed import HashEmbedder, MiniLMEmbedder, embed_texts
+from convlab.engines import register_engine
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from convlab.embed import CachedEmbedder, Embedder
+
+__all__ = ["EMBEDDER_SPECS", "EmbedderSpec", "RayEngine", "embedder_spec"]
+
+EXTRA_HINT = "the Ray engine needs Ray Data: pip install 'convlab[ray]'"
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+        import ray.data
+    except ImportError as exc:
+        raise ImportError(f"{EXTRA_HINT} ({exc})") from exc
+    return ray
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbedderSpec:
+    """How to rebuild an embedder in another process: its class by import path, its arguments.
+
+    Attributes:
+        module: the module defining the class.
+        qualname: the class's qualified name in that module.
+        kwargs: keyword arguments of the class's constructor.
+    """
+
+    module: str
+    qualname: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.module or not self.qualname:
+            raise ValueError("an embedder spec needs the module and the class name")
+
+    def build(self) -> Embedder:
+        """A new embedder of this class and arguments (in the calling process)."""
+        obj: Any = importlib.import_module(self.module)
+        for part in self.qualname.split("."):
+            obj = getattr(obj, part)
+        embedder: Embedder = obj(**self.kwargs)
+        return embedder
+
+
+EMBEDDER_SPECS: dict[type, Callable[[Any], dict[str, Any]]] = {
+    MiniLMEmbedder: lambda e: {"batch_size": e.batch_size, "show_progress": False},
+    HashEmbedder: lambda e: {"dimension": e.dimension},
+}
+"""Embedder class -> its constructor's keyword arguments, read from an instance."""
+
+
+def embedder_spec(embedder: Embedder) -> EmbedderSpec:
+    """The spec an actor rebuilds ``embedder`` from.
+
+    An embedder with ``get_config_dict()`` (its constructor's keyword arguments) is described by
+    it; otherwise its class must be a key of :data:`EMBEDDER_SPECS`.
+
+    Raises:
+        ValueError: the embedder's class is unknown and has no ``get_config_dict``.
+
+    Example:
+        >>> embedder_spec(HashEmbedder(8)).kwargs
+        {'dimension': 8}
+    """
+    cls = type(embedder)
+    get_config = getattr(embedder, "get_config_dict", None)
+    if callable(get_config):
+        kwargs = dict(get_config())
+    elif cls in EMBEDDER_SPECS:
+        kwargs = EMBEDDER_SPECS[cls](embedder)
+    else:
+        raise ValueError(
+            f"the Ray engine rebuilds the embedder in each actor from its class and arguments; "
+            f"{cls.__module__}.{cls.__qualname__} has no get_config_dict() and is not in "
+            "convlab.engines.ray.EMBEDDER_SPECS"
+        )
+    if "<locals>" in cls.__qualname__:
+        raise ValueError(f"{cls.__qualname__} is defined in a function; actors cannot import it")
+    return EmbedderSpec(module=cls.__module__, qualname=cls.__qualname__, kwargs=kwargs)
+
+
+class _EmbedBatches:
+    """The actor's callable: builds the embedder once, then embeds each batch of texts."""
+
+    def __init__(self, spec: EmbedderSpec) -> None:
+        self.embedder = spec.build()
+        self.pid = os.getpid()
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        import pyarrow as pa
+
+        texts = batch.column("text").to_pylist()
+        started = time.perf_counter()
+        vecs = np.ascontiguousarray(self.embedder.encode(texts), dtype=np.float32)
+        seconds = time.perf_counter() - started
+        n, d = vecs.shape
+        if n != len(texts):
+            raise RuntimeError(f"the embedder returned {n} vectors for {len(texts)} texts")
+        vectors = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), d)
+        encode_seconds = np.zeros(n, dtype=np.float64)
+        encode_seconds[:1] = seconds  # once per batch: the column sums to the actor's busy time
+        return pa.table(
+            {
+                "id": batch.column("id"),
+                "vector": vectors,
+                "encode_seconds": encode_seconds,
+                "pid": np.full(n, self.pid, dtype=np.int64),
+            }
+        )
+
+
+@dataclass(slots=True)
+class RayJob:
+    """What the last Ray job did (for benchmarks and logs)."""
+
+    texts: int = 0
+    batches: int = 0
+    actors: int = 0
+    actor_processes: int = 0
+    seconds: float = 0.0
+    encode_seconds: float = 0.0
+
+
+class _RayInner:
+    """Stands in for a cached embedder's inner model: its misses are embedded by a Ray job."""
+
+    def __init__(self, engine: RayEngine, inner: Embedder, shard_root: Path) -> None:
+        self.engine = engine
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+        self.shard_root = shard_root
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return self.engine.run(texts, embedder_spec(self.inner), self.dimension, self.shard_root)
+
+
+@register_engine("ray")
+class RayEngine:
+    """Embeds on Ray Data with an actor pool; see the module docstring for a job's steps.
+
+    Args:
+        address: a running cluster to join (``ray.init(address=...)``); None starts a local
+            instance on this machine, stopped by :meth:`close`.
+        actors: actors in the pool; None = the cluster's CPUs divided by ``cpus_per_actor``.
+        cpus_per_actor: CPUs reserved per actor (Ray sets its threads to match).
+        batch_size: texts per ``map_batches`` call.
+        block_rows: texts per Dataset block (a block is the unit of work an actor takes).
+        max_restarts: times Ray restarts a dead actor.
+        max_task_retries: times a batch is retried after its actor died.
+        shard_dir: where the Parquet shards go (a temporary folder inside it, removed after);
+            None = beside the embedding cache.
+
+    Raises:
+        ImportError: Ray Data is not installed (the message names ``convlab[ray]``).
+        ValueError: a count below 1.
+    """
+
+    name = "ray"
+
+    def __init__(
+        self,
+        *,
+        address: str | None = None,
+        actors: int | None = None,
+        cpus_per_actor: float = 1.0,
+        batch_size: int = 256,
+        block_rows: int = 1024,
+        max_restarts: int = 3,
+        max_task_retries: int = 3,
+        shard_dir: str | Path | None = None,
+    ) -> None:
+        self._ray = _import_ray()
+        if actors is not None and actors < 1:
+            raise ValueError("actors must be at least 1")
+        if cpus_per_actor <= 0:
+            raise ValueError("cpus_per_actor must be positive")
+        if batch_size < 1 or block_rows < 1:
+            raise ValueError("batch_size and block_rows must be at least 1")
+        if max_restarts < 0 or max_task_retries < 0:
+            raise ValueError("max_restarts and max_task_retries must be at least 0")
+        self.address = address
+        self.actors = actors
+        self.cpus_per_actor = cpus_per_actor
+        self.batch_size = batch_size
+        self.block_rows = block_rows
+        self.max_restarts = max_restarts
+        self.max_task_retries = max_task_retries
+        self.shard_dir = Path(shard_dir) if shard_dir is not None else None
+        self.last_job = RayJob()
+        self.init_seconds = 0.0
+        self._started = False
+
+    def describe(self) -> dict[str, Any]:
+        """The engine's settings, for manifests."""
+        return {
+            "name": self.name,
+            "address": self.address,
+            "actors": self.actors,
+            "cpus_per_actor": self.cpus_per_actor,
+            "batch_size": self.batch_size,
+            "block_rows": self.block_rows,
+        }
+
+    def _connect(self) -> None:
+        ray = self._ray
+        if ray.is_initialized():
+            return
+        started = time.perf_counter()
+        if self.address is None:
+            ray.init(
+                address="local",
+                num_cpus=os.cpu_count(),
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+                # the agents are Python processes that start slowly on a busy machine
+                _system_config={"agent_register_timeout_ms": 300_000},
+            )
+        else:
+            ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
+        self._started = True
+        self.init_seconds = time.perf_counter() - started
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        ctx.print_on_execution_start = False
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
+
+    def close(self) -> None:
+        """Stop the Ray instance this engine started (a joined cluster is only disconnected)."""
+        if self._started and self._ray.is_initialized():
+            self._ray.shutdown()
+        self._started = False
+
+    def embed(self, texts: Sequence[str], embedder: CachedEmbedder) -> np.ndarray:
+        """Each distinct text once; cached texts stay here, the others go to the actor pool.
+
+        The cache's own bookkeeping runs unchanged (its lock, stats and atomic segment): while
+        this call lasts, the cache's inner model is replaced by a stand-in that runs the job.
+        """
+        original = embedder.inner
+        shard_root = self.shard_dir or embedder.directory
+        embedder.inner = _RayInner(self, original, shard_root)
+        try:
+            return embed_texts(texts, embedder)
+        finally:
+            embedder.inner = original
+
+    def run(
+        self, texts: Sequence[str], spec: EmbedderSpec, dimension: int, shard_root: Path
+    ) -> np.ndarray:
+        """Embed ``texts`` (distinct, uncached) on the actor pool; rows in input order.
+
+        Raises:
+            RuntimeError: the job's output lost or duplicated a row, or has the wrong width.
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        n = len(texts)
+        if n == 0:
+            return np.zeros((0, dimension), dtype=np.float32)
+        self._connect()
+        ray = self._ray
+        started = time.perf_counter()
+        lengths = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+        order = np.argsort(-lengths, kind="stable")
+        table = pa.table(
+            {
+                "id": pa.array(order, type=pa.int64()),
+                "text": pa.array([texts[i] for i in order], type=pa.string()),
+            }
+        )
+        blocks = [table.slice(s, self.block_rows) for s in range(0, n, self.block_rows)]
+        actors = self.actors or max(
+            1, int(ray.cluster_resources().get("CPU", 1) // self.cpus_per_actor)
+        )
+        actors = min(actors, len(blocks))
+        out = ray.data.from_arrow(blocks).map_batches(
+            _EmbedBatches,
+            fn_constructor_kwargs={"spec": spec},
+            batch_size=self.batch_size,
+            batch_format="pyarrow",
+            concurrency=actors,
+            num_cpus=self.cpus_per_actor,
+            max_restarts=self.max_restarts,
+            max_task_retries=self.max_task_retries,
+        )
+        shard_root.mkdir(parents=True, exist_ok=True)
+        shards = Path(tempfile.mkdtemp(prefix=".ray-shards-", dir=shard_root))
+        try:
+            out.write_parquet(str(shards))
+            result = pq.read_table(shards)
+        finally:
+            shutil.rmtree(shards, ignore_errors=True)
+        vectors = _check_rows(result, n, dimension)
+        self.last_job = RayJob(
+            texts=n,
+            batches=int(np.count_nonzero(result.column("encode_seconds").to_numpy() > 0)),
+            actors=actors,
+            actor_processes=len(set(result.column("pid").to_pylist())),
+            seconds=time.perf_counter() - started,
+            encode_seconds=float(np.sum(result.column("encode_seconds").to_numpy())),
+        )
+        return vectors
+
+
+def _check_rows(result: pa.Table, n: int, dimension: int) -> np.ndarray:
+    """The job's vectors in input order, after checking every id came back exactly once."""
+    ids = result.column("id").to_numpy()
+    counts = np.bincount(ids[(ids >= 0) & (ids < n)], minlength=n)
+    lost, dup = int(np.count_nonzero(counts == 0)), int(np.count_nonzero(counts > 1))
+    if lost or dup or ids.shape[0] != n:
+        raise RuntimeError(
+            f"the Ray job returned {ids.shape[0]} rows for {n} texts ({lost} lost, {dup} "
+            "duplicated); nothing was cached"
+        )
+    flat = result.column("vector").combine_chunks().flatten().to_numpy()
+    if flat.shape[0] != n * dimension:
+        raise RuntimeError(f"the Ray job returned vectors of the wrong width (not {dimension})")
+    out = np.empty((n, dimension), dtype=np.float32)
+    out[ids] = flat.reshape(n, dimension)
+    return out
