@@ -442,8 +442,6 @@ def agreement(a: str | Path | Iterable[Judgment], b: str | Path | Iterable[Judgm
     ya = [ga[k] for k in both]
     yb = [gb[k] for k in both]
     observed = sum(x == y for x, y in zip(ya, yb, strict=True)) / len(both)
-    if len(set(ya) | set(yb)) == 1:
-        kappa = 1.0  # one grade throughout: full agreement (sklearn would give nan)
-    else:
-        kappa = float(cohen_kappa_score(ya, yb))
+    # one grade throughout is full agreement (scikit-learn would give nan)
+    kappa = 1.0 if len(set(ya) | set(yb)) == 1 else float(cohen_kappa_score(ya, yb))
     return Agreement(kappa, len(both), observed)
