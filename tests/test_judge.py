@@ -232,3 +232,68 @@ def test_build_pool_gives_candidates_with_context_and_terms() -> None:
     assert "permission error" in first.text
     assert first.terms == ("deploy", "error", "permission")
     assert any(t for _, t, target in first.context if target)
+
+
+def test_judged_at_k_and_bpref_count_judged_non_relevant_docs() -> None:
+    from convlab.metrics import per_query
+
+    hits = pl.DataFrame(
+        {"query_id": ["q"] * 4, "doc_id": ["a", "x", "b", "c"], "rank": [1, 2, 3, 4]}
+    )
+    queries = pl.DataFrame({"query_id": ["q"], "relevant": [["a", "c"]]})
+    judged = pl.DataFrame(
+        {"query_id": ["q"] * 3, "doc_id": ["a", "b", "c"], "relevant": [True, False, True]}
+    )
+    got = dict(
+        per_query(hits, queries, ["judged@2", "judged@4", "bpref", "recall@4"], judged=judged)
+        .select("metric", "value")
+        .iter_rows()
+    )
+    # top 2 = a (judged), x (not): 1/2; top 4: a, b, c judged of 4: 3/4
+    assert got["judged@2"] == pytest.approx(0.5)
+    assert got["judged@4"] == pytest.approx(0.75)
+    # R = {a, c}, N = {b}: a has no judged non-relevant above it (1 - 0/1 = 1); c has b above it
+    # (1 - 1/min(2, 1) = 0); x is unjudged and does not count: bpref = (1 + 0) / 2
+    assert got["bpref"] == pytest.approx(0.5)
+    assert got["recall@4"] == pytest.approx(1.0)
+    # without the judgments b is unjudged: judged@4 = 2/4, and bpref sees no non-relevant doc
+    bare = dict(
+        per_query(hits, queries, ["judged@4", "bpref"]).select("metric", "value").iter_rows()
+    )
+    assert bare["judged@4"] == pytest.approx(0.5)
+    assert bare["bpref"] == pytest.approx(1.0)
+
+
+def test_a_labelled_folder_reads_its_judgments_and_shared_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transcripts: Path
+) -> None:
+    from convlab.datasets import load_labelled
+
+    monkeypatch.setenv("CONVLAB_SHARED", str(transcripts.parent))
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    (folder / "sources.json").write_text(
+        json.dumps({"transcripts": ["transcripts/codex/kvsankar_real_redacted"], "docs": "message"})
+    )
+    (folder / "queries.jsonl").write_text(
+        json.dumps({"query_id": "q1", "text": "what did codex say"})
+        + "\n"
+        + json.dumps({"query_id": "q2", "text": "unjudged query"})
+        + "\n"
+    )
+    log = JudgmentLog(folder / "qrels.jsonl", assessor="ana")
+    conv = "019e9625-802f-7e91-840a-cfe88d14117a"
+    log.record(_cand("q1", f"{conv}:m3"), "p", now=NOW)
+    log.record(_cand("q1", f"{conv}:m2"), "n", now=NOW)
+    data = load_labelled(folder)
+    assert data.name == "bench"
+    assert set(data.corpus.conversations["kind"]) == {"dialog"}  # docs are messages
+    assert dict(data.queries.select("query_id", "relevant").iter_rows()) == {
+        "q1": [f"{conv}:m3"],
+        "q2": [],
+    }
+    assert data.judged is not None
+    assert data.judged.select("doc_id", "grade").rows() == [(f"{conv}:m2", 0), (f"{conv}:m3", 1)]
+    monkeypatch.setenv("CONVLAB_SHARED", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="CONVLAB_SHARED"):
+        load_labelled(folder)
