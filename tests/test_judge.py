@@ -14,10 +14,12 @@ from convlab.judge import (
     JudgmentLog,
     agreement,
     build_pool,
+    judge_loop,
     labels,
     pool_hits,
     query_terms,
     read_judgments,
+    render,
     shuffle_pool,
 )
 from convlab.loaders import LoadError
@@ -297,3 +299,91 @@ def test_a_labelled_folder_reads_its_judgments_and_shared_sources(
     monkeypatch.setenv("CONVLAB_SHARED", str(tmp_path / "nowhere"))
     with pytest.raises(FileNotFoundError, match="CONVLAB_SHARED"):
         load_labelled(folder)
+
+
+def test_render_marks_query_terms_and_the_target() -> None:
+    c = Candidate(
+        "q1",
+        "flaky fixture",
+        "c:m1",
+        "c",
+        "The Fixture was flaky",
+        (("user", "why flaky?", False), ("assistant", "shared tmp dir", True)),
+        ("fixture", "flaky"),
+        position=2,
+        total=5,
+    )
+    assert render(c).splitlines() == [
+        "== q1 (2 of 5): flaky fixture",
+        "-- doc c:m1",
+        "The [Fixture] was [flaky]",
+        "-- context (what its unit was embedded with; > the target)",
+        "  user: why [flaky]?",
+        "> assistant: shared tmp dir",
+    ]
+
+
+def test_the_loop_records_keys_asks_again_and_stops_on_q(tmp_path: Path) -> None:
+    path = tmp_path / "qrels.jsonl"
+    pool = [_cand("q1", d) for d in ("d1", "d2", "d3", "d4")]
+    keys = iter(["r", "x", "2", "q"])
+    out: list[str] = []
+    n = judge_loop(
+        pool, JudgmentLog(path, assessor="ana"), read=lambda _: next(keys), write=out.append
+    )
+    assert n == 2
+    assert [(j.doc_id, j.grade) for j in read_judgments(path)[0]] == [("d1", 2), ("d2", 1)]
+    assert "unknown key 'x'" in out
+    assert out[-1] == "stopped: 2 judged now, 2 left"
+    # resuming shows the third candidate as "3 of 4"; end of input stops like q
+    keys = iter(["n"])
+
+    def read(_: str) -> str:
+        try:
+            return next(keys)
+        except StopIteration:
+            raise EOFError from None
+
+    out.clear()
+    n = judge_loop(pool, JudgmentLog(path, assessor="ana"), read=read, write=out.append)
+    assert n == 1
+    assert out[0] == "\n[3 of 4]"
+    assert [(j.doc_id, j.grade) for j in read_judgments(path)[0]][-1] == ("d3", 0)
+
+
+def test_cli_judges_from_stdin_and_reports_agreement(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    transcripts: Path,
+) -> None:
+    import io
+
+    from convlab.cli import main
+
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(json.dumps({"query_id": "q1", "text": "which tests failed"}) + "\n")
+    data = transcripts / "codex" / "kvsankar_real_redacted"
+    common = ["--data", str(data), "--embedder", "hash", "--cache", str(tmp_path / "cache")]
+    qa, qb = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    monkeypatch.setattr("sys.stdin", io.StringIO("r\nn\nr\nr\nr\n"))
+    args = [
+        "judge",
+        str(queries),
+        *common,
+        "--docs",
+        "message",
+        "--systems",
+        "message,bm25:message",
+    ]
+    assert main([*args, "--qrels", str(qa), "--assessor", "ana"]) == 0
+    monkeypatch.setattr("sys.stdin", io.StringIO("r\nr\nr\nr\nr\n"))
+    assert main([*args, "--qrels", str(qb), "--assessor", "bo"]) == 0
+    ja, jb = read_judgments(qa)[0], read_judgments(qb)[0]
+    assert len(ja) == len(jb) >= 2
+    assert [j.doc_id for j in ja] == [j.doc_id for j in jb]  # same seed, same order
+    capsys.readouterr()
+    assert main(["judge", "agreement", str(qa), str(qb)]) == 0
+    assert f"on {len(ja)} docs graded by both" in capsys.readouterr().out
+    assert main(["judge", str(queries), "--data", str(data)]) == 2
+    assert "--qrels, --assessor" in capsys.readouterr().err
