@@ -2,8 +2,9 @@
 
 ``python data/real_sessions/pool.py show [QUERY_IDS]`` prints each pooled candidate (query, doc id,
 the doc's text) in judging order; ``python data/real_sessions/pool.py record GRADES`` appends the
-grades in GRADES (lines ``query_id keys``, one key per candidate in the order shown: r/p/n/s)
-to ``qrels.jsonl`` through :class:`convlab.judge.JudgmentLog` (already-judged candidates are
+grades in GRADES to ``qrels.jsonl``: a line ``query_id 2p 10r 14s`` grades candidate 2 partly
+relevant, 10 relevant, skips 14, and every other candidate of the query not relevant (each
+candidate was read; the sparse form only saves typing) through :class:`convlab.judge.JudgmentLog` (already-judged candidates are
 skipped, so recording is resumable). The pool: the systems in ``SYSTEMS``, depth 10, seed 0.
 """
 
@@ -48,10 +49,14 @@ def main(argv: list[str]) -> int:
     for line in Path(argv[1]).read_text().splitlines():
         if not line.strip():
             continue
-        qid, keys = line.split()
+        qid, *marks = line.split()
         group = by_query[qid]
-        if len(keys) != len(group):
-            raise SystemExit(f"{qid}: {len(keys)} grades for {len(group)} candidates")
+        keys = ["n"] * len(group)
+        for m in marks:
+            pos, key = int(m[:-1]), m[-1]
+            if not 1 <= pos <= len(group) or key not in "rpns":
+                raise SystemExit(f"{qid}: bad grade {m!r} ({len(group)} candidates)")
+            keys[pos - 1] = key
         done = log.judged()
         for c, k in zip(group, keys, strict=True):
             if (c.query_id, c.doc_id) not in done:
