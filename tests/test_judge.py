@@ -387,3 +387,59 @@ def test_cli_judges_from_stdin_and_reports_agreement(
     assert f"on {len(ja)} docs graded by both" in capsys.readouterr().out
     assert main(["judge", str(queries), "--data", str(data)]) == 2
     assert "--qrels, --assessor" in capsys.readouterr().err
+
+
+def test_the_real_sessions_benchmark_loads_and_its_judgments_point_at_messages(
+    monkeypatch: pytest.MonkeyPatch, transcripts: Path
+) -> None:
+    """data/real_sessions: the transcripts live in ../shared (fails under CI when missing)."""
+    from convlab.datasets import load_labelled
+    from convlab.paths import REPO_ROOT
+    from convlab.sentences import sentences
+
+    monkeypatch.setenv("CONVLAB_SHARED", str(transcripts.parent))
+    data = load_labelled(REPO_ROOT / "data" / "real_sessions")
+    assert data.queries.height == 102
+    assert data.judged is not None
+    # every query was judged over its whole pool; 2,386 judgments, 369 at least partly relevant
+    assert set(data.judged["query_id"]) == set(data.queries["query_id"])
+    assert data.judged.height == 2386
+    assert data.judged["grade"].value_counts().sort("grade").rows() == [
+        (0, 2017),
+        (1, 191),
+        (2, 178),
+    ]
+    assert (data.queries["relevant"].list.len() > 0).sum() == 101
+    # judged docs are messages with text in the corpus
+    s = sentences(data.corpus)
+    docs = set(
+        s.select(pl.format("{}:m{}", "conversation_id", "message_index")).to_series().to_list()
+    )
+    assert set(data.judged["doc_id"]) <= docs
+    judgments, torn = read_judgments(REPO_ROOT / "data" / "real_sessions" / "qrels.jsonl")
+    assert torn is None
+    assert {j.assessor for j in judgments} == {"helper-judge (AI assistant)"}
+
+
+def test_judge_panel_records_buttons_and_keys_and_escapes_text(tmp_path: Path) -> None:
+    from convlab.widgets import JudgePanel
+
+    path = tmp_path / "qrels.jsonl"
+    pool = [
+        Candidate("q1", "flaky <b>fixture</b>", f"d{i}", "c", f"the fixture <script>{i}", (), ())
+        for i in range(4)
+    ]
+    JudgmentLog(path, assessor="ana").record(pool[0], "n", now=NOW)
+    panel = JudgePanel(pool, JudgmentLog(path, assessor="ana"))
+    assert "2 of 4" in panel.progress.value  # d0 was judged before: resumes at the second
+    assert "<script>" not in panel.view.value
+    assert "&lt;script&gt;" in panel.view.value
+    assert "<mark>fixture</mark>" in panel.view.value
+    panel.buttons[0].click()  # Relevant
+    panel.keys.value = "2"  # Partly, by the keyboard
+    assert panel.keys.value == ""
+    assert "4 of 4" in panel.progress.value
+    panel.keys.value = "s"
+    assert "all judged" in panel.progress.value
+    got = [(j.doc_id, j.grade) for j in read_judgments(path)[0]]
+    assert got == [("d0", 0), ("d1", 2), ("d2", 1), ("d3", None)]
