@@ -738,12 +738,6 @@ QUERIES: list[dict] = [
         "a": "tmp_path",
     },
     {
-        "t": "fixture scope when depending on tmp_path",
-        "r": [("cc-flaky-fixture", 2)],
-        "c": "single-hop",
-        "a": "tmp_path_factory",
-    },
-    {
         "t": "what did we use to build the postgres index without blocking writes",
         "r": [("cc-pg-index", 0)],
         "c": "single-hop",
@@ -754,12 +748,6 @@ QUERIES: list[dict] = [
         "r": [("cc-pg-index", 1)],
         "c": "single-hop",
         "a": "autocommit_block",
-    },
-    {
-        "t": "what is left over when a concurrent index build fails",
-        "r": [("cc-pg-index", 2)],
-        "c": "paraphrase",
-        "a": "invalid index",
     },
     {
         "t": "which command showed the sequential scan on orders",
@@ -774,18 +762,6 @@ QUERIES: list[dict] = [
         "a": "strictmode",
     },
     {
-        "t": "how did we cancel the first request when the component unmounts",
-        "r": [("cc-react-double-fetch", 1)],
-        "c": "single-hop",
-        "a": "abortcontroller",
-    },
-    {
-        "t": "mutable borrow conflict in the LRU cache get",
-        "r": [("cc-rust-borrow", 0)],
-        "c": "single-hop",
-        "a": None,
-    },
-    {
         "t": "how to avoid cloning when the borrows overlap",
         "r": [("cc-rust-borrow", 1)],
         "c": "paraphrase",
@@ -798,12 +774,6 @@ QUERIES: list[dict] = [
         "a": "upgrade",
     },
     {
-        "t": "idle socket connections closed after sixty seconds",
-        "r": [("cc-nginx-ws", 1)],
-        "c": "paraphrase",
-        "a": "proxy_read_timeout",
-    },
-    {
         "t": "do we need sticky sessions for sockets with several backends",
         "r": [("cc-nginx-ws", 2)],
         "c": "single-hop",
@@ -814,12 +784,6 @@ QUERIES: list[dict] = [
         "r": [("cc-node-leak", 0)],
         "c": "single-hop",
         "a": "heap snapshots",
-    },
-    {
-        "t": "listeners added for every job and never removed",
-        "r": [("cc-node-leak", 1)],
-        "c": "paraphrase",
-        "a": "removelistener",
     },
     {
         "t": "what metric should we alert on to catch leaks early",
@@ -844,12 +808,6 @@ QUERIES: list[dict] = [
         "r": [("cc-docker-cache", 0)],
         "c": "paraphrase",
         "a": "package.json",
-    },
-    {
-        "t": "share docker layer cache between CI runs",
-        "r": [("cc-docker-cache", 1)],
-        "c": "single-hop",
-        "a": "cache-from",
     },
     {
         "t": "keep the npm download folder between builds without putting it in the image",
@@ -882,22 +840,10 @@ QUERIES: list[dict] = [
         "a": "invalid_grant",
     },
     {
-        "t": "coordinate token refresh across browser tabs",
-        "r": [("cc-oauth-refresh", 1)],
-        "c": "single-hop",
-        "a": "broadcastchannel",
-    },
-    {
         "t": "when to refresh the access token",
         "r": [("cc-oauth-refresh", 2)],
         "c": "single-hop",
         "a": "80 percent",
-    },
-    {
-        "t": "speed up a slow groupby apply on millions of rows",
-        "r": [("cc-pandas-groupby", 0)],
-        "c": "paraphrase",
-        "a": "agg",
     },
     {
         "t": "ratio of two sums per store",
@@ -1145,6 +1091,65 @@ QUERIES: list[dict] = [
         "r": [("amp-k8s-probes", 2)],
         "c": "paraphrase",
         "a": "startupprobe",
+    },
+    {
+        "t": "problems that only showed up when things ran in parallel",
+        "r": [
+            ("cc-flaky-fixture", 1),
+            ("cc-oauth-refresh", 0),
+            ("amp-sqlite-wal", 0),
+            ("cc-react-double-fetch", 1),
+        ],
+        "c": "multi-hop",
+        "a": None,
+    },
+    {
+        "t": "settings whose defaults bit us",
+        "r": [("cc-nginx-ws", 1), ("amp-faiss-choice", 1), ("amp-k8s-probes", 0)],
+        "c": "multi-hop",
+        "a": None,
+    },
+    {
+        "t": "the regression guard we added so it cannot happen again",
+        "r": [("cc-flaky-fixture", 3), ("cc-node-leak", 2)],
+        "c": "multi-hop",
+        "a": None,
+    },
+    {
+        "t": "stale data that looked fine",
+        "r": [("cc-react-double-fetch", 1), ("amp-gha-cache", 2)],
+        "c": "multi-hop",
+        "a": None,
+    },
+    {
+        "t": "keeping a single source of truth for the types",
+        "r": [("amp-ts-generics", 0)],
+        "c": "paraphrase",
+        "a": None,
+    },
+    {
+        "t": "a cheap check first and the expensive one after",
+        "r": [("cc-iso-regex", 1)],
+        "c": "paraphrase",
+        "a": None,
+    },
+    {
+        "t": "code that runs no matter how things end",
+        "r": [("amp-bash-traps", 1), ("cc-react-double-fetch", 1)],
+        "c": "multi-hop",
+        "a": None,
+    },
+    {
+        "t": "fixes that came down to doing the steps in another order",
+        "r": [("cc-docker-cache", 0), ("cc-rust-borrow", 1), ("cc-makefile", 2)],
+        "c": "multi-hop",
+        "a": None,
+    },
+    {
+        "t": "why did the machine kill our process",
+        "r": [("cc-node-leak", 0), ("amp-k8s-probes", 0)],
+        "c": "multi-hop",
+        "a": None,
     },
 ]
 
