@@ -744,12 +744,6 @@ QUERIES: list[dict] = [
         "a": "create index concurrently",
     },
     {
-        "t": "how to run a concurrent index build from an alembic migration",
-        "r": [("cc-pg-index", 1)],
-        "c": "single-hop",
-        "a": "autocommit_block",
-    },
-    {
         "t": "which command showed the sequential scan on orders",
         "r": [("cc-pg-index", 0)],
         "c": "tool-usage",
@@ -768,22 +762,10 @@ QUERIES: list[dict] = [
         "a": "before",
     },
     {
-        "t": "websocket handshake returns 400 behind the proxy",
-        "r": [("cc-nginx-ws", 0)],
-        "c": "paraphrase",
-        "a": "upgrade",
-    },
-    {
         "t": "do we need sticky sessions for sockets with several backends",
         "r": [("cc-nginx-ws", 2)],
         "c": "single-hop",
         "a": "ip_hash",
-    },
-    {
-        "t": "how did we find what was leaking in the worker",
-        "r": [("cc-node-leak", 0)],
-        "c": "single-hop",
-        "a": "heap snapshots",
     },
     {
         "t": "what metric should we alert on to catch leaks early",
@@ -792,22 +774,10 @@ QUERIES: list[dict] = [
         "a": "heapused",
     },
     {
-        "t": "make target that rebuilds the virtualenv only when dependencies change",
-        "r": [("cc-makefile", 0)],
-        "c": "paraphrase",
-        "a": "stamp",
-    },
-    {
         "t": "missing separator error in make",
         "r": [("cc-makefile", 1)],
         "c": "single-hop",
         "a": "tab",
-    },
-    {
-        "t": "why does docker reinstall node modules on every code change",
-        "r": [("cc-docker-cache", 0)],
-        "c": "paraphrase",
-        "a": "package.json",
     },
     {
         "t": "keep the npm download folder between builds without putting it in the image",
@@ -1148,6 +1118,42 @@ QUERIES: list[dict] = [
     {
         "t": "why did the machine kill our process",
         "r": [("cc-node-leak", 0), ("amp-k8s-probes", 0)],
+        "c": "multi-hop",
+        "a": None,
+    },
+    {
+        "t": "advice to measure before deciding",
+        "r": [("amp-faiss-choice", 1), ("cc-node-leak", 0), ("cc-pg-index", 3)],
+        "c": "multi-hop",
+        "a": None,
+    },
+    {
+        "t": "a tool doing something behind our back",
+        "r": [("cc-makefile", 1), ("cc-react-double-fetch", 0)],
+        "c": "multi-hop",
+        "a": None,
+    },
+    {
+        "t": "what we said to write to the log",
+        "r": [("amp-csv-encoding", 1)],
+        "c": "paraphrase",
+        "a": None,
+    },
+    {
+        "t": "the fix was something in the standard library",
+        "r": [("cc-timezones", 1), ("cc-iso-regex", 1)],
+        "c": "multi-hop",
+        "a": None,
+    },
+    {
+        "t": "everything we did to make builds faster",
+        "r": [
+            ("cc-docker-cache", 0),
+            ("cc-docker-cache", 1),
+            ("cc-docker-cache", 2),
+            ("amp-gha-cache", 0),
+            ("amp-gha-cache", 2),
+        ],
         "c": "multi-hop",
         "a": None,
     },
