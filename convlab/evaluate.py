@@ -236,9 +236,12 @@ def _versions() -> dict[str, str]:
 
 
 def fingerprint(data: LabelledData) -> str:
-    """sha256 over the corpus's messages, blocks and the queries (what the numbers depend on)."""
+    """sha256 over messages, blocks, queries and judgments (what the numbers depend on)."""
     h = hashlib.sha256()
-    for f in (data.corpus.messages.drop("source_path"), data.corpus.blocks, data.queries):
+    frames = [data.corpus.messages.drop("source_path"), data.corpus.blocks, data.queries]
+    if data.judged is not None:  # judged non-relevant docs change judged@k and bpref
+        frames.append(data.judged)
+    for f in frames:
         h.update(f.hash_rows().to_numpy().tobytes())
     return h.hexdigest()
 

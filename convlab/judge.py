@@ -342,6 +342,15 @@ class JudgmentLog:
                 stacklevel=2,
             )
             self._cut_torn()
+        elif self.path.exists() and self.path.stat().st_size:
+            with self.path.open("rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                whole = fh.read(1) == b"\n"
+            if not whole:  # a whole last record without its newline: end the line first
+                with self.path.open("ab") as fh:
+                    fh.write(b"\n")
+                    fh.flush()
+                    os.fsync(fh.fileno())
 
     def _cut_torn(self) -> None:
         """Truncate the file after its last newline (the torn line is the lost judgment)."""

@@ -443,3 +443,15 @@ def test_judge_panel_records_buttons_and_keys_and_escapes_text(tmp_path: Path) -
     assert "all judged" in panel.progress.value
     got = [(j.doc_id, j.grade) for j in read_judgments(path)[0]]
     assert got == [("d0", 0), ("d1", 2), ("d2", 1), ("d3", None)]
+
+
+def test_a_whole_last_record_without_newline_is_kept_and_the_next_goes_on_its_own_line(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "qrels.jsonl"
+    rec = {"query_id": "q1", "doc_id": "d1", "grade": 2, "assessor": "ana", "time": "t"}
+    path.write_text(json.dumps(rec))  # written by hand, no final newline
+    log = JudgmentLog(path, assessor="ana")
+    assert log.torn is None
+    log.record(_cand("q1", "d2"), "n", now=NOW)
+    assert [(j.doc_id, j.grade) for j in read_judgments(path)[0]] == [("d1", 2), ("d2", 0)]
