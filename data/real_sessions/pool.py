@@ -1,11 +1,12 @@
 """Pool and judge data/real_sessions with convlab.judge, driven from a script.
 
-``python data/real_sessions/pool.py show [QUERY_IDS]`` prints each pooled candidate (query, doc id,
-the doc's text) in judging order; ``python data/real_sessions/pool.py record GRADES`` appends the
-grades in GRADES to ``qrels.jsonl``: a line ``query_id 2p 10r 14s`` grades candidate 2 partly
-relevant, 10 relevant, skips 14, and every other candidate of the query not relevant (each
-candidate was read; the sparse form only saves typing) through :class:`convlab.judge.JudgmentLog` (already-judged candidates are
-skipped, so recording is resumable). The pool: the systems in ``SYSTEMS``, depth 10, seed 0.
+``python data/real_sessions/pool.py show [QUERY_IDS]`` prints each pooled candidate (query, doc
+id, the doc's text) in judging order. ``python data/real_sessions/pool.py record GRADES`` appends
+the grades in GRADES to ``qrels.jsonl`` through :class:`convlab.judge.JudgmentLog`: a line
+``query_id 2p 10r 14s`` grades candidate 2 partly relevant, 10 relevant, skips 14, and every
+other candidate of the query not relevant (each candidate was read; the sparse form only saves
+typing). Already-judged candidates are skipped, so recording resumes. The pool: the systems in
+``SYSTEMS``, depth 10, seed 0. Needs the transcripts in the shared folder (``CONVLAB_SHARED``).
 """
 
 from __future__ import annotations
