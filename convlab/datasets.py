@@ -7,7 +7,7 @@ name reports give a data set is taken from the data (the file's stem or the fold
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,9 @@ class LabelledData:
             ``query_id, conversation_id``, one row per conversation of the query's haystack.
         sessions: session-level relevance (``query_id, relevant`` conversation ids), when the
             data gives it (LongMemEval's ``answer_session_ids``).
+        judged: every judged doc, relevant or not (``query_id, doc_id, grade, relevant``), when
+            the labels come from pooled judgments (:mod:`convlab.judge`): what ``judged@k`` and
+            ``bpref`` need.
     """
 
     name: str
@@ -51,6 +54,7 @@ class LabelledData:
     cleaning: dict[str, Any] = field(default_factory=dict)
     haystacks: pl.DataFrame | None = None
     sessions: pl.DataFrame | None = None
+    judged: pl.DataFrame | None = None
 
     def select(self, conversations: list[str] | None) -> LabelledData:
         """Only these conversations and the queries scoped to them.
@@ -76,6 +80,7 @@ class LabelledData:
             self.cleaning,
             None if self.haystacks is None else self.haystacks.filter(by_query),
             None if self.sessions is None else self.sessions.filter(by_query),
+            None if self.judged is None else self.judged.filter(by_query),
         )
 
 
@@ -133,11 +138,84 @@ def sample(path: str | Path | None = None) -> LabelledData:
     """A labelled folder: its transcripts and ``queries.jsonl``.
 
     Transcripts are read from ``transcripts/`` when present, else from the folder itself; by
-    default the folder is the bundled sample (``data/sample``).
+    default the folder is the bundled sample (``data/sample``). A folder whose transcripts live
+    outside the repository names them in ``sources.json`` (:func:`_sources`). With a
+    ``qrels.jsonl`` of pooled judgments (:mod:`convlab.judge`), a query's relevant docs are those
+    judged at least partly relevant, and every judged doc is kept in ``judged``.
     """
     root = Path(path) if path is not None else sample_data_path()
-    corpus = load(root / "transcripts" if (root / "transcripts").is_dir() else root)
-    return LabelledData(_name(root), corpus, read_queries(root / "queries.jsonl"))
+    if (root / "sources.json").is_file():
+        corpus = _sources(root / "sources.json")
+    else:
+        corpus = load(root / "transcripts" if (root / "transcripts").is_dir() else root)
+    queries = read_queries(root / "queries.jsonl")
+    judged = None
+    if (root / "qrels.jsonl").is_file():
+        from convlab.judge import labels, read_judgments
+
+        judgments, torn = read_judgments(root / "qrels.jsonl")
+        if torn is not None:
+            raise LoadError(
+                root / "qrels.jsonl",
+                0,
+                "the last line is torn; open it with convlab judge to repair it",
+            )
+        judged = labels(judgments).filter(pl.col("query_id").is_in(queries["query_id"].to_list()))
+        rel = (
+            judged.filter(pl.col("relevant"))
+            .group_by("query_id", maintain_order=True)
+            .agg(pl.col("doc_id").alias("_rel"))
+        )
+        queries = (
+            queries.join(rel, on="query_id", how="left")
+            .with_columns(
+                pl.col("_rel").fill_null(pl.lit([], dtype=pl.List(pl.String))).alias("relevant")
+            )
+            .select(list(schema.QUERIES))
+        )
+    return LabelledData(_name(root), corpus, queries, judged=judged)
+
+
+def _sources(path: Path) -> Corpus:
+    """The corpus a ``sources.json`` names: transcripts outside the repository.
+
+    ``{"transcripts": [...], "docs": "message"}``: each path is relative to the shared folder
+    (:func:`convlab.paths.shared_dir`: ``CONVLAB_SHARED`` or ``../shared``); ``docs: message``
+    makes every message a doc (the conversations are searched as dialogs), which a long coding
+    session needs: it holds few turns and hundreds of messages.
+
+    Raises:
+        FileNotFoundError: naming every missing folder and how to point convlab at them.
+        LoadError: a malformed ``sources.json``.
+    """
+    import json
+
+    from convlab.paths import shared_dir
+
+    try:
+        spec = json.loads(path.read_text(encoding="utf-8"))
+        paths = spec["transcripts"]
+        docs = spec.get("docs", "turn")
+        if not isinstance(paths, list) or not all(isinstance(x, str) for x in paths):
+            raise ValueError("'transcripts' is a list of paths")
+        if docs not in ("turn", "message"):
+            raise ValueError("'docs' is 'turn' or 'message'")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise LoadError(path, 0, f"bad sources file: {exc}") from None
+    base = shared_dir()
+    folders = [base / x for x in paths]
+    missing = [str(f) for f in folders if not f.exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"{path} names transcripts that are not here: {', '.join(missing)}; they live in "
+            "the shared folder beside the repository (set CONVLAB_SHARED to where it is)"
+        )
+    corpus = Corpus.concat([load(f) for f in folders])
+    if docs == "message":
+        corpus = replace(
+            corpus, conversations=corpus.conversations.with_columns(pl.lit("dialog").alias("kind"))
+        )
+    return corpus
 
 
 def load_labelled(path: str | Path | None, *, strict: bool = False) -> LabelledData:

@@ -43,6 +43,7 @@ from convlab.units import units as make_units
 
 __all__ = [
     "HEADLINE",
+    "JUDGED_METRICS",
     "LONGMEMEVAL_METRICS",
     "SCOPES",
     "EvalConfig",
@@ -56,6 +57,9 @@ RETRIEVALS = ("dense", "bm25", "hybrid")
 # the metrics of the headline tables: finding the evidence, ranking it, bringing it back
 HEADLINE = ("recall@5", "recall@10", "ndcg@10", "coverage@512")
 SCOPES = ("conversation", "haystack", "corpus")
+# beside the headline when the labels are pooled judgments: how much of the top 10 was judged,
+# and a measure that ignores unjudged docs (convlab.metrics)
+JUDGED_METRICS = ("judged@10", "bpref")
 # LongMemEval's retrieval measures (recall_any = success, recall_all, nDCG at 1, 5, 10), at turn
 # and session level
 LONGMEMEVAL_METRICS = tuple(
@@ -232,9 +236,12 @@ def _versions() -> dict[str, str]:
 
 
 def fingerprint(data: LabelledData) -> str:
-    """sha256 over the corpus's messages, blocks and the queries (what the numbers depend on)."""
+    """sha256 over messages, blocks, queries and judgments (what the numbers depend on)."""
     h = hashlib.sha256()
-    for f in (data.corpus.messages.drop("source_path"), data.corpus.blocks, data.queries):
+    frames = [data.corpus.messages.drop("source_path"), data.corpus.blocks, data.queries]
+    if data.judged is not None:  # judged non-relevant docs change judged@k and bpref
+        frames.append(data.judged)
+    for f in frames:
         h.update(f.hash_rows().to_numpy().tobytes())
     return h.hexdigest()
 
@@ -377,9 +384,9 @@ def evaluate(
             )
         hits[system.name] = h
         pq.append(
-            per_query(h, queries, config.metrics, sessions=data.sessions).with_columns(
-                pl.lit(system.name).alias("system")
-            )
+            per_query(
+                h, queries, config.metrics, sessions=data.sessions, judged=data.judged
+            ).with_columns(pl.lit(system.name).alias("system"))
         )
         budget_rows.append(
             budget_measures(

@@ -8,7 +8,16 @@ Names (case-insensitive), for a query with relevant docs R and ranking d_1, d_2,
 - ``recall_all@k`` = 1 if R ⊆ {d_1..d_k}, else 0 (LongMemEval's ``recall_all``: ``R@k`` == 1);
 - ``ndcg@k`` = DCG@k / IDCG@k with DCG@k = Σ_{i<=k} rel_i / log2(i + 1), binary gains, IDCG@k
   the DCG of |R| relevant docs ranked first (Järvelin & Kekäläinen, 2002; ``nDCG@k``);
-- ``mrr`` = 1 / rank of the first relevant doc (``RR``).
+- ``mrr`` = 1 / rank of the first relevant doc (``RR``);
+- ``judged@k`` = share of d_1..d_k that were judged at all, relevant or not (``Judged@k``):
+  with pooled judgments (:mod:`convlab.judge`) a system that ranks unjudged docs high is not
+  wrong, it is unmeasured, and this says how much;
+- ``bpref`` = 1/|R| Σ_{r ∈ R} (1 - |n ranked above r| / min(|R|, |N|)), n ranging over the
+  judged non-relevant docs N; unjudged docs are ignored, so it holds up under incomplete
+  judgments (Buckley & Voorhees, SIGIR 2004; ``Bpref``).
+
+Without judgments of non-relevant docs (LoCoMo, LongMemEval: only relevant docs are known),
+``judged@k`` counts only the relevant docs found and ``bpref`` sees no non-relevant doc.
 
 A ``session:`` prefix (``session:success@5``) scores the same measure at session level
 (LongMemEval, Wu et al., ICLR 2025, ``src/retrieval/eval_utils.py``): each query's ranked docs
@@ -37,7 +46,9 @@ __all__ = ["LEVELS", "Metric", "aggregate", "collapse_to_sessions", "parse_metri
 
 LEVELS = ("doc", "session")
 """Where a metric judges: the docs (turns or messages) or the sessions (conversations)."""
-_NAME = re.compile(r"^(?:(session):)?(?:(recall|success|recall_all|ndcg)@(\d+)|(mrr))$")
+_NAME = re.compile(
+    r"^(?:(session):)?(?:(recall|success|recall_all|ndcg|judged)@(\d+)|(mrr|bpref))$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +69,14 @@ class Metric:
         """The ir_measures measure that computes it (R@k for recall_all)."""
         if self.family == "mrr":
             return ir_measures.RR
+        if self.family == "bpref":
+            return ir_measures.Bpref
         base = {
             "recall": ir_measures.R,
             "recall_all": ir_measures.R,
             "success": ir_measures.Success,
             "ndcg": ir_measures.nDCG,
+            "judged": ir_measures.Judged,
         }[self.family]
         return base @ self.k
 
@@ -76,12 +90,12 @@ def parse_metric(name: str) -> Metric:
     m = _NAME.match(name.strip().lower())
     if not m:
         raise ValueError(
-            f"unknown metric {name!r}; valid: recall@k, success@k, recall_all@k, ndcg@k, mrr, "
-            "each optionally prefixed 'session:'"
+            f"unknown metric {name!r}; valid: recall@k, success@k, recall_all@k, ndcg@k, "
+            "judged@k, mrr, bpref, each optionally prefixed 'session:'"
         )
     level = m.group(1) or "doc"
     if m.group(4):
-        return Metric("mrr", None, level)
+        return Metric(m.group(4), None, level)
     return Metric(m.group(2), int(m.group(3)), level)
 
 
@@ -114,6 +128,7 @@ def per_query(
     metrics: Sequence[str],
     *,
     sessions: pl.DataFrame | None = None,
+    judged: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """One row per (query, metric): ``query_id, metric, value``.
 
@@ -123,6 +138,8 @@ def per_query(
         queries: :data:`convlab.schema.QUERIES` (``relevant`` doc ids).
         metrics: metric names.
         sessions: ``query_id, relevant`` (conversation ids), needed by ``session:`` metrics.
+        judged: every judged doc (``query_id, doc_id, relevant``: a bool), when the labels come
+            from judgments; judged non-relevant docs then count for ``judged@k`` and ``bpref``.
 
     Raises:
         ValueError: a ``session:`` metric without ``sessions``.
@@ -130,7 +147,7 @@ def per_query(
     parsed = [parse_metric(m) for m in metrics]
     doc = [m for m in parsed if m.level == "doc"]
     ses = [m for m in parsed if m.level == "session"]
-    frames = [_scored(hits, queries, doc)] if doc else []
+    frames = [_scored(hits, queries, doc, judged)] if doc else []
     if ses:
         if sessions is None:
             raise ValueError(
@@ -145,12 +162,29 @@ def per_query(
 _PER_QUERY = {"query_id": pl.String, "metric": pl.String, "value": pl.Float64}
 
 
-def _scored(hits: pl.DataFrame, relevance: pl.DataFrame, parsed: list[Metric]) -> pl.DataFrame:
-    """``parsed`` metrics of ``hits`` against ``relevance`` (``query_id, relevant``)."""
+def _scored(
+    hits: pl.DataFrame,
+    relevance: pl.DataFrame,
+    parsed: list[Metric],
+    judgments: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """``parsed`` metrics of ``hits`` against ``relevance`` (``query_id, relevant``).
+
+    ``judgments`` (``query_id, doc_id, relevant``) adds the judged non-relevant docs.
+    """
     judged = relevance.filter(pl.col("relevant").list.len() > 0)
     qrels = [
         Qrel(q, d, 1) for q, rel in judged.select("query_id", "relevant").iter_rows() for d in rel
     ]
+    if judgments is not None:
+        positive = {(q.query_id, q.doc_id) for q in qrels}
+        qrels += [
+            Qrel(q, d, 0)
+            for q, d in judgments.filter(~pl.col("relevant"))
+            .select("query_id", "doc_id")
+            .iter_rows()
+            if (q, d) not in positive
+        ]
     run = [
         ScoredDoc(q, d, -float(r))
         for q, d, r in hits.select("query_id", "doc_id", "rank").iter_rows()

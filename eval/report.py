@@ -45,6 +45,18 @@ def _longmemeval_section(ev: Evaluation) -> list[str]:
     return lines
 
 
+def _judged_note(ev: Evaluation) -> list[str]:
+    """What judged@10 and bpref mean, when the labels are pooled judgments."""
+    if "judged@10" not in ev.headline_metrics:
+        return []
+    return [
+        "Labels are pooled judgments: `judged@10` is the share of a system's top 10 that was "
+        "judged at all; a system low on it found docs nobody judged (unmeasured, not wrong). "
+        "`bpref` ignores unjudged docs (Buckley & Voorhees, 2004).",
+        "",
+    ]
+
+
 def write_report(ev: Evaluation, out: Path) -> Path:
     cfg = ev.config
     data = cfg["data"]
@@ -63,6 +75,7 @@ def write_report(ev: Evaluation, out: Path) -> Path:
         "",
         markdown_table(ev.headline()),
         "",
+        *_judged_note(ev),
         *_longmemeval_section(ev),
         "## Per category",
         "",

@@ -6,13 +6,13 @@ fingerprint), ``per_query.parquet``, ``budgets.parquet``, ``significance.parquet
 under ``runs/``, ``report.md`` and PNG plots. ``--data`` is the bundled sample folder (default),
 LoCoMo (its json, or a folder holding ``locomo/locomo10.json``), a LoCoMo-family file or folder
 of files, or a LongMemEval file (``longmemeval_s.json``: searched per question in its haystack,
-scored at turn and session level with LongMemEval's measures).
+scored at turn and session level with LongMemEval's measures), or a folder of pooled judgments
+(``data/real_sessions``: ``judged@10`` and ``bpref`` join the headline).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -28,6 +28,7 @@ from convlab.datasets import load_labelled
 from convlab.embed import BACKENDS, CachedEmbedder, minilm_embedder
 from convlab.evaluate import (
     HEADLINE,
+    JUDGED_METRICS,
     LONGMEMEVAL_METRICS,
     SCOPES,
     EvalConfig,
@@ -125,11 +126,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = data.select(convs or None)
     budgets = tuple(int(b) for b in args.budgets.split(","))
     scope = args.scope or ("haystack" if data.haystacks is not None else "conversation")
-    config = EvalConfig(budgets=budgets, scope=scope, baseline=args.baseline)
+    metrics: tuple[str, ...] = EvalConfig().metrics
+    headline: tuple[str, ...] = HEADLINE
     if data.sessions is not None:  # LongMemEval: its measures, at turn and session level
-        metrics = tuple(dict.fromkeys((*config.metrics, *LONGMEMEVAL_METRICS)))
+        metrics = tuple(dict.fromkeys((*metrics, *LONGMEMEVAL_METRICS)))
         headline = (*HEADLINE[:3], "success@5", "session:success@5", "session:ndcg@10")
-        config = dataclasses.replace(config, metrics=metrics, headline=headline)
+    if data.judged is not None:  # pooled judgments: how much was judged, and bpref beside
+        metrics = (*metrics, *JUDGED_METRICS)
+        headline = (*headline, *JUDGED_METRICS)
+    config = EvalConfig(
+        budgets=budgets,
+        scope=scope,
+        baseline=args.baseline,
+        metrics=metrics,
+        headline=headline,
+    )
     embedder = CachedEmbedder(minilm_embedder(args.backend), args.cache)
     ev = evaluate(data, default_systems(strategies), embedder=embedder, config=config)
     out = Path(args.out)

@@ -1,0 +1,80 @@
+"""The terminal judging loop of ``convlab judge``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from convlab.judge.pool import Candidate
+from convlab.judge.qrels import KEYS, JudgmentLog
+
+__all__ = ["judge_loop", "render"]
+
+
+def _mark(text: str, terms: Sequence[str], color: bool) -> str:
+    if not terms:
+        return text
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in terms) + r")\w*", re.I)
+    on, off = ("\033[1;33m", "\033[0m") if color else ("[", "]")
+    return pattern.sub(lambda m: f"{on}{m.group(0)}{off}", text)
+
+
+def render(candidate: Candidate, *, color: bool = False, width: int = 1200) -> str:
+    """A candidate as terminal text: the query, the doc, its context; query terms marked.
+
+    Marked with ``[...]`` (or bold yellow when ``color``); the doc and each context chunk are cut
+    to ``width`` characters.
+    """
+
+    def cut(t: str) -> str:
+        t = " ".join(t.split())
+        return t if len(t) <= width else t[: width - 1] + "…"
+
+    c = candidate
+    lines = [
+        f"== {c.query_id} ({c.position} of {c.total}): {c.query}",
+        f"-- doc {c.doc_id}",
+        _mark(cut(c.text), c.terms, color),
+    ]
+    if c.context:
+        lines.append("-- context (what its unit was embedded with; > the target)")
+        for role, text, target in c.context:
+            lines.append(f"{'>' if target else ' '} {role}: {_mark(cut(text), c.terms, color)}")
+    return "\n".join(lines)
+
+
+def judge_loop(
+    candidates: Sequence[Candidate],
+    log: JudgmentLog,
+    *,
+    read: Any = input,
+    write: Any = print,
+    color: bool = False,
+) -> int:
+    """Ask for a judgment of each pending candidate; returns how many were recorded.
+
+    Keys: r/p/n/s (or 1/2/3/0), ``q`` to stop; an unknown key asks again. End of input stops
+    too: what was recorded is on disk, and running again resumes.
+    """
+    pending = list(log.pending(candidates))
+    done = len(candidates) - len(pending)
+    recorded = 0
+    for i, c in enumerate(pending, start=done + 1):
+        write(f"\n[{i} of {len(candidates)}]")
+        write(render(c, color=color))
+        while True:
+            try:
+                key = read("relevant r/1, partly p/2, not n/3, skip s/0, quit q > ").strip().lower()
+            except EOFError:
+                key = "q"
+            if key == "q":
+                write(f"stopped: {recorded} judged now, {len(pending) - recorded} left")
+                return recorded
+            if key in KEYS:
+                log.record(c, key)
+                recorded += 1
+                break
+            write(f"unknown key {key!r}")
+    write(f"done: {recorded} judged now; all {len(candidates)} candidates judged")
+    return recorded
