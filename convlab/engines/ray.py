@@ -257,6 +257,7 @@ class RayEngine:
                 address="local",
                 num_cpus=os.cpu_count(),
                 include_dashboard=False,
+                _node_ip_address="127.0.0.1",  # a local instance talks over loopback only
                 log_to_driver=False,
                 logging_level=logging.WARNING,
                 # the agents are Python processes that start slowly on a busy machine
