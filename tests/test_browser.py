@@ -8,6 +8,7 @@ screenshot in ``test-artifacts/``, and stops the server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -34,18 +35,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+@contextlib.contextmanager
+def jupyter_lab(root: Path) -> Iterator[str]:
+    """JupyterLab on a free loopback port serving ``root``; yields its URL, stops it after.
+
+    Fails (never skips) when Debian's chromium is missing: the browser tests need it.
+    """
     if not Path(CHROMIUM).exists():
         pytest.fail(
             "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
         )
-    root = tmp_path_factory.mktemp("lab")
-    nb = json.loads((REPO / "notebooks" / "05_search_panel.ipynb").read_text())
-    for cell in nb["cells"]:
-        src = "".join(cell["source"])
-        cell["source"] = src.replace('Path("../runs/cache")', repr(str(REPO / "runs" / "cache")))
-    (root / "05_search_panel.ipynb").write_text(json.dumps(nb))
     # no "notified about Jupyter news?" toast over the results in the screenshot
     settings = root / "settings"
     notification = (
@@ -96,6 +95,18 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("lab")
+    nb = json.loads((REPO / "notebooks" / "05_search_panel.ipynb").read_text())
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        cell["source"] = src.replace('Path("../runs/cache")', repr(str(REPO / "runs" / "cache")))
+    (root / "05_search_panel.ipynb").write_text(json.dumps(nb))
+    with jupyter_lab(root) as url:
+        yield url
 
 
 # the notebook panel's kernel, once it is connected and idle

@@ -9,17 +9,12 @@ checks that the file holds the three judgments. Playwright drives Debian's chrom
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.test_browser import CHROMIUM, TOKEN, _free_port, _run_all_cells
+from tests.test_browser import CHROMIUM, TOKEN, _run_all_cells, jupyter_lab
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -37,8 +32,6 @@ JudgePanel(pool, JudgmentLog(QRELS, assessor="browser"))
 
 @pytest.fixture(scope="module")
 def judge_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian's chromium is missing: `make test` installs it")
     root = tmp_path_factory.mktemp("judge-lab")
     qrels = root / "qrels.jsonl"
     nb = {
@@ -56,51 +49,8 @@ def judge_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, P
         "nbformat_minor": 5,
     }
     (root / "judge.ipynb").write_text(json.dumps(nb))
-    settings = root / "settings"
-    note = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
-    note.parent.mkdir(parents=True)
-    note.write_text(json.dumps({"fetchNews": "false"}))
-    port = _free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "jupyter",
-        "lab",
-        "--no-browser",
-        f"--port={port}",
-        "--ServerApp.ip=127.0.0.1",
-        f"--IdentityProvider.token={TOKEN}",
-        f"--ServerApp.root_dir={root}",
-        "--LabApp.news_url=",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        "--LabApp.expose_app_in_browser=True",
-        f"--LabApp.user_settings_dir={settings}",
-    ]
-    if os.geteuid() == 0:
-        cmd.append("--allow-root")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JUPYTER_CONFIG_DIR": str(root / ".jupyter")}
-    log = (root / "lab.log").open("w")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=2)
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    pytest.fail(f"JupyterLab exited: {(root / 'lab.log').read_text()[-2000:]}")
-                time.sleep(0.5)
-        else:
-            pytest.fail("JupyterLab did not start in 60 s")
+    with jupyter_lab(root) as url:
         yield url, qrels
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.mark.browser
