@@ -95,8 +95,16 @@ class MiniLMEmbedder:
         """The SentenceTransformer, loaded on first use (offline)."""
         if self._model is None:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
-            self._model = SentenceTransformer(str(model_path()), device="cpu")
+            quiet = self.show_progress is False and hf_logging.is_progress_bar_enabled()
+            if quiet:  # no "Loading weights" bar when progress is off (``convlab index -q``)
+                hf_logging.disable_progress_bar()
+            try:
+                self._model = SentenceTransformer(str(model_path()), device="cpu")
+            finally:
+                if quiet:
+                    hf_logging.enable_progress_bar()
         return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
