@@ -48,7 +48,10 @@ def unit_texts(n: int, seed: int = 0) -> list[str]:
         sents = convlab.sentences(corpus, convlab.ContentPolicy())
         for budget in (256, 128):
             for strategy in sorted(convlab.STRATEGIES):
-                u = convlab.units(sents, strategy, budget, conversations=corpus.conversations)
+                try:
+                    u = convlab.units(sents, strategy, budget, conversations=corpus.conversations)
+                except ValueError:  # a chunk longer than the smaller budget: that pair is left out
+                    continue
                 pool.update(dict.fromkeys(u["text"].to_list()))
         if len(pool) >= n:
             break
