@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import polars as pl
 
@@ -56,3 +58,16 @@ def sentences_frame(rows: list[tuple]) -> pl.DataFrame:
             }
         )
     return schema.frame(out, schema.SENTENCES)
+
+
+def small_history(transcripts: Path, base: Path) -> Path:
+    """Three real Claude Code sessions copied under ``base/history``; returns that folder."""
+    root = base / "history" / "-home-u-app"
+    root.mkdir(parents=True)
+    for name in ("short.jsonl", "tool_heavy.jsonl"):
+        shutil.copy(transcripts / "claude_code" / "spotter_real" / name, root / name)
+    shutil.copy(
+        transcripts / "claude_code" / "simonw_synthetic" / "sample_session.jsonl",
+        root / "sample_session.jsonl",
+    )
+    return root.parent

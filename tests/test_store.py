@@ -14,6 +14,7 @@ import pytest
 
 from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig, StoreLocked
+from tests.helpers import small_history
 
 CONFIG = StoreConfig(strategy="turn_pair")
 
@@ -35,15 +36,7 @@ class CountingHash(HashEmbedder):
 @pytest.fixture
 def history(transcripts: Path, tmp_path: Path) -> Path:
     """A small Claude Code history: three real sessions copied into a temp tree."""
-    root = tmp_path / "history" / "-home-u-app"
-    root.mkdir(parents=True)
-    for name in ("short.jsonl", "tool_heavy.jsonl"):
-        shutil.copy(transcripts / "claude_code" / "spotter_real" / name, root / name)
-    shutil.copy(
-        transcripts / "claude_code" / "simonw_synthetic" / "sample_session.jsonl",
-        root / "sample_session.jsonl",
-    )
-    return tmp_path / "history"
+    return small_history(transcripts, tmp_path)
 
 
 def _content(store: Store) -> dict[str, pl.DataFrame]:

@@ -20,6 +20,7 @@ from convlab import store as store_module
 from convlab.cli import main
 from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig, StoreDamaged
+from tests.helpers import small_history
 
 CONFIG = StoreConfig(strategy="turn_pair")
 FRAMES = ("conversations", "messages", "turns", "sentences", "units")
@@ -39,15 +40,7 @@ class CountingHash(HashEmbedder):
 
 @pytest.fixture(scope="module")
 def history(transcripts: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("damage") / "history" / "-home-u-app"
-    root.mkdir(parents=True)
-    for name in ("short.jsonl", "tool_heavy.jsonl"):
-        shutil.copy(transcripts / "claude_code" / "spotter_real" / name, root / name)
-    shutil.copy(
-        transcripts / "claude_code" / "simonw_synthetic" / "sample_session.jsonl",
-        root / "sample_session.jsonl",
-    )
-    return root.parent
+    return small_history(transcripts, tmp_path_factory.mktemp("damage"))
 
 
 @pytest.fixture(scope="module")

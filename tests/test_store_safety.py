@@ -20,6 +20,7 @@ import pytest
 from convlab.embed import HashEmbedder
 from convlab.paths import REPO_ROOT
 from convlab.store import Store, StoreConfig
+from tests.helpers import small_history
 
 CONFIG = StoreConfig(strategy="turn_pair")
 
@@ -27,15 +28,7 @@ CONFIG = StoreConfig(strategy="turn_pair")
 @pytest.fixture
 def history(transcripts: Path, tmp_path: Path) -> Path:
     """Three real Claude Code sessions copied into a temp tree."""
-    root = tmp_path / "history" / "-home-u-app"
-    root.mkdir(parents=True)
-    for name in ("short.jsonl", "tool_heavy.jsonl"):
-        shutil.copy(transcripts / "claude_code" / "spotter_real" / name, root / name)
-    shutil.copy(
-        transcripts / "claude_code" / "simonw_synthetic" / "sample_session.jsonl",
-        root / "sample_session.jsonl",
-    )
-    return tmp_path / "history"
+    return small_history(transcripts, tmp_path)
 
 
 def _env() -> dict[str, str]:
