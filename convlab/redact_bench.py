@@ -9,7 +9,7 @@ all.
 
 Run::
 
-    python -m convlab.redact_bench --texts /work/shared/transcripts --out runs/redact.json
+    python -m convlab.redact_bench --texts ../shared/transcripts --out runs/redact.json
     python -m convlab.redact_bench --code .venv/lib/python3.11/site-packages  # false positives
     python -m convlab.redact_bench --redactor detect-secrets   # needs `pip install detect-secrets`
     python -m convlab.redact_bench --redactor detect-secrets-lines

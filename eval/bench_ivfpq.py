@@ -39,6 +39,7 @@ import polars as pl
 from convlab import schema
 from convlab.index import VectorIndex
 from convlab.ivfpq import ShardLoader
+from convlab.paths import locomo_path
 
 K = 10
 
@@ -163,7 +164,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=1000)
     p.add_argument("--out", type=Path, default=Path("runs/bench"))
     p.add_argument("--work", type=Path, default=Path("runs/ivfpq"), help="shards and index")
-    p.add_argument("--data", type=Path, default=Path("/work/shared/datasets/locomo/locomo10.json"))
+    p.add_argument(
+        "--data", type=Path, default=None, help="locomo10.json (default: CONVLAB_DATA or ../shared)"
+    )
     p.add_argument("--base-cache", type=Path, default=Path("runs/bench/locomo_base.npy"))
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--mix", type=float, default=0.5, help="largest blend weight of a 2nd base")
@@ -182,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     faiss.omp_set_num_threads(args.threads)
-    base = base_vectors(args.base_cache, args.data)
+    base = base_vectors(args.base_cache, locomo_path(args.data))
     work = args.work / f"n{args.size}"
     shards_dir, index_dir = work / "shards", work / "index"
     shards_dir.mkdir(parents=True, exist_ok=True)
