@@ -159,39 +159,40 @@ def with_skip_report(lines: list[str], report: list[str]) -> list[str]:
     return out if replaced else out + report
 
 
-def _messages(store: Any) -> pl.DataFrame:
-    """Where each message is in its source file.
-
-    Empty for a store written before messages were kept: its hits carry the conversation's file
-    and no line.
-    """
-    from convlab import schema
-
-    cols = ["conversation_id", "message_index", "source_path", "source_line"]
-    try:
-        return store.frame("messages").select(cols)
-    except FileNotFoundError:
-        return schema.empty(schema.MESSAGES).select(cols)
-
-
 def describe_hits(store: Any, hits: pl.DataFrame) -> list[dict[str, Any]]:
-    """One record per hit: rank, score, unit, where it is (file, line, message) and its text."""
-    convs = store.frame("conversations").select(
+    """One record per hit: rank, score, unit, where it is (file, line, message) and its text.
+
+    Each stored frame is cut to the hits' conversations before anything is grouped or joined, so
+    the work per search follows the hits, not the size of the store.
+    """
+    hit_convs = hits.select("conversation_id").unique()
+
+    def of_hits(name: str) -> pl.DataFrame:
+        return store.frame(name).join(hit_convs, on="conversation_id", how="semi")
+
+    convs = of_hits("conversations").select(
         "conversation_id", "title", pl.col("source_path").alias("conversation_path")
     )
     questions = (
-        store.frame("sentences")
+        of_hits("sentences")
         .filter(pl.col("role") == "user")
         .sort("position")
         .group_by("conversation_id", "turn_index", maintain_order=True)
         .agg(pl.col("text").str.join(" ").alias("question"))
     )
-    turns = store.frame("turns").select("conversation_id", "turn_index", "started_at")
+    turns = of_hits("turns").select("conversation_id", "turn_index", "started_at")
+    cols = ["conversation_id", "message_index", "source_path", "source_line"]
+    try:
+        messages = of_hits("messages").select(cols)
+    except FileNotFoundError:  # a store object without messages: hits keep the conversation's file
+        from convlab import schema
+
+        messages = schema.empty(schema.MESSAGES).select(cols)
     h = (
         hits.join(convs, on="conversation_id", how="left")
         .join(questions, on=["conversation_id", "turn_index"], how="left")
         .join(turns, on=["conversation_id", "turn_index"], how="left")
-        .join(_messages(store), on=["conversation_id", "message_index"], how="left")
+        .join(messages, on=["conversation_id", "message_index"], how="left")
         .sort("rank")
     )
     out = []
