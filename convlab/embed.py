@@ -36,6 +36,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from filelock import FileLock
 
+from convlab.atomic import fsync_dir
 from convlab.model import MODEL_DIMENSION, MODEL_ID, model_path
 
 __all__ = [
@@ -351,7 +352,7 @@ class CachedEmbedder:
         digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
         final = self.directory / f"seg-{uuid.uuid4().hex}-{digest}.npy"
         os.replace(tmp, final)
-        _fsync_directory(self.directory)  # the rename itself survives a power cut
+        fsync_dir(self.directory)  # the rename itself survives a power cut
         self._loaded_segments.add(final.name)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -398,14 +399,6 @@ class CachedEmbedder:
             p.unlink(missing_ok=True)
             n += 1
         return n
-
-
-def _fsync_directory(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def embed_texts(texts: Sequence[str], embedder: Embedder) -> np.ndarray:

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from convlab.atomic import fsync_dir
 from convlab.model import MAX_TOKENS, MODEL_DIMENSION, MODEL_ID, model_path
 
 __all__ = [
@@ -100,11 +101,7 @@ def _write_atomically(final: Path, write: Callable[[Path], None]) -> None:
         os.replace(tmp, final)
     finally:
         tmp.unlink(missing_ok=True)
-    fd = os.open(final.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(final.parent)
 
 
 def _export_fp32(target: Path) -> None:

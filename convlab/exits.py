@@ -111,13 +111,6 @@ def write_atomic(path: Path, text: str, *, mode: int = 0o600) -> None:
 
     The file is created with ``mode`` (owner only by default: a traceback can quote a query).
     """
-    tmp = path.with_name(f".{path.name}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        with open(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    from convlab.atomic import write_text_atomic
+
+    write_text_atomic(path, text, mode=mode)

@@ -38,6 +38,7 @@ import numpy as np
 import polars as pl
 
 from convlab import __version__
+from convlab.atomic import fsync_dir
 from convlab.ivfpq import (
     IVFPQParams,
     ShardLoader,
@@ -409,11 +410,7 @@ def _write_atomically(target: Path, write: Callable[[Path], None]) -> None:
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.rename(tmp, target)
-        dfd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
+        fsync_dir(target.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

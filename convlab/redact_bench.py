@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from convlab.atomic import write_text_atomic
+
 __all__ = [
     "code_changes",
     "corpus_scores",
@@ -295,12 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = json.dumps(result, indent=1)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_name(f".{args.out.name}.tmp")
-        with tmp.open("w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        tmp.replace(args.out)
+        write_text_atomic(args.out, text + "\n")
     print(text)
     return 0
 

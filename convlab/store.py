@@ -55,6 +55,7 @@ import polars as pl
 from filelock import FileLock, Timeout
 
 from convlab import __version__
+from convlab.atomic import fsync_dir
 from convlab.loaders import Corpus, LoadError
 from convlab.loaders.registry import FORMATS, load_files
 from convlab.redact import REDACT_MODES, RULES_VERSION, redact_corpus
@@ -999,8 +1000,4 @@ def _fsync_dir(path: Path) -> None:
         if p.is_file():
             with p.open("rb") as fh:
                 os.fsync(fh.fileno())
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(path)

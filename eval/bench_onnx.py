@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 import convlab
+from convlab.atomic import write_text_atomic
 from convlab.embed import MiniLMEmbedder, minilm_embedder
 from convlab.paths import REPO_ROOT, locomo_path, sample_data_path
 
@@ -142,12 +143,7 @@ def latency(store: Path, runs: int, query: str) -> dict[str, Any]:
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    with tmp.open("w") as fh:
-        json.dump(data, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    write_text_atomic(path, json.dumps(data, indent=1))
 
 
 def main(argv: list[str] | None = None) -> int:

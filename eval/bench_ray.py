@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 import convlab
+from convlab.atomic import write_text_atomic
 from convlab.embed import CachedEmbedder, MiniLMEmbedder
 from convlab.engines.local import LocalEngine
 from convlab.engines.ray import RayEngine
@@ -135,12 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / "bench_ray.json"
-    tmp_out = out.with_suffix(".json.tmp")
-    with tmp_out.open("w") as fh:
-        json.dump(result, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp_out, out)
+    write_text_atomic(out, json.dumps(result, indent=1))
     print(json.dumps({k: v for k, v in result.items() if k != "projection"}, indent=1))
     return 0
 

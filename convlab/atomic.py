@@ -1,0 +1,47 @@
+"""Writes that are whole or absent: a temporary name beside the target, fsync, rename, fsync dir.
+
+Every file convlab writes for keeps (crash reports, benchmark JSON, exported models, cache
+segments, store versions) goes through here or through a directory-level variant built on
+:func:`fsync_dir`, so a kill at any point leaves the old file or the new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+__all__ = ["fsync_dir", "write_text_atomic"]
+
+
+def fsync_dir(path: str | Path) -> None:
+    """Flush a directory's entries (a rename into it is durable after this)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_text_atomic(path: str | Path, text: str, *, mode: int = 0o644) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all; the file gets ``mode``.
+
+    Example:
+        >>> import tempfile
+        >>> p = Path(tempfile.mkdtemp()) / "r.json"
+        >>> write_text_atomic(p, "{}")
+        >>> p.read_text()
+        '{}'
+    """
+    path = Path(path)
+    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}-{path.name}")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+        with open(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
