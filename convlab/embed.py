@@ -355,13 +355,22 @@ class CachedEmbedder:
         fsync_dir(self.directory)  # the rename itself survives a power cut
         self._loaded_segments.add(final.name)
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(
+        self,
+        texts: Sequence[str],
+        *,
+        via: Embedder | None = None,
+        segment_texts: int | None = None,
+    ) -> np.ndarray:
         """Vectors for ``texts``: from the cache where present, embedded (once each) otherwise.
 
-        Texts to embed go to the inner embedder in batches of :attr:`segment_texts`, longest
-        first, and each batch is written to the cache as a segment as soon as it is embedded:
-        a run killed meanwhile loses at most the batch in flight.
+        Texts to embed go to the inner embedder (or ``via``, an engine's stand-in for it) in
+        batches of ``segment_texts`` (default :attr:`segment_texts`), longest first, and each
+        batch is written to the cache as a segment as soon as it is embedded: a run killed
+        meanwhile loses at most the batch in flight.
         """
+        inner = self.inner if via is None else via
+        per_segment = self.segment_texts if segment_texts is None else max(1, segment_texts)
         self.stats.requested += len(texts)
         keys = [_key(t) for t in texts]
         distinct: dict[bytes, str] = {}
@@ -373,17 +382,17 @@ class CachedEmbedder:
             with FileLock(str(self.directory / ".lock")):
                 self._load()  # another process may have embedded them meanwhile
                 missing = [k for k in missing if k not in self._keys]
-                if len(missing) > self.segment_texts:  # one order for every batch: less padding
+                if len(missing) > per_segment:  # one order for every batch: less padding
                     missing.sort(key=lambda k: -len(distinct[k]))
-                for start in range(0, len(missing), self.segment_texts):
-                    self._embed_segment(missing[start : start + self.segment_texts], distinct)
+                for start in range(0, len(missing), per_segment):
+                    self._embed_segment(inner, missing[start : start + per_segment], distinct)
         self.stats.from_cache += len(distinct) - len(missing)
         rows = np.fromiter((self._keys[k] for k in keys), dtype=np.int64, count=len(keys))
         return self._vectors[rows]
 
-    def _embed_segment(self, keys: list[bytes], texts: dict[bytes, str]) -> None:
-        """Embed one batch and flush it to disk as a segment before returning."""
-        vecs = np.asarray(self.inner.encode([texts[k] for k in keys]), dtype=np.float32)
+    def _embed_segment(self, inner: Embedder, keys: list[bytes], texts: dict[bytes, str]) -> None:
+        """Embed one batch with ``inner`` and flush it to disk as a segment before returning."""
+        vecs = np.asarray(inner.encode([texts[k] for k in keys]), dtype=np.float32)
         self.stats.model_calls += 1
         self.stats.embedded += len(keys)
         self._write_segment(keys, vecs)
@@ -401,8 +410,16 @@ class CachedEmbedder:
         return n
 
 
-def embed_texts(texts: Sequence[str], embedder: Embedder) -> np.ndarray:
+def embed_texts(
+    texts: Sequence[str],
+    embedder: Embedder,
+    *,
+    encode: Callable[[Sequence[str]], np.ndarray] | None = None,
+) -> np.ndarray:
     """Embed each distinct text once; rows in input order.
+
+    ``encode`` replaces ``embedder.encode`` for the distinct texts (an engine passes the cache's
+    ``encode`` with its own stand-in for the model).
 
     Example:
         >>> embed_texts(["a b", "a b", "c"], HashEmbedder(8)).shape
@@ -412,5 +429,5 @@ def embed_texts(texts: Sequence[str], embedder: Embedder) -> np.ndarray:
         return np.zeros((0, embedder.dimension), dtype=np.float32)
     uniq: dict[str, int] = {}
     idx = np.fromiter((uniq.setdefault(t, len(uniq)) for t in texts), np.int64, len(texts))
-    vecs = embedder.encode(list(uniq))
+    vecs = (encode or embedder.encode)(list(uniq))
     return np.asarray(vecs, dtype=np.float32)[idx]

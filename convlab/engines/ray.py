@@ -25,6 +25,7 @@ Needs the ``convlab[ray]`` extra (Ray Data); without it the engine fails when ma
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
@@ -281,16 +282,14 @@ class RayEngine:
     def embed(self, texts: Sequence[str], embedder: CachedEmbedder) -> np.ndarray:
         """Each distinct text once; cached texts stay here, the others go to the actor pool.
 
-        The cache's own bookkeeping runs unchanged (its lock, stats and atomic segment): while
-        this call lasts, the cache's inner model is replaced by a stand-in that runs the job.
+        The cache's own bookkeeping runs unchanged (its lock, stats and atomic segment), with a
+        stand-in for its inner model that runs the job; all of this call's misses go to **one**
+        job (one segment), not one job per cache segment, so the actor pool starts once.
         """
-        original = embedder.inner
         shard_root = self.shard_dir or embedder.directory
-        embedder.inner = _RayInner(self, original, shard_root)
-        try:
-            return embed_texts(texts, embedder)
-        finally:
-            embedder.inner = original
+        stand_in = _RayInner(self, embedder.inner, shard_root)
+        one_job = functools.partial(embedder.encode, via=stand_in, segment_texts=len(texts))
+        return embed_texts(texts, embedder, encode=one_job)
 
     def run(
         self, texts: Sequence[str], spec: EmbedderSpec, dimension: int, shard_root: Path
