@@ -22,7 +22,7 @@ from convlab.embed import CachedEmbedder, Embedder
 from convlab.engines import Engine, get_engine
 from convlab.index import VectorIndex
 from convlab.loaders import Corpus
-from convlab.policy import ContentPolicy
+from convlab.pipeline.policy import ContentPolicy
 
 __all__ = ["BuiltIndex", "build_index"]
 
@@ -94,9 +94,9 @@ def build_index(
     """
     from convlab.index import INDEX_KINDS
     from convlab.loaders import load
-    from convlab.sentences import sentences
-    from convlab.turns import turns
-    from convlab.units import units as make_units
+    from convlab.pipeline.chunks import sentences
+    from convlab.pipeline.turns import turns
+    from convlab.pipeline.units import units as make_units
 
     if kind not in INDEX_KINDS:
         raise ValueError(f"unknown index kind {kind!r}; valid: {', '.join(INDEX_KINDS)}")

@@ -3,11 +3,11 @@
 Data flows as polars frames, each stage a function from one documented frame to the next::
 
     conversations, messages, blocks   (convlab.load)
-      -> turns                         (convlab.turns)
-      -> sentences (= chunks)          (convlab.sentences)
-      -> units (what is embedded)      (convlab.units)
-      -> hits                          (convlab.search)
-      -> context (resurrected chunks)  (convlab.resurrect)
+      -> turns                         (convlab.pipeline.turns)
+      -> sentences (= chunks)          (convlab.pipeline.chunks)
+      -> units (what is embedded)      (convlab.pipeline.units)
+      -> hits                          (convlab.retrieval.search)
+      -> context (resurrected chunks)  (convlab.resurrection)
 
 Identifiers are strings built by the helpers at the bottom of this module, so that the same
 thing has the same id in every frame, run file and report:

@@ -38,7 +38,7 @@ import polars as pl
 
 from convlab import schema
 from convlab.index import VectorIndex
-from convlab.ivfpq import ShardLoader
+from convlab.index.ivfpq import ShardLoader
 from convlab.paths import locomo_path
 
 K = 10

@@ -62,7 +62,7 @@ def generate(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Write the synthetic file (to a temporary name, then renamed); return what it holds."""
-    from convlab.tokens import count_tokens
+    from convlab.pipeline.tokens import count_tokens
 
     rng = random.Random(seed)
     roles = ("user", "assistant")
@@ -133,9 +133,9 @@ def generate(
 
 def measure(path: Path, strategy: str) -> dict[str, Any]:
     """In this (fresh) process: load, evaluate one strategy; times, sizes and peak RSS."""
-    from convlab.datasets import load_labelled
     from convlab.embed import HashEmbedder
-    from convlab.evaluate import LONGMEMEVAL_METRICS, EvalConfig, System, evaluate
+    from convlab.evaluation.datasets import load_labelled
+    from convlab.evaluation.evaluate import LONGMEMEVAL_METRICS, EvalConfig, System, evaluate
 
     t0 = time.perf_counter()
     data = load_labelled(path, strict=True)

@@ -98,14 +98,20 @@ def cosine_summary(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
 
 
 def build_sample_store(store: Path) -> None:
-    cmd = [sys.executable, "-m", "convlab.cli", "index", str(sample_data_path() / "transcripts")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "convlab.app.cli",
+        "index",
+        str(sample_data_path() / "transcripts"),
+    ]
     subprocess.run([*cmd, "--store", str(store), "--quiet"], check=True, env=_env())
 
 
 def search_agreement(store: Path) -> dict[str, Any]:
     import polars as pl
 
-    from convlab.search import search_many
+    from convlab.retrieval.search import search_many
     from convlab.store import Store
 
     index = Store(store).index()
@@ -130,7 +136,16 @@ def _env() -> dict[str, str]:
 def latency(store: Path, runs: int, query: str) -> dict[str, Any]:
     out: dict[str, Any] = {"query": query, "runs": runs}
     for label, extra in (("torch", ["--backend", "torch"]), ("default", [])):
-        cmd = [sys.executable, "-m", "convlab.cli", "search", query, "--store", str(store), *extra]
+        cmd = [
+            sys.executable,
+            "-m",
+            "convlab.app.cli",
+            "search",
+            query,
+            "--store",
+            str(store),
+            *extra,
+        ]
         times = []
         for _ in range(runs):
             t = time.perf_counter()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
-from convlab.evaluate import LONGMEMEVAL_METRICS, Evaluation
+from convlab.evaluation.evaluate import LONGMEMEVAL_METRICS, Evaluation
 
 
 def _fmt(v: object) -> str:

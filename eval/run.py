@@ -23,10 +23,10 @@ import polars as pl
 
 matplotlib.use("Agg")
 
-from convlab import plots
-from convlab.datasets import load_labelled
 from convlab.embed import BACKENDS, CachedEmbedder, minilm_embedder
-from convlab.evaluate import (
+from convlab.evaluation import plots
+from convlab.evaluation.datasets import load_labelled
+from convlab.evaluation.evaluate import (
     HEADLINE,
     JUDGED_METRICS,
     LONGMEMEVAL_METRICS,
@@ -36,7 +36,7 @@ from convlab.evaluate import (
     default_systems,
     evaluate,
 )
-from convlab.queries import write_qrels, write_run
+from convlab.evaluation.queries import write_qrels, write_run
 from convlab.strategies import STRATEGIES
 from eval.report import write_report
 

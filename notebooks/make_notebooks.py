@@ -26,8 +26,8 @@ NOTEBOOKS = {
         ("code", CONFIG),
         (
             "code",
-            "import polars as pl\nimport convlab\nfrom convlab.datasets import load_labelled\n"
-            "from convlab.policy import policy_summary\nfrom convlab.turns import turn_report\n\n"
+            "import polars as pl\nimport convlab\nfrom convlab.evaluation.datasets import load_labelled\n"
+            "from convlab.pipeline.policy import policy_summary\nfrom convlab.pipeline.turns import turn_report\n\n"
             "data = load_labelled(DATA)\ncorpus = data.corpus\ncorpus",
         ),
         ("code", "corpus.conversations.to_pandas()"),
@@ -59,8 +59,8 @@ NOTEBOOKS = {
         ("code", CONFIG),
         (
             "code",
-            "import numpy as np\nimport polars as pl\nimport convlab\nfrom convlab import plots\n"
-            "from convlab.anatomy import turn_anatomy\nfrom convlab.datasets import load_labelled\n"
+            "import numpy as np\nimport polars as pl\nimport convlab\nfrom convlab.evaluation import plots\n"
+            "from convlab.pipeline.anatomy import turn_anatomy\nfrom convlab.evaluation.datasets import load_labelled\n"
             "from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts\n\n"
             "data = load_labelled(DATA)\ncorpus = data.corpus\n"
             "sents = convlab.sentences(corpus, convlab.ContentPolicy())\n"
@@ -102,9 +102,9 @@ NOTEBOOKS = {
         ("code", CONFIG),
         (
             "code",
-            "import polars as pl\nfrom convlab import plots\nfrom convlab.datasets import "
+            "import polars as pl\nfrom convlab.evaluation import plots\nfrom convlab.evaluation.datasets import "
             "load_labelled\nfrom convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
-            "from convlab.evaluate import EvalConfig, default_systems, evaluate\n"
+            "from convlab.evaluation.evaluate import EvalConfig, default_systems, evaluate\n"
             "\n"
             "data = load_labelled(DATA)\n"
             "ev = evaluate(data, default_systems(STRATEGIES), "
@@ -132,10 +132,10 @@ NOTEBOOKS = {
         ("code", CONFIG),
         (
             "code",
-            "import polars as pl\nimport convlab\nfrom convlab import plots\n"
-            "from convlab.datasets import load_labelled\n"
+            "import polars as pl\nimport convlab\nfrom convlab.evaluation import plots\n"
+            "from convlab.evaluation.datasets import load_labelled\n"
             "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
-            "from convlab.evaluate import EvalConfig, default_systems, evaluate\n\n"
+            "from convlab.evaluation.evaluate import EvalConfig, default_systems, evaluate\n\n"
             "data = load_labelled(DATA)\n"
             "ev = evaluate(data, default_systems(STRATEGIES), "
             "embedder=CachedEmbedder(MiniLMEmbedder(), CACHE), "
@@ -178,7 +178,7 @@ NOTEBOOKS = {
         (
             "code",
             "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
-            "from convlab.paths import sample_data_path\nfrom convlab.widgets import SearchPanel\n\n"
+            "from convlab.paths import sample_data_path\nfrom convlab.app.widgets import SearchPanel\n\n"
             "source = DATA or sample_data_path() / 'transcripts'\n"
             "panel = SearchPanel.from_data(source, strategies=('turn_pair', 'isolated'), "
             "embedder=MiniLMEmbedder(), cache_dir=CACHE)\npanel",

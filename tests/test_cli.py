@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from convlab.cli import EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE, main
-from convlab.display import columns, hit_lines, short_path, skip_report, with_skip_report
+from convlab.app.cli import EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE, main
+from convlab.app.display import columns, hit_lines, short_path, skip_report, with_skip_report
 from convlab.paths import sample_data_path
 
 FAISS = "amplifier/projects/-home-dev-amp-faiss-choice/sessions/amp-faiss-choice/transcript.jsonl"
@@ -312,7 +312,7 @@ def test_hits_of_a_store_without_messages_fall_back_to_the_file(
 ) -> None:
     import polars as pl
 
-    from convlab.display import describe_hits
+    from convlab.app.display import describe_hits
     from convlab.store import Store
 
     real = Store(sample_store)

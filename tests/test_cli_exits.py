@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from convlab.cli import (
+from convlab.app.cli import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -188,7 +188,7 @@ def _break(command: str, monkeypatch: pytest.MonkeyPatch, exc: BaseException) ->
     if command == "index":
         monkeypatch.setattr(Store, "update", boom)
     elif command == "search":
-        monkeypatch.setattr(importlib.import_module("convlab.search"), "search", boom)
+        monkeypatch.setattr(importlib.import_module("convlab.retrieval.search"), "search", boom)
     elif command in ("show", "stats"):
         monkeypatch.setattr(Store, "frame", boom)
         monkeypatch.setattr(Store, "manifest", boom)
@@ -283,7 +283,7 @@ def _env(**extra: str) -> dict[str, str]:
 
 def _convlab(*argv: str, prelude: str = "") -> list[str]:
     """The command line of a process that runs ``prelude`` (a patch), then ``convlab argv``."""
-    code = f"import sys\n{prelude}\nfrom convlab.cli import main\nsys.exit(main(sys.argv[1:]))"
+    code = f"import sys\n{prelude}\nfrom convlab.app.cli import main\nsys.exit(main(sys.argv[1:]))"
     return [sys.executable, "-c", code, *argv]
 
 
@@ -292,7 +292,7 @@ def test_a_closed_pipe_exits_quietly(store: Path) -> None:
     os.close(read)  # the reader is gone before the first byte is written: EPIPE for sure
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "convlab.cli", "search", "the", "--store", str(store)],
+            [sys.executable, "-m", "convlab.app.cli", "search", "the", "--store", str(store)],
             stdout=write,
             stderr=subprocess.PIPE,
             text=True,
@@ -307,7 +307,7 @@ def test_a_closed_pipe_exits_quietly(store: Path) -> None:
 
 
 def test_head_reads_the_first_hit(store: Path) -> None:
-    cmd = f"{sys.executable} -m convlab.cli search the --store {store} -k 50 | head -1"
+    cmd = f"{sys.executable} -m convlab.app.cli search the --store {store} -k 50 | head -1"
     proc = subprocess.run(
         ["bash", "-o", "pipefail", "-c", cmd],
         capture_output=True,
@@ -340,7 +340,7 @@ def test_a_real_crash_in_a_process(store: Path, tmp_path: Path) -> None:
     line = _one_line(proc.stderr)
     (crash,) = (tmp_path / "c" / "convlab").glob("crash-*.txt")
     assert line.endswith(f"the traceback is in {crash} (--debug prints it)")
-    assert "convlab/cli.py" in crash.read_text()
+    assert "convlab/app/cli" in crash.read_text()
 
 
 def test_ctrl_c_in_a_process_exits_130(tmp_path: Path) -> None:

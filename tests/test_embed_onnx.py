@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import convlab.embed_onnx as eo
-from convlab.cli import EXIT_OK, EXIT_USAGE, main
+import convlab.embed.onnx as eo
+from convlab.app.cli import EXIT_OK, EXIT_USAGE, main
 from convlab.embed import (
     BACKENDS,
     CachedEmbedder,
@@ -19,7 +19,7 @@ from convlab.embed import (
     minilm_embedder,
     query_embedder,
 )
-from convlab.embed_onnx import OnnxEmbedder, ensure_onnx_model, onnx_model_file
+from convlab.embed.onnx import OnnxEmbedder, ensure_onnx_model, onnx_model_file
 from convlab.model import MODEL_ID
 from convlab.store import Store, StoreConfig
 

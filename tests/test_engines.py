@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import convlab
-from convlab.cli import main
+from convlab.app.cli import main
 from convlab.embed import CachedEmbedder, HashEmbedder, MiniLMEmbedder, embed_texts
 from convlab.engines import ENGINES, get_engine, register_engine
 from convlab.engines.local import LocalEngine

@@ -192,9 +192,9 @@ def test_agreement_needs_an_overlap(tmp_path: Path) -> None:
 
 def test_build_pool_gives_candidates_with_context_and_terms() -> None:
     from convlab import schema
-    from convlab.datasets import LabelledData
     from convlab.embed import HashEmbedder
-    from convlab.evaluate import System
+    from convlab.evaluation.datasets import LabelledData
+    from convlab.evaluation.evaluate import System
     from tests.helpers import corpus
 
     c = corpus(
@@ -237,7 +237,7 @@ def test_build_pool_gives_candidates_with_context_and_terms() -> None:
 
 
 def test_judged_at_k_and_bpref_count_judged_non_relevant_docs() -> None:
-    from convlab.metrics import per_query
+    from convlab.evaluation.metrics import per_query
 
     hits = pl.DataFrame(
         {"query_id": ["q"] * 4, "doc_id": ["a", "x", "b", "c"], "rank": [1, 2, 3, 4]}
@@ -269,7 +269,7 @@ def test_judged_at_k_and_bpref_count_judged_non_relevant_docs() -> None:
 def test_a_labelled_folder_reads_its_judgments_and_shared_sources(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, transcripts: Path
 ) -> None:
-    from convlab.datasets import load_labelled
+    from convlab.evaluation.datasets import load_labelled
 
     monkeypatch.setenv("CONVLAB_SHARED", str(transcripts.parent))
     folder = tmp_path / "bench"
@@ -359,7 +359,7 @@ def test_cli_judges_from_stdin_and_reports_agreement(
 ) -> None:
     import io
 
-    from convlab.cli import main
+    from convlab.app.cli import main
 
     queries = tmp_path / "queries.jsonl"
     queries.write_text(json.dumps({"query_id": "q1", "text": "which tests failed"}) + "\n")
@@ -393,9 +393,9 @@ def test_the_real_sessions_benchmark_loads_and_its_judgments_point_at_messages(
     monkeypatch: pytest.MonkeyPatch, transcripts: Path
 ) -> None:
     """data/real_sessions: the transcripts live in ../shared (fails under CI when missing)."""
-    from convlab.datasets import load_labelled
+    from convlab.evaluation.datasets import load_labelled
     from convlab.paths import REPO_ROOT
-    from convlab.sentences import sentences
+    from convlab.pipeline.chunks import sentences
 
     monkeypatch.setenv("CONVLAB_SHARED", str(transcripts.parent))
     data = load_labelled(REPO_ROOT / "data" / "real_sessions")
@@ -422,7 +422,7 @@ def test_the_real_sessions_benchmark_loads_and_its_judgments_point_at_messages(
 
 
 def test_judge_panel_records_buttons_and_keys_and_escapes_text(tmp_path: Path) -> None:
-    from convlab.widgets import JudgePanel
+    from convlab.app.widgets import JudgePanel
 
     path = tmp_path / "qrels.jsonl"
     pool = [

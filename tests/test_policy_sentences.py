@@ -8,9 +8,9 @@ import polars as pl
 import pytest
 
 from convlab.loaders.base import BlockRow
-from convlab.policy import ContentPolicy, policy_summary, policy_text, render_tool_call
-from convlab.sentences import sentences, split_text
-from convlab.tokens import count_tokens, split_at_tokens
+from convlab.pipeline.chunks import sentences, split_text
+from convlab.pipeline.policy import ContentPolicy, policy_summary, policy_text, render_tool_call
+from convlab.pipeline.tokens import count_tokens, split_at_tokens
 from tests.helpers import corpus
 
 
@@ -146,7 +146,7 @@ def test_split_at_tokens_small() -> None:
 def test_sentence_breaker_matches_blingfires_own_wrapper() -> None:
     import blingfire
 
-    from convlab.sentences import _break_sentences
+    from convlab.pipeline.chunks import _break_sentences
 
     texts = [
         "Hello there. How are you?",

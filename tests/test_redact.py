@@ -26,8 +26,8 @@ import pytest
 from convlab import load, schema
 from convlab.embed import HashEmbedder
 from convlab.loaders.base import BlockRow, Corpus
-from convlab.policy import ContentPolicy
-from convlab.redact import (
+from convlab.pipeline.policy import ContentPolicy
+from convlab.pipeline.redact import (
     REDACT_MODES,
     RULES,
     redact,
@@ -437,7 +437,7 @@ def test_tool_inputs_stay_valid_json_after_redaction() -> None:
 
 
 def test_rules_version_names_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
-    from convlab import redact_rules as module
+    from convlab.pipeline import redact_rules as module
 
     assert len(module.RULES_VERSION) == 12
     assert module._rules_version() == module.RULES_VERSION
@@ -446,7 +446,7 @@ def test_rules_version_names_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_bench_scores_are_worked_out_by_hand() -> None:
-    from convlab.redact_bench import corpus_scores, leaks
+    from convlab.evaluation.redact_bench import corpus_scores, leaks
 
     secrets_ = [
         {"id": "a", "kind": "jwt", "where": "user", "secret": "abcdefghijklmnopqrst", "text": "x"},

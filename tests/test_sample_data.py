@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from convlab.datasets import sample
-from convlab.resurrect import normalize_answer
-from convlab.sentences import sentences
-from convlab.turns import turns
+from convlab.evaluation.datasets import sample
+from convlab.pipeline.chunks import sentences
+from convlab.pipeline.turns import turns
+from convlab.resurrection import normalize_answer
 
 
 def test_sample_loads_strictly_and_labels_are_valid() -> None:

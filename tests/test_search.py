@@ -11,9 +11,9 @@ import pytest
 from convlab import schema
 from convlab.embed import HashEmbedder, embed_texts
 from convlab.index import VectorIndex
-from convlab.lexical import BM25Index
-from convlab.rankers import density_boost, mmr, recency_boost, rrf, top_conversations
-from convlab.search import SearchOptions, search, search_many
+from convlab.index.bm25 import BM25Index
+from convlab.retrieval.rankers import density_boost, mmr, recency_boost, rrf, top_conversations
+from convlab.retrieval.search import SearchOptions, search, search_many
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -190,7 +190,7 @@ def _index_cmd(history: Path, store: Path, crash: str | None) -> subprocess.Comp
         [
             sys.executable,
             "-m",
-            "convlab.cli",
+            "convlab.app.cli",
             "index",
             str(history),
             "--store",

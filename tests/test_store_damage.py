@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from convlab import store as store_module
-from convlab.cli import main
+from convlab.app.cli import main
 from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig, StoreDamaged
 from tests.helpers import small_history

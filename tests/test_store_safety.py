@@ -39,7 +39,7 @@ def _env() -> dict[str, str]:
 
 def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "convlab.cli", *args],
+        [sys.executable, "-m", "convlab.app.cli", *args],
         cwd=cwd,
         env=_env(),
         capture_output=True,

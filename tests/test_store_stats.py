@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from convlab.cli import main
+from convlab.app.cli import main
 from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import convlab
 from convlab.model import tokenizer
-from convlab.tokens import _word_tokens, count_tokens
+from convlab.pipeline.tokens import _word_tokens, count_tokens
 
 
 def reference(texts: list[str]) -> list[int]:

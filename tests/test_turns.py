@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from convlab.loaders.base import BlockRow
-from convlab.turns import message_turns, turn_report, turns
+from convlab.pipeline.turns import message_turns, turn_report, turns
 from tests.helpers import corpus
 
 

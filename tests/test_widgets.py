@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from convlab.app.widgets import SearchPanel, highlight
 from convlab.embed import HashEmbedder
 from convlab.paths import sample_data_path
-from convlab.widgets import SearchPanel, highlight
 
 
 def test_highlight_escapes_html_and_marks_terms() -> None:

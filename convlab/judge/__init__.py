@@ -3,7 +3,7 @@
 For each query of an unlabelled queries file, the top ``depth`` docs of several systems are
 pooled (Spärck Jones & van Rijsbergen, 1975; the TREC protocol), de-duplicated and shuffled with
 a seed, so the assessor cannot tell which system found what, nor in which order. Each candidate
-carries its resurrected context (:func:`convlab.resurrect.resurrect`: what its unit was embedded
+carries its resurrected context (:func:`convlab.resurrection.resurrect`: what its unit was embedded
 with) and the query's terms, for highlighting.
 
 Judgments are graded (relevant = 2, partly relevant = 1, not relevant = 0; ``skip`` = no grade)

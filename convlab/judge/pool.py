@@ -136,18 +136,18 @@ def build_pool(
     """Pool the top ``depth`` docs of ``systems`` for ``data``'s queries, shuffled, with context.
 
     Args:
-        data: a :class:`convlab.datasets.LabelledData` (its queries' labels are not used).
-        systems: :class:`convlab.evaluate.System` s to pool from.
+        data: labelled data (its queries' labels are not used).
+        systems: :class:`convlab.evaluation.evaluate.System` s to pool from.
         embedder: the embedder (a cached one saves work across runs).
         depth: docs taken from each system per query.
         seed: the shuffling seed.
         scope: ``corpus`` or ``conversation`` (each query inside its ``conversation_id``).
         budget: token budget of each candidate's resurrected context.
     """
-    from convlab.evaluate import EvalConfig, evaluate
-    from convlab.resurrect import resurrect
-    from convlab.sentences import sentences as make_sentences
-    from convlab.turns import turns as make_turns
+    from convlab.evaluation.evaluate import EvalConfig, evaluate
+    from convlab.pipeline.chunks import sentences as make_sentences
+    from convlab.pipeline.turns import turns as make_turns
+    from convlab.resurrection import resurrect
 
     config = EvalConfig(metrics=("recall@5",), budgets=(budget,), depth=depth, scope=scope)
     ev = evaluate(data, list(systems), embedder=embedder, config=config, progress=False)
@@ -206,7 +206,7 @@ def systems_from_names(names: Sequence[str]) -> list[Any]:
     Raises:
         ValueError: an unknown strategy, naming the valid ones.
     """
-    from convlab.evaluate import System
+    from convlab.evaluation.evaluate import System
     from convlab.strategies import STRATEGIES
 
     out = []

@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from convlab import schema
-from convlab.tokens import SPECIAL_TOKENS
+from convlab.pipeline.tokens import SPECIAL_TOKENS
 
 __all__ = [
     "STRATEGIES",

@@ -10,9 +10,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from convlab.datasets import load_labelled
 from convlab.embed import HashEmbedder
-from convlab.evaluate import HEADLINE, EvalConfig, System, evaluate
+from convlab.evaluation.datasets import load_labelled
+from convlab.evaluation.evaluate import HEADLINE, EvalConfig, System, evaluate
 from convlab.paths import sample_data_path
 from eval.check_thresholds import measured
 from eval.run import save

@@ -11,9 +11,8 @@ import polars as pl
 import pytest
 
 from convlab import schema
-from convlab.loaders import LoadError
-from convlab.metrics import parse_metric, per_query
-from convlab.queries import (
+from convlab.evaluation.metrics import parse_metric, per_query
+from convlab.evaluation.queries import (
     read_qrels,
     read_queries,
     read_run,
@@ -21,7 +20,14 @@ from convlab.queries import (
     write_queries,
     write_run,
 )
-from convlab.significance import bootstrap_ci, compare, holm, paired_randomization, wilcoxon
+from convlab.evaluation.significance import (
+    bootstrap_ci,
+    compare,
+    holm,
+    paired_randomization,
+    wilcoxon,
+)
+from convlab.loaders import LoadError
 
 QUERIES = schema.frame(
     [

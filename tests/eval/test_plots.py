@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import numpy as np
 import polars as pl
 
-from convlab import plots
+from convlab.evaluation import plots
 
 SUMMARY = pl.DataFrame(
     {

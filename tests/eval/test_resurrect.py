@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 
 from convlab import schema
-from convlab.resurrect import budget_measures, normalize_answer, resurrect
+from convlab.resurrection import budget_measures, normalize_answer, resurrect
 from tests.helpers import sentences_frame
 
 # turn 29/30 of seeds/003 become one convlab turn: user S0 (120), assistant S0 (80), S5 (150)

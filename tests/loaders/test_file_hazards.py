@@ -357,7 +357,7 @@ def test_open_regular_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None
 def _index(paths: list[Path], store: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), env.get("PYTHONPATH", "")])
-    cmd = [sys.executable, "-m", "convlab.cli", "index", *map(str, paths)]
+    cmd = [sys.executable, "-m", "convlab.app.cli", "index", *map(str, paths)]
     cmd += ["--store", str(store), "--embedder", "hash", "--quiet", "--verbose"]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, check=False)
 
@@ -418,7 +418,7 @@ def test_index_of_a_fifo_given_as_the_path(tmp_path: Path) -> None:
 
 INDEX_AS_NOBODY = """
 import sys
-from convlab.cli import main
+from convlab.app.cli import main
 sys.exit(main(["index", sys.argv[1], "--store", sys.argv[2], "--embedder", "hash", "-q", "-v"]))
 """
 

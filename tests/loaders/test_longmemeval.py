@@ -17,12 +17,12 @@ import ir_measures
 import polars as pl
 import pytest
 
-from convlab.datasets import LabelledData, load_labelled
 from convlab.embed import HashEmbedder
-from convlab.evaluate import LONGMEMEVAL_METRICS, EvalConfig, System, evaluate
+from convlab.evaluation.datasets import LabelledData, load_labelled
+from convlab.evaluation.evaluate import LONGMEMEVAL_METRICS, EvalConfig, System, evaluate
+from convlab.evaluation.metrics import collapse_to_sessions, per_query
 from convlab.loaders import LoadError, detect, load
 from convlab.loaders.longmemeval import parse_haystack_date, read_longmemeval
-from convlab.metrics import collapse_to_sessions, per_query
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "longmemeval" / "longmemeval_fixture.json"
 

@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convlab import schema
+from convlab.pipeline.units import units
 from convlab.strategies import STRATEGIES, get_strategy, register_strategy
-from convlab.units import units
 from tests.helpers import sentences_frame
 
 ROWS = [

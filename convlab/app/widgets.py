@@ -1,7 +1,7 @@
 """The ipywidgets search panel: ask "when did we discuss X?" and see the moment.
 
 The panel is state (a built index, the widgets), so it is a class; everything it shows comes from
-:func:`convlab.search.search` and :func:`convlab.resurrect.resurrect`. All transcript text is
+:func:`convlab.search` and :func:`convlab.resurrect`. All transcript text is
 HTML-escaped before it reaches an ``HTML`` widget, so a transcript holding ``<script>`` or
 ``<img onerror=...>`` shows as text.
 
@@ -132,10 +132,10 @@ class SearchPanel:
         from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts
         from convlab.index import VectorIndex
         from convlab.loaders import load
-        from convlab.policy import ContentPolicy
-        from convlab.sentences import sentences
-        from convlab.turns import turns as make_turns
-        from convlab.units import units as make_units
+        from convlab.pipeline.chunks import sentences
+        from convlab.pipeline.policy import ContentPolicy
+        from convlab.pipeline.turns import turns as make_turns
+        from convlab.pipeline.units import units as make_units
 
         corpus = load(path)
         turns = make_turns(corpus)
@@ -161,8 +161,8 @@ class SearchPanel:
         self.results.children = ()
 
     def options(self) -> Any:
-        """The :class:`convlab.search.SearchOptions` the controls describe."""
-        from convlab.search import SearchOptions
+        """The :class:`convlab.retrieval.search.SearchOptions` the controls describe."""
+        from convlab.retrieval.search import SearchOptions
 
         def day(d: date | None, end: bool = False) -> datetime | None:
             if d is None:
@@ -193,7 +193,7 @@ class SearchPanel:
         if not query:
             self._message("Type a query, then press Enter.")
             return None
-        from convlab.search import search
+        from convlab.retrieval.search import search
 
         index = self.data.indexes[self.strategy.value]
         bm25 = self._bm25(self.strategy.value) if self.hybrid.value else None
@@ -215,7 +215,7 @@ class SearchPanel:
     _bm25_cache: dict[str, Any]
 
     def _bm25(self, strategy: str) -> Any:
-        from convlab.lexical import BM25Index
+        from convlab.index.bm25 import BM25Index
 
         if not hasattr(self, "_bm25_cache"):
             self._bm25_cache = {}
@@ -270,7 +270,7 @@ class SearchPanel:
 
     def context_html(self, hit: Mapping[str, Any], index: Any) -> str:
         """HTML of the chunks a hit resurrects (what its unit was embedded with), target marked."""
-        from convlab.resurrect import resurrect
+        from convlab.resurrection import resurrect
 
         assert self.data is not None
         units = index.units.filter(pl.col("unit_id") == hit["unit_id"])

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from convlab import schema
-from convlab.rankers import (
+from convlab.retrieval.rankers import (
     conversation_centroids,
     density_boost,
     mmr,
@@ -153,7 +153,7 @@ def search(
         k: docs to return (overrides ``options.k``).
         embedder: the embedder the index was built with.
         options: filters and rankers.
-        bm25: a :class:`convlab.lexical.BM25Index` over the same units (needed for hybrid).
+        bm25: a :class:`convlab.index.bm25.BM25Index` over the same units (needed for hybrid).
 
     Returns:
         Hits: :data:`convlab.schema.HITS` columns, then ``text``, ``role``, ``side``,

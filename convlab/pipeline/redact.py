@@ -6,9 +6,9 @@ PEM private-key block, a JWT, a password in a connection URL, an ``Authorization
 literal assigned to a credential-like name (``DB_PASSWORD=...``, ``"client_secret": "..."``).
 Rules match shapes and context, not entropy, so ordinary code (git SHAs, UUIDs, content
 hashes, lockfile integrity strings, base64 images, ``password_hash``, ``password = getpass()``)
-is left alone. The rules live in :mod:`convlab.redact_rules`; the labelled corpus in
+is left alone. The rules live in :mod:`convlab.pipeline.redact_rules`; the labelled corpus in
 ``tests/fixtures/secrets`` holds realistic secrets and look-alikes side by side, and
-:mod:`convlab.redact_bench` measures recall, false positives and speed on it.
+:mod:`convlab.evaluation.redact_bench` measures recall, false positives and speed on it.
 
 Each rule has a few lowercase *hints* (literal substrings); a rule runs on a text only when the
 lowercased text contains one of them, which keeps redaction fast on the many texts with nothing
@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from convlab.redact_rules import RULES, RULES_VERSION, Rule, apply_rule, hints_in
+from convlab.pipeline.redact_rules import RULES, RULES_VERSION, Rule, apply_rule, hints_in
 
 if TYPE_CHECKING:
     import polars as pl

@@ -1,6 +1,7 @@
 """The redaction rules: one named pattern per kind of secret, and how a match is judged.
 
-:mod:`convlab.redact` applies them; this module holds what they are. A rule is registered once
+:mod:`convlab.pipeline.redact` applies them; this module holds what they
+are. A rule is registered once
 (a name registered twice is refused), in the order it runs: specific provider shapes first,
 generic context rules (headers, URLs, assignments) last, so each secret gets the most precise
 marker. :data:`RULES_VERSION` changes whenever a rule does, so a store can tell that texts

@@ -58,7 +58,7 @@ from convlab import __version__
 from convlab.atomic import fsync_dir
 from convlab.loaders import Corpus, LoadError
 from convlab.loaders.registry import FORMATS, load_files
-from convlab.redact import REDACT_MODES, RULES_VERSION, redact_corpus
+from convlab.pipeline.redact import REDACT_MODES, RULES_VERSION, redact_corpus
 
 if TYPE_CHECKING:
     from convlab.engines import Engine
@@ -151,7 +151,7 @@ class StoreConfig:
         budget: the unit token budget.
         index_kind: a key of ``convlab.index.INDEX_KINDS`` (``flat`` exact, ``hnsw``, ``ivf``,
             ``ivfpq``).
-        redact: a key of :data:`convlab.redact.REDACT_MODES`: ``all`` (every text stored or
+        redact: a key of :data:`convlab.pipeline.redact.REDACT_MODES`: ``all`` (every text stored or
             embedded, titles included; the default), ``tool-output`` or ``none``.
         policy: the content policy as a dict (``ContentPolicy.as_dict()``).
     """
@@ -854,10 +854,10 @@ class Store:
 
     def _derive(self, corpus: Corpus | None, config: StoreConfig) -> dict[str, pl.DataFrame]:
         from convlab import schema
-        from convlab.policy import ContentPolicy
-        from convlab.sentences import sentences as make_sentences
-        from convlab.turns import turns as make_turns
-        from convlab.units import units as make_units
+        from convlab.pipeline.chunks import sentences as make_sentences
+        from convlab.pipeline.policy import ContentPolicy
+        from convlab.pipeline.turns import turns as make_turns
+        from convlab.pipeline.units import units as make_units
 
         if corpus is None:
             return {

@@ -1,6 +1,6 @@
 """What the ``convlab`` command prints: hit records, aligned hit lines, wrapped turns, skip reports.
 
-Functions of frames and records to lines of text; :mod:`convlab.cli` prints them. Widths count
+Functions of frames and records to lines of text; :mod:`convlab.app.cli` prints them. Widths count
 characters (a wide CJK character or an emoji counts one).
 """
 

@@ -7,10 +7,11 @@ across strategies and runs), runs every system, and returns an :class:`Evaluatio
 
 Scopes: ``conversation`` searches each query inside its own conversation (LoCoMo's protocol);
 ``haystack`` searches each query inside its own set of conversations (LongMemEval's protocol:
-:attr:`convlab.datasets.LabelledData.haystacks`, the index's rows of those conversations, never a
+:attr:`~convlab.evaluation.datasets.LabelledData.haystacks`,
+the index's rows of those conversations, never a
 copy); ``corpus`` searches the whole corpus. Metrics prefixed ``session:`` judge the sessions the
-docs belong to (:func:`convlab.metrics.collapse_to_sessions`), against
-:attr:`convlab.datasets.LabelledData.sessions`.
+docs belong to (:func:`convlab.evaluation.metrics.collapse_to_sessions`), against
+:attr:`convlab.evaluation.datasets.LabelledData.sessions`.
 """
 
 from __future__ import annotations
@@ -28,18 +29,18 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from convlab import __version__, schema
-from convlab.datasets import LabelledData
 from convlab.embed import embed_texts
+from convlab.evaluation.datasets import LabelledData
+from convlab.evaluation.metrics import aggregate, per_query
+from convlab.evaluation.significance import compare
 from convlab.index import VectorIndex
-from convlab.lexical import BM25Index
-from convlab.metrics import aggregate, per_query
-from convlab.policy import ContentPolicy
-from convlab.resurrect import budget_measures
-from convlab.search import SearchOptions, search_many
-from convlab.sentences import sentences as make_sentences
-from convlab.significance import compare
-from convlab.turns import turns as make_turns
-from convlab.units import units as make_units
+from convlab.index.bm25 import BM25Index
+from convlab.pipeline.chunks import sentences as make_sentences
+from convlab.pipeline.policy import ContentPolicy
+from convlab.pipeline.turns import turns as make_turns
+from convlab.pipeline.units import units as make_units
+from convlab.resurrection import budget_measures
+from convlab.retrieval.search import SearchOptions, search_many
 
 __all__ = [
     "HEADLINE",
@@ -58,7 +59,7 @@ RETRIEVALS = ("dense", "bm25", "hybrid")
 HEADLINE = ("recall@5", "recall@10", "ndcg@10", "coverage@512")
 SCOPES = ("conversation", "haystack", "corpus")
 # beside the headline when the labels are pooled judgments: how much of the top 10 was judged,
-# and a measure that ignores unjudged docs (convlab.metrics)
+# and a measure that ignores unjudged docs (convlab.evaluation.metrics)
 JUDGED_METRICS = ("judged@10", "bpref")
 # LongMemEval's retrieval measures (recall_any = success, recall_all, nDCG at 1, 5, 10), at turn
 # and session level
@@ -271,7 +272,7 @@ def _search_haystacks(
     of its haystack's conversations: nothing is copied per query.
     """
     # search.py has no public per-query multi-conversation scope yet; these are its own parts
-    from convlab.search import _empty_hits, _one, _Prepared
+    from convlab.retrieval.search import _empty_hits, _one, _Prepared
 
     if (options.hybrid or options.lexical) and bm25 is None:
         raise ValueError("hybrid or lexical search needs a BM25 index over the units")

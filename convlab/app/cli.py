@@ -38,7 +38,7 @@ from typing import Any
 
 import polars as pl
 
-from convlab.display import (
+from convlab.app.display import (
     clip,
     describe_hits,
     hit_lines,
@@ -49,7 +49,7 @@ from convlab.display import (
     with_skip_report,
     wrapped,
 )
-from convlab.exits import (
+from convlab.app.exits import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
@@ -367,7 +367,7 @@ def _export_for_search() -> None:
 
     if importlib.util.find_spec("onnxruntime") is None or importlib.util.find_spec("onnx") is None:
         return  # without the onnx extra, search embeds queries with torch
-    from convlab.embed_onnx import ensure_onnx_model
+    from convlab.embed.onnx import ensure_onnx_model
 
     ensure_onnx_model(quantized=False)
 
@@ -404,7 +404,7 @@ def _parse_date(text: str | None, option: str, *, end: bool = False) -> datetime
 
 
 def _search_options(args: argparse.Namespace) -> Any:
-    from convlab.search import SearchOptions
+    from convlab.retrieval.search import SearchOptions
 
     since = _parse_date(args.since, "--since")
     until = _parse_date(args.until, "--until", end=True)
@@ -441,7 +441,7 @@ def _filters(args: argparse.Namespace) -> str:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from convlab.search import search
+    from convlab.retrieval.search import search
     from convlab.store import Store
 
     if not args.query.strip():
@@ -456,7 +456,7 @@ def _search(args: argparse.Namespace) -> int:
     embedder = _embedder(name, args.backend, model_id=str(manifest.get("model_id", "")))
     bm25 = None
     if args.hybrid:
-        from convlab.lexical import BM25Index
+        from convlab.index.bm25 import BM25Index
 
         bm25 = BM25Index.build(index.units)
     hits = search(index, args.query, embedder=embedder, options=options, bm25=bm25)
@@ -513,7 +513,7 @@ def _show(args: argparse.Namespace) -> int:
             for line in wrapped(label, " ".join(m["text"].to_list()), width):
                 print(line)
     if args.budget is not None:
-        from convlab.resurrect import resurrect
+        from convlab.resurrection import resurrect
 
         units = store.frame("units").filter(pl.col("conversation_id") == args.conversation)
         if args.turn is not None:
@@ -699,9 +699,9 @@ def _judge_data(queries: Path, data: Path, docs: str) -> Any:
     """Unlabelled queries over transcripts (or a labelled folder's corpus)."""
     from dataclasses import replace
 
-    from convlab.datasets import LabelledData, load_labelled
+    from convlab.evaluation.datasets import LabelledData, load_labelled
+    from convlab.evaluation.queries import read_queries
     from convlab.loaders import load
-    from convlab.queries import read_queries
 
     if data.is_dir() and ((data / "sources.json").is_file() or (data / "queries.jsonl").is_file()):
         corpus = load_labelled(data).corpus

@@ -14,12 +14,12 @@ from typing import Any
 import polars as pl
 
 from convlab import schema
+from convlab.evaluation.queries import read_queries
 from convlab.loaders import Corpus, LoadError, load
 from convlab.loaders.locomo import LocomoReader, read_locomo
 from convlab.loaders.longmemeval import LongMemEvalReader, read_longmemeval
 from convlab.paths import locomo_path, sample_data_path
-from convlab.queries import read_queries
-from convlab.turns import message_turns
+from convlab.pipeline.turns import message_turns
 
 __all__ = ["LabelledData", "load_labelled", "locomo", "longmemeval", "sample"]
 
@@ -104,7 +104,8 @@ def locomo(path: str | Path | None = None, *, strict: bool = False) -> LabelledD
 def longmemeval(path: str | Path, *, strict: bool = False) -> LabelledData:
     """LongMemEval's questions, each scoped to its own haystack of sessions.
 
-    Docs are turns (a user message and the reply: :mod:`convlab.turns`); a query's relevant docs
+    Docs are turns (a user message and the reply:
+    :mod:`convlab.pipeline.turns`); a query's relevant docs
     are the turns holding a ``has_answer`` message, its relevant sessions (``sessions``) its
     ``answer_session_ids``. Abstention questions (``_abs``) are kept without relevant docs.
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from convlab.units import units as make_units
+from convlab.pipeline.units import units as make_units
 
 __all__ = ["turn_anatomy"]
 

@@ -6,7 +6,7 @@
   package, offline, on the CPU, texts sorted by length before batching (less padding).
 - :func:`minilm_embedder` picks its backend by name from :data:`BACKENDS`: ``torch`` (the
   sentence-transformers model, fp32), ``onnx`` (the same weights exported to ONNX, fp32, no torch
-  import) or ``onnx-int8`` (dynamically quantized; see :mod:`convlab.embed_onnx`). A backend other
+  import) or ``onnx-int8`` (dynamically quantized; see :mod:`convlab.embed.onnx`). A backend other
   than torch carries its name in ``model_id``, so cache folders and store manifests keep its
   vectors apart from torch's.
 - :class:`HashEmbedder` is a fake for fast unit tests: hashed bag of words, no model.
@@ -31,13 +31,14 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 from filelock import FileLock
 
 from convlab.atomic import fsync_dir
 from convlab.model import MODEL_DIMENSION, MODEL_ID, model_path
+from convlab.protocols import Embedder
 
 __all__ = [
     "BACKENDS",
@@ -54,18 +55,6 @@ __all__ = [
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 """The MiniLM backends, by name: the ``--backend`` choices of the CLI and of ``eval.run``."""
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns texts into L2-normalised float32 vectors of ``dimension``."""
-
-    model_id: str
-    dimension: int
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """``(len(texts), dimension)`` float32, each row of unit length."""
-        ...
 
 
 def _normalise(x: np.ndarray) -> np.ndarray:
@@ -150,7 +139,7 @@ def minilm_embedder(backend: str = "torch", **options: Any) -> Embedder:
 
 def _onnx(quantized: bool) -> Callable[..., Embedder]:
     def make(**options: Any) -> Embedder:
-        from convlab.embed_onnx import OnnxEmbedder
+        from convlab.embed.onnx import OnnxEmbedder
 
         return OnnxEmbedder(quantized=quantized, **options)
 
@@ -217,7 +206,7 @@ def query_embedder(model_id: str, backend: str | None = None) -> Embedder:
     if made_by == "torch":
         import importlib.util
 
-        from convlab.embed_onnx import onnx_model_file
+        from convlab.embed.onnx import onnx_model_file
 
         if importlib.util.find_spec("onnxruntime") and onnx_model_file(quantized=False).is_file():
             return minilm_embedder("onnx", export=False)

@@ -11,7 +11,8 @@ Kinds (a small registry, :data:`INDEX_KINDS`):
   efSearch 16 loses recall), for sub-millisecond queries at 100k+ units.
 - ``ivf``: ``IndexIVFFlat`` (nlist ~ 4 sqrt(n), nprobe=16 by default: nprobe 1 is poor).
 - ``ivfpq``: ``IndexIVFPQ`` (optionally OPQ) with exact re-scoring from float16 vectors
-  memory-mapped from disk, for millions of units in bounded memory (:mod:`convlab.ivfpq`); build
+  memory-mapped from disk, for millions of units in bounded memory
+  (:mod:`convlab.index.ivfpq`); build
   it shard by shard with :meth:`VectorIndex.build_from_shards`.
 
 A search restricted to a subset of rows (a conversation scope, filters) is exact over that subset
@@ -39,7 +40,7 @@ import polars as pl
 
 from convlab import __version__
 from convlab.atomic import fsync_dir
-from convlab.ivfpq import (
+from convlab.index.ivfpq import (
     IVFPQParams,
     ShardLoader,
     TrainSample,
@@ -181,13 +182,13 @@ class VectorIndex:
 
         Args:
             shards: loaders, each returning ``(units, vectors)`` (see
-                :func:`convlab.ivfpq.parquet_shards`).
+                :func:`convlab.index.ivfpq.parquet_shards`).
             directory: where to write the index (replaced if it exists).
             model_id: the embedding model, checked by :meth:`load`.
             strategy: recorded in the manifest.
             policy: recorded in the manifest.
             corpus_fingerprint: recorded in the manifest.
-            **params: :class:`convlab.ivfpq.IVFPQParams` fields.
+            **params: :class:`convlab.index.ivfpq.IVFPQParams` fields.
 
         Raises:
             ValueError: bad parameters, no rows, or a bad shard (naming it and the row).

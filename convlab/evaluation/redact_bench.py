@@ -9,11 +9,16 @@ all.
 
 Run::
 
-    python -m convlab.redact_bench --texts ../shared/transcripts --out runs/redact.json
-    python -m convlab.redact_bench --code .venv/lib/python3.11/site-packages  # false positives
-    python -m convlab.redact_bench --redactor detect-secrets   # needs `pip install detect-secrets`
-    python -m convlab.redact_bench --redactor detect-secrets-lines
-    python -m convlab.redact_bench --redactor file:/old/convlab/redact.py  # another version
+    python -m convlab.evaluation.redact_bench \
+        --texts ../shared/transcripts --out runs/redact.json
+    python -m convlab.evaluation.redact_bench \
+        --code .venv/lib/python3.11/site-packages  # false positives
+    python -m convlab.evaluation.redact_bench \
+        --redactor detect-secrets   # needs `pip install detect-secrets`
+    python -m convlab.evaluation.redact_bench \
+        --redactor detect-secrets-lines
+    python -m convlab.evaluation.redact_bench \
+        --redactor file:/old/convlab/redact.py  # another version
 
 The figures are saved with the redactor's name and the exact inputs so they can be traced.
 """
@@ -43,7 +48,7 @@ __all__ = [
 ]
 
 Redactor = Callable[[str], str]
-DEFAULT_CORPUS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "secrets"
+DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "secrets"
 WINDOW = 16
 
 
@@ -245,7 +250,7 @@ def _detect_secrets(whole_lines: bool = False) -> Redactor:
 def redactor(name: str) -> Redactor:
     """``convlab``, ``detect-secrets`` (``-lines``: whole lines), or ``file:PATH`` (a redact.py)."""
     if name == "convlab":
-        from convlab.redact import redact
+        from convlab.pipeline.redact import redact
 
         return redact
     if name in ("detect-secrets", "detect-secrets-lines"):
@@ -266,7 +271,9 @@ def redactor(name: str) -> Redactor:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print (and optionally save) the corpus scores and the throughput of one redactor."""
-    ap = argparse.ArgumentParser(prog="python -m convlab.redact_bench", description=__doc__)
+    ap = argparse.ArgumentParser(
+        prog="python -m convlab.evaluation.redact_bench", description=__doc__
+    )
     ap.add_argument("--redactor", default="convlab")
     ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
     ap.add_argument("--texts", type=Path, nargs="*", default=[], help="transcripts for speed")

@@ -1,0 +1,1 @@
+"""The faces of convlab: the ``convlab`` command, terminal display, exit codes, widgets."""

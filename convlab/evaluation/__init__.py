@@ -1,0 +1,1 @@
+"""Labelled data, systems, metrics, significance, budgets, run folders, figures."""

@@ -1,0 +1,1 @@
+"""From messages to units: turns, chunks, the content policy, tokens, redaction, units."""

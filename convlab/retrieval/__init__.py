@@ -1,0 +1,1 @@
+"""Search: filters, dense or lexical retrieval, best unit per doc, rankers."""
