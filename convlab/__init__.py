@@ -27,7 +27,7 @@ _EXPORTS = {
     "HashEmbedder": "convlab.embed",
     "LoadError": "convlab.loaders",
     "MiniLMEmbedder": "convlab.embed",
-    "SearchOptions": "convlab.retrieval.search",
+    "SearchOptions": "convlab.retrieval.options",
     "System": "convlab.evaluation.evaluate",
     "VectorIndex": "convlab.index",
     "build_index": "convlab.build",
@@ -91,5 +91,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from convlab.pipeline.turns import turns
     from convlab.pipeline.units import units
     from convlab.resurrection import resurrect
-    from convlab.retrieval.search import SearchOptions, search
+    from convlab.retrieval.options import SearchOptions
+    from convlab.retrieval.search import search
     from convlab.strategies import STRATEGIES

@@ -1,9 +1,10 @@
 """Resurrection: bring back what was embedded together, within a token budget (seeds/003).
 
-Walk the hits in rank order; for each, bring back the chunks of its unit (``units.chunk_ids``:
-the target and the context it was embedded with -- never recomputed); count only the tokens of
-chunks not already in the context; a hit whose new tokens do not fit is skipped, and the walk
-goes on while smaller ones fit. The context comes back in conversation order.
+Walk the ranked units (a search's hits, best first); for each, bring back the chunks of its unit
+(``units.chunk_ids``: the target and the context it was embedded with -- never recomputed);
+count only the tokens of chunks not already in the context; a unit whose new tokens do not fit
+is skipped, and the walk goes on while smaller ones fit. The context comes back in conversation
+order.
 
 Evaluation measures per budget (:func:`budget_measures`):
 
@@ -94,28 +95,39 @@ def _walk(
 
 
 def resurrect(
-    hits: pl.DataFrame, budget: int, *, units: pl.DataFrame, sentences: pl.DataFrame
+    unit_ids: Sequence[str] | pl.Series,
+    budget: int,
+    *,
+    units: pl.DataFrame,
+    sentences: pl.DataFrame,
 ) -> Resurrection:
-    """Resurrect the chunks of ranked hits into a context of at most ``budget`` tokens.
+    """Resurrect the chunks of ranked units into a context of at most ``budget`` tokens.
 
     Args:
-        hits: ranked hits of one query (``rank``, ``unit_id``).
+        unit_ids: the units to bring back, best first (a search's ``hits["unit_id"]``, or any
+            units, e.g. every unit of a turn); the first has rank 1.
         budget: the token budget (chunk tokens, as counted in ``sentences.n_tokens``).
-        units: the units the hits point to (``unit_id``, ``chunk_ids``, ``target_chunk_id``).
+        units: the units the ids point to (``unit_id``, ``chunk_ids``, ``target_chunk_id``).
         sentences: the chunks (``chunk_id``, ``n_tokens``, ``text``, ...).
+
+    Raises:
+        ValueError: a negative budget, or a unit id not in ``units`` (naming its rank).
 
     Example:
         seeds/003's example 3: the user S0 (120) is alive, the assistant S0 (80) and the target
-        (150) are not, so the hit costs 230 tokens.
+        (150) are not, so the unit costs 230 tokens:
+
+        >>> resurrect(["u0", "s5"], 1000, units=units, sentences=chunks)  # doctest: +SKIP
     """
     if budget < 0:
         raise ValueError("budget must not be negative")
+    ids = [str(u) for u in unit_ids]
     chunk_ids = dict(units.select("unit_id", "chunk_ids").iter_rows())
     targets = dict(units.select("unit_id", "target_chunk_id").iter_rows())
-    wanted = {c for u in hits["unit_id"].to_list() for c in chunk_ids.get(u, [])}
+    wanted = {c for u in ids for c in chunk_ids.get(u, [])}
     sent = sentences.filter(pl.col("chunk_id").is_in(sorted(wanted)))
     tokens = dict(sent.select("chunk_id", "n_tokens").iter_rows())
-    ranked = list(hits.sort("rank").select("rank", "unit_id").iter_rows())
+    ranked = list(enumerate(ids, start=1))
     walk = _walk(ranked, budget, chunk_ids, tokens)
     target_set: set[str] = set()
     units_used = dict(ranked)

@@ -170,6 +170,12 @@ HITS: Schema = {
     "turn_index": pl.Int32,
     "message_index": pl.Int32,
     "strategy": pl.String,
+    # of the doc's best unit (as in UNITS): what matched, and what it resurrects
+    "text": pl.String,
+    "role": pl.String,
+    "side": pl.String,
+    "timestamp": UTC_TIME,
+    "chunk_ids": pl.List(pl.String),
 }
 
 CONTEXT: Schema = {

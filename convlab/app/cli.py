@@ -34,7 +34,7 @@ import traceback
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -61,6 +61,9 @@ from convlab.app.exits import (
     one_line,
     write_crash_report,
 )
+
+if TYPE_CHECKING:
+    from convlab.retrieval import SearchOptions
 
 __all__ = [
     "EXIT_BROKEN_PIPE",
@@ -184,7 +187,9 @@ def _parser() -> argparse.ArgumentParser:
     se.add_argument("query")
     store_arg(se)
     se.add_argument("-k", type=int, default=10, help="results (%(default)s)")
-    se.add_argument("--hybrid", action="store_true", help="fuse dense and BM25 ranks (RRF)")
+    mode = se.add_mutually_exclusive_group()
+    mode.add_argument("--hybrid", action="store_true", help="fuse dense and BM25 ranks (RRF)")
+    mode.add_argument("--lexical", action="store_true", help="BM25 alone, no vectors")
     se.add_argument("--conversation", help="only this conversation id")
     se.add_argument("--role", action="append", choices=schema.ROLES, help="only hits of ROLE")
     se.add_argument("--since", help="only hits on or after this date (2026-01-31 or ISO time)")
@@ -403,8 +408,8 @@ def _parse_date(text: str | None, option: str, *, end: bool = False) -> datetime
     return d.replace(tzinfo=UTC) if d.tzinfo is None else d.astimezone(UTC)
 
 
-def _search_options(args: argparse.Namespace) -> Any:
-    from convlab.retrieval.search import SearchOptions
+def _search_options(args: argparse.Namespace) -> SearchOptions:
+    from convlab.retrieval import Retrieval, SearchOptions
 
     since = _parse_date(args.since, "--since")
     until = _parse_date(args.until, "--until", end=True)
@@ -413,7 +418,13 @@ def _search_options(args: argparse.Namespace) -> Any:
     try:
         return SearchOptions(
             k=args.k,
-            hybrid=args.hybrid,
+            retrieval=(
+                Retrieval.HYBRID
+                if args.hybrid
+                else Retrieval.LEXICAL
+                if args.lexical
+                else Retrieval.DENSE
+            ),
             conversations=(args.conversation,) if args.conversation else None,
             roles=tuple(args.role) if args.role else None,
             since=since,
@@ -441,7 +452,7 @@ def _filters(args: argparse.Namespace) -> str:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from convlab.retrieval.search import search
+    from convlab.retrieval import search
     from convlab.store import Store
 
     if not args.query.strip():
@@ -455,7 +466,7 @@ def _search(args: argparse.Namespace) -> int:
     name = args.embedder or _embedder_name(manifest)
     embedder = _embedder(name, args.backend, model_id=str(manifest.get("model_id", "")))
     bm25 = None
-    if args.hybrid:
+    if options.retrieval.needs_bm25:
         from convlab.index.bm25 import BM25Index
 
         bm25 = BM25Index.build(index.units)
@@ -518,8 +529,9 @@ def _show(args: argparse.Namespace) -> int:
         units = store.frame("units").filter(pl.col("conversation_id") == args.conversation)
         if args.turn is not None:
             units = units.filter(pl.col("turn_index") == args.turn)
-        hits = units.with_row_index("rank", offset=1).with_columns(pl.col("rank").cast(pl.Int32))
-        res = resurrect(hits, args.budget, units=units, sentences=store.frame("sentences"))
+        res = resurrect(
+            units["unit_id"], args.budget, units=units, sentences=store.frame("sentences")
+        )
         print(f"== resurrected context: {res.tokens_used}/{args.budget} tokens (* = a target)")
         for r in res.context.iter_rows(named=True):
             mark = "*" if r["is_target"] else " "

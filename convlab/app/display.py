@@ -11,11 +11,14 @@ import shutil
 import textwrap
 import unicodedata
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import polars as pl
 
+from convlab import schema
+
 __all__ = [
+    "FrameSource",
     "clip",
     "columns",
     "describe_hits",
@@ -159,11 +162,30 @@ def with_skip_report(lines: list[str], report: list[str]) -> list[str]:
     return out if replaced else out + report
 
 
-def describe_hits(store: Any, hits: pl.DataFrame) -> list[dict[str, Any]]:
+class FrameSource(Protocol):
+    """Where :func:`describe_hits` reads frames by name (a store, or the search panel's data).
+
+    ``frame("messages")`` may raise ``FileNotFoundError`` or ``KeyError`` (a store written before
+    messages were kept, a panel that holds none): hits then point to the conversation's file.
+    """
+
+    def frame(self, name: str) -> pl.DataFrame:
+        """The frame called ``name`` (``conversations``, ``sentences``, ``turns``, ``messages``)."""
+        ...
+
+
+def describe_hits(store: FrameSource, hits: pl.DataFrame) -> list[dict[str, Any]]:
     """One record per hit: rank, score, unit, where it is (file, line, message) and its text.
 
-    Each stored frame is cut to the hits' conversations before anything is grouped or joined, so
-    the work per search follows the hits, not the size of the store.
+    The one description of hits, shared by the ``convlab search`` command and the search panel:
+    title, the turn's question, time (the hit's, else its turn's start), source file and line,
+    and a snippet of the matched unit (:func:`clip` to 300 columns). Each frame is cut to the
+    hits' conversations before anything is grouped or joined, so the work per search follows the
+    hits, not the size of the store.
+
+    Args:
+        store: the frames the hits were found in.
+        hits: ranked hits (:data:`convlab.schema.HITS`).
     """
     hit_convs = hits.select("conversation_id").unique()
 
@@ -184,9 +206,7 @@ def describe_hits(store: Any, hits: pl.DataFrame) -> list[dict[str, Any]]:
     cols = ["conversation_id", "message_index", "source_path", "source_line"]
     try:
         messages = of_hits("messages").select(cols)
-    except FileNotFoundError:  # a store object without messages: hits keep the conversation's file
-        from convlab import schema
-
+    except (FileNotFoundError, KeyError):  # no messages: hits keep the conversation's file
         messages = schema.empty(schema.MESSAGES).select(cols)
     h = (
         hits.join(convs, on="conversation_id", how="left")

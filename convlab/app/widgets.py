@@ -22,6 +22,8 @@ from typing import Any
 
 import polars as pl
 
+from convlab.app.display import clip, describe_hits
+
 __all__ = ["JudgePanel", "PanelData", "SearchPanel", "highlight"]
 
 
@@ -59,6 +61,19 @@ class PanelData:
     conversations: pl.DataFrame
     turns: pl.DataFrame
     embedder: Any
+
+    def frame(self, name: str) -> pl.DataFrame:
+        """The frame ``name`` as :func:`convlab.app.display.describe_hits` reads it.
+
+        Raises:
+            KeyError: a frame the panel does not hold (``messages``).
+        """
+        frames = {
+            "conversations": self.conversations,
+            "sentences": self.sentences,
+            "turns": self.turns,
+        }
+        return frames[name]
 
 
 class SearchPanel:
@@ -162,7 +177,7 @@ class SearchPanel:
 
     def options(self) -> Any:
         """The :class:`convlab.retrieval.search.SearchOptions` the controls describe."""
-        from convlab.retrieval.search import SearchOptions
+        from convlab.retrieval import Retrieval, SearchOptions
 
         def day(d: date | None, end: bool = False) -> datetime | None:
             if d is None:
@@ -174,7 +189,7 @@ class SearchPanel:
         role = self.role.value
         return SearchOptions(
             k=int(self.k.value),
-            hybrid=bool(self.hybrid.value),
+            retrieval=Retrieval.HYBRID if self.hybrid.value else Retrieval.DENSE,
             recency=bool(self.recency.value),
             density=bool(self.density.value),
             mmr=0.7 if self.mmr.value else None,
@@ -193,7 +208,7 @@ class SearchPanel:
         if not query:
             self._message("Type a query, then press Enter.")
             return None
-        from convlab.retrieval.search import search
+        from convlab.retrieval import search
 
         index = self.data.indexes[self.strategy.value]
         bm25 = self._bm25(self.strategy.value) if self.hybrid.value else None
@@ -227,26 +242,18 @@ class SearchPanel:
     def _render(self, hits: pl.DataFrame, query: str, index: Any) -> list[Any]:
         import ipywidgets as w
 
-        assert self.data is not None
-        titles = dict(self.data.conversations.select("conversation_id", "title").iter_rows())
-        starts = {
-            (c, t): s
-            for c, t, s in self.data.turns.select(
-                "conversation_id", "turn_index", "started_at"
-            ).iter_rows()
-        }
-        unit_text = dict(index.units.select("unit_id", "text").iter_rows())
+        if self.data is None:
+            return []
         rows = []
-        for h in hits.iter_rows(named=True):
-            title = titles.get(h["conversation_id"]) or h["conversation_id"]
-            when = starts.get((h["conversation_id"], h["turn_index"]))
+        for h in describe_hits(self.data, hits):
+            title = h["title"] or h["conversation_id"]
+            when = (h["timestamp"] or "")[:10] or "undated"
             head = (
                 f'<div class="convlab-hit" data-doc="{html.escape(h["doc_id"])}">'
                 f"<b>#{h['rank']}</b> &nbsp; {h['score']:.3f} &nbsp; "
-                f"<b>{html.escape(str(title))}</b> &middot; turn {h['turn_index']}"
-                f" &middot; {when.date().isoformat() if when else 'undated'}<br>"
-                f'<span class="convlab-snippet">'
-                f"{highlight(_snippet(unit_text.get(h['unit_id'], '')), query)}</span></div>"
+                f"<b>{html.escape(str(title))}</b> &middot; turn {h['turn']}"
+                f" &middot; {when}<br>"
+                f'<span class="convlab-snippet">{highlight(h["snippet"], query)}</span></div>'
             )
             context = w.Output()
             toggle = w.ToggleButton(value=False, description="context", icon="chevron-down")
@@ -272,10 +279,12 @@ class SearchPanel:
         """HTML of the chunks a hit resurrects (what its unit was embedded with), target marked."""
         from convlab.resurrection import resurrect
 
-        assert self.data is not None
+        if self.data is None:
+            raise ValueError("the panel has no data to resurrect from")
         units = index.units.filter(pl.col("unit_id") == hit["unit_id"])
-        one = units.select("unit_id").with_columns(pl.lit(1, dtype=pl.Int32).alias("rank"))
-        res = resurrect(one, int(self.budget.value), units=units, sentences=self.data.sentences)
+        res = resurrect(
+            [hit["unit_id"]], int(self.budget.value), units=units, sentences=self.data.sentences
+        )
         lines = [f'<div class="convlab-context"><i>{res.tokens_used} tokens of {res.budget}</i>']
         for c in res.context.iter_rows(named=True):
             style = "background:#fff3c4" if c["is_target"] else ""
@@ -287,11 +296,6 @@ class SearchPanel:
             )
         lines.append("</div>")
         return "".join(lines)
-
-
-def _snippet(text: str, n: int = 300) -> str:
-    t = " ".join(text.split())
-    return t if len(t) <= n else t[: n - 1] + "…"
 
 
 class JudgePanel:
@@ -381,7 +385,7 @@ class JudgePanel:
         lines = [
             f'<div class="convlab-judge-query"><b>Query</b>: {html.escape(c.query)}</div>',
             f'<div class="convlab-judge-doc" data-doc="{html.escape(c.doc_id)}">'
-            f"{highlight(_snippet(c.text, 2000), c.query)}</div>",
+            f"{highlight(clip(c.text, 2000), c.query)}</div>",
         ]
         if c.context:
             lines.append('<div class="convlab-context"><i>context</i>')
@@ -389,7 +393,7 @@ class JudgePanel:
                 style = "background:#fff3c4" if target else ""
                 lines.append(
                     f'<div style="{style}"><b>{html.escape(role)}</b>: '
-                    f"{highlight(_snippet(text, 600), c.query)}</div>"
+                    f"{highlight(clip(text, 600), c.query)}</div>"
                 )
             lines.append("</div>")
         self.view.value = "".join(lines)

@@ -28,7 +28,7 @@ import numpy as np
 import polars as pl
 from tqdm.auto import tqdm
 
-from convlab import __version__, schema
+from convlab import __version__
 from convlab.embed import embed_texts
 from convlab.evaluation.datasets import LabelledData
 from convlab.evaluation.metrics import aggregate, per_query
@@ -39,8 +39,9 @@ from convlab.pipeline.chunks import sentences as make_sentences
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.turns import turns as make_turns
 from convlab.pipeline.units import units as make_units
+from convlab.protocols import Embedder
 from convlab.resurrection import budget_measures
-from convlab.retrieval.search import SearchOptions, search_many
+from convlab.retrieval import Retrieval, SearchOptions, search_haystacks, search_many
 
 __all__ = [
     "HEADLINE",
@@ -54,7 +55,6 @@ __all__ = [
     "evaluate",
 ]
 
-RETRIEVALS = ("dense", "bm25", "hybrid")
 # the metrics of the headline tables: finding the evidence, ranking it, bringing it back
 HEADLINE = ("recall@5", "recall@10", "ndcg@10", "coverage@512")
 SCOPES = ("conversation", "haystack", "corpus")
@@ -78,28 +78,30 @@ class System:
     Attributes:
         name: how reports call it.
         strategy: whose units are searched.
-        retrieval: ``dense``, ``bm25`` or ``hybrid``.
+        retrieval: ``dense``, ``lexical`` (``bm25``) or ``hybrid`` (:class:`Retrieval`).
         options: rankers and filters (``k`` and the scope are set by the evaluation).
     """
 
     name: str
     strategy: str
-    retrieval: str = "dense"
+    retrieval: Retrieval = Retrieval.DENSE
     options: SearchOptions = field(default_factory=SearchOptions)
 
     def __post_init__(self) -> None:
-        if self.retrieval not in RETRIEVALS:
-            raise ValueError(f"retrieval must be one of {', '.join(RETRIEVALS)}")
+        # a name is accepted ("bm25" too, as reports name lexical systems); stored as the Enum
+        object.__setattr__(self, "retrieval", Retrieval(self.retrieval))
 
 
 def default_systems(strategies: list[str]) -> list[System]:
     """Each strategy dense; BM25 and hybrid over ``message`` units (or the first strategy)."""
     systems = [System(name=s, strategy=s) for s in strategies]
     lex = "message" if "message" in strategies else strategies[0]
-    systems.append(System(name=f"bm25:{lex}", strategy=lex, retrieval="bm25"))
-    systems.append(System(name=f"hybrid:{lex}", strategy=lex, retrieval="hybrid"))
+    systems.append(System(name=f"bm25:{lex}", strategy=lex, retrieval=Retrieval.LEXICAL))
+    systems.append(System(name=f"hybrid:{lex}", strategy=lex, retrieval=Retrieval.HYBRID))
     if "turn_pair" in strategies and lex != "turn_pair":
-        systems.append(System(name="hybrid:turn_pair", strategy="turn_pair", retrieval="hybrid"))
+        systems.append(
+            System(name="hybrid:turn_pair", strategy="turn_pair", retrieval=Retrieval.HYBRID)
+        )
     return systems
 
 
@@ -257,49 +259,11 @@ def _check_scope(data: LabelledData, scope: str) -> None:
         )
 
 
-def _search_haystacks(
-    index: VectorIndex,
-    queries: pl.DataFrame,
-    haystacks: pl.DataFrame,
-    *,
-    embedder: Any,
-    options: SearchOptions,
-    bm25: BM25Index | None,
-) -> pl.DataFrame:
-    """Each query searched inside its own haystack (``query_id, conversation_id`` rows).
-
-    The index's arrays are prepared once for all queries, and each query restricted to the rows
-    of its haystack's conversations: nothing is copied per query.
-    """
-    # search.py has no public per-query multi-conversation scope yet; these are its own parts
-    from convlab.retrieval.search import _empty_hits, _one, _Prepared
-
-    if (options.hybrid or options.lexical) and bm25 is None:
-        raise ValueError("hybrid or lexical search needs a BM25 index over the units")
-    scope: dict[str, tuple[str, ...]] = {
-        q: tuple(c)
-        for q, c in haystacks.group_by("query_id", maintain_order=True)
-        .agg("conversation_id")
-        .iter_rows()
-    }
-    texts = queries["text"].to_list()
-    if not texts:
-        return _empty_hits()
-    qvecs = np.asarray(embedder.encode(texts), dtype=np.float32)
-    prep = _Prepared(index, options)
-    frames = []
-    for i, qid in enumerate(queries["query_id"].to_list()):
-        hits = _one(index, prep, qvecs[i], texts[i], scope.get(qid, ()), options, bm25)
-        frames.append(hits.with_columns(pl.lit(qid, dtype=pl.String).alias("query_id")))
-    out = pl.concat(frames)
-    return out.select([*schema.HITS, *[c for c in out.columns if c not in schema.HITS]])
-
-
 def evaluate(
     data: LabelledData,
     systems: list[System],
     *,
-    embedder: Any,
+    embedder: Embedder,
     config: EvalConfig | None = None,
     progress: bool | None = None,
 ) -> Evaluation:
@@ -333,7 +297,9 @@ def evaluate(
         )
     # every dense strategy's texts in one pass: each distinct text is embedded once
     dense = [
-        st for st in strategies if any(s.strategy == st and s.retrieval != "bm25" for s in systems)
+        st
+        for st in strategies
+        if any(s.strategy == st and s.retrieval.needs_vectors for s in systems)
     ]
     all_vectors = embed_texts([t for st in dense for t in units[st]["text"].to_list()], embedder)
     offset = 0
@@ -351,22 +317,15 @@ def evaluate(
             strategy=strategy,
             policy=config.policy.as_dict(),
         )
-        if any(s.strategy == strategy and s.retrieval != "dense" for s in systems):
+        if any(s.strategy == strategy and s.retrieval.needs_bm25 for s in systems):
             lexical[strategy] = BM25Index.build(u)
     hits: dict[str, pl.DataFrame] = {}
     pq, budget_rows = [], []
     categories = queries.select("query_id", "category")
     for system in tqdm(systems, desc="systems", disable=progress is False):
-        opts = SearchOptions(
-            **{
-                **system.options.as_dict(),
-                "k": config.depth,
-                "hybrid": system.retrieval == "hybrid",
-                "lexical": system.retrieval == "bm25",
-            }
-        )
+        opts = system.options.replace(k=config.depth, retrieval=system.retrieval)
         if config.scope == "haystack" and data.haystacks is not None:
-            h = _search_haystacks(
+            h = search_haystacks(
                 indexes[system.strategy],
                 queries,
                 data.haystacks,

@@ -166,8 +166,7 @@ def build_pool(
     out = []
     for row in pooled.iter_rows(named=True):
         units = ev.units[unit_strategy[row["unit_id"]]].filter(pl.col("unit_id") == row["unit_id"])
-        one = units.select("unit_id").with_columns(pl.lit(1, dtype=pl.Int32).alias("rank"))
-        ctx = resurrect(one, budget, units=units, sentences=sents).context
+        ctx = resurrect([row["unit_id"]], budget, units=units, sentences=sents).context
         q = row["query_id"]
         seen[q] = seen.get(q, 0) + 1
         out.append(
@@ -207,6 +206,7 @@ def systems_from_names(names: Sequence[str]) -> list[Any]:
         ValueError: an unknown strategy, naming the valid ones.
     """
     from convlab.evaluation.evaluate import System
+    from convlab.retrieval import Retrieval
     from convlab.strategies import STRATEGIES
 
     out = []
@@ -215,5 +215,5 @@ def systems_from_names(names: Sequence[str]) -> list[Any]:
         if strategy not in STRATEGIES:
             valid = ", ".join(sorted(STRATEGIES))
             raise ValueError(f"unknown strategy {strategy!r} in system {name!r}; valid: {valid}")
-        out.append(System(name=name, strategy=strategy, retrieval=retrieval or "dense"))
+        out.append(System(name=name, strategy=strategy, retrieval=Retrieval(retrieval or "dense")))
     return out

@@ -42,7 +42,7 @@ def hits(*units: str) -> pl.DataFrame:
 
 
 def test_example_1_three_chunks_cost_350() -> None:
-    r = resurrect(hits("s5"), 1000, units=U, sentences=SENTS)
+    r = resurrect(["s5"], 1000, units=U, sentences=SENTS)
     assert r.tokens_used == 150 + 120 + 80
     assert r.context["chunk_id"].to_list() == [
         "c:t0:user:s0",
@@ -53,18 +53,18 @@ def test_example_1_three_chunks_cost_350() -> None:
 
 
 def test_example_2_s0_target_costs_200() -> None:
-    assert resurrect(hits("a0"), 1000, units=U, sentences=SENTS).tokens_used == 80 + 120
+    assert resurrect(["a0"], 1000, units=U, sentences=SENTS).tokens_used == 80 + 120
 
 
 def test_example_3_alive_chunks_are_free() -> None:
     # the question (120) is alive already: the hit costs 150 + 80 = 230
-    r = resurrect(hits("u0", "s5"), 1000, units=U, sentences=SENTS)
+    r = resurrect(["u0", "s5"], 1000, units=U, sentences=SENTS)
     assert r.tokens_used == 120 + 230
     assert r.redundancy == pytest.approx(120 / (120 + 350))
 
 
 def test_a_hit_that_does_not_fit_is_skipped_and_the_walk_goes_on() -> None:
-    r = resurrect(hits("s5", "d"), 300, units=U, sentences=SENTS)
+    r = resurrect(["s5", "d"], 300, units=U, sentences=SENTS)
     assert r.hits_skipped == [1]
     assert r.hits_used == [2]
     assert r.tokens_used == 30

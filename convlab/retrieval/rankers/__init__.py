@@ -1,12 +1,31 @@
-"""Rankers: small pure functions over candidate frames, each optional, composed by search."""
+"""Rankers: one file each, one signature ``(Candidates, RankContext) -> Candidates``.
 
-from convlab.retrieval.rankers.density import density_boost
-from convlab.retrieval.rankers.fusion import rrf
-from convlab.retrieval.rankers.hierarchical import conversation_centroids, top_conversations
-from convlab.retrieval.rankers.mmr import mmr
-from convlab.retrieval.rankers.recency import recency_boost
+Each registers its factory in :data:`RANKERS`; :meth:`convlab.retrieval.SearchOptions.rankers`
+composes them in search's fixed order. The pure functions behind them (``rrf``,
+``recency_boost``, ``density_boost``, ``mmr``) and the conversation-first row selection
+(:mod:`.hierarchical`) are exported too.
+"""
+
+from convlab.retrieval.rankers.base import RANKERS
+from convlab.retrieval.rankers.best_per_doc import BestPerDoc
+from convlab.retrieval.rankers.density import Density, density_boost
+from convlab.retrieval.rankers.fusion import RRF, rrf
+from convlab.retrieval.rankers.hierarchical import (
+    ConversationFirst,
+    conversation_centroids,
+    top_conversations,
+)
+from convlab.retrieval.rankers.mmr import MMR, mmr
+from convlab.retrieval.rankers.recency import Recency, recency_boost
 
 __all__ = [
+    "MMR",
+    "RANKERS",
+    "RRF",
+    "BestPerDoc",
+    "ConversationFirst",
+    "Density",
+    "Recency",
     "conversation_centroids",
     "density_boost",
     "mmr",

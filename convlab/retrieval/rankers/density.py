@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
+
+from convlab.protocols import Candidates, RankContext
+from convlab.retrieval.rankers.base import RANKERS
+
+__all__ = ["Density", "density_boost"]
 
 
 def density_boost(
@@ -18,3 +24,27 @@ def density_boost(
     counts = Counter(groups)
     factor = np.array([1.0 + max_boost * min(1.0, (counts[g] - 1) / 3) for g in groups])
     return np.asarray(scores, dtype=np.float64) * factor
+
+
+@RANKERS.register("density")
+@dataclass(frozen=True, slots=True)
+class Density:
+    """Boost docs whose conversation holds many of the candidate docs (:func:`density_boost`).
+
+    ``score * (1 + max_boost * min(1, (docs of its conversation among the candidates - 1) / 3))``,
+    then re-rank (ties keep their order). seeds/001. Runs on docs: after ``best_per_doc``.
+
+    Attributes:
+        max_boost: the boost of a conversation with four or more candidate docs.
+    """
+
+    max_boost: float = 0.15
+
+    def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
+        """The boosted docs, best first."""
+        if candidates.docs is None:
+            raise ValueError("the density ranker ranks docs: put it after best_per_doc")
+        groups = [str(context.conversation_of_row[i]) for i in candidates.rows.tolist()]
+        scores = density_boost(candidates.scores, groups, max_boost=self.max_boost)
+        order = np.argsort(-scores, kind="stable")
+        return candidates.rescored(scores).take(order)

@@ -3,6 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from convlab.protocols import Candidates, RankContext
+from convlab.retrieval.rankers.base import RANKERS
+
+__all__ = ["RRF", "rrf"]
 
 
 def rrf(rankings: Sequence[Sequence[Hashable]], k: int = 60) -> dict[Hashable, float]:
@@ -17,3 +25,28 @@ def rrf(rankings: Sequence[Sequence[Hashable]], k: int = 60) -> dict[Hashable, f
         for rank, doc in enumerate(ranking, start=1):
             out[doc] = out.get(doc, 0.0) + 1.0 / (k + rank)
     return out
+
+
+@RANKERS.register("rrf")
+@dataclass(frozen=True, slots=True)
+class RRF:
+    """Fuse the candidates with ``context.fused`` (BM25's, in hybrid search) by :func:`rrf`.
+
+    ``score(row) = sum over rankings r of 1 / (k + rank_r(row))``; the rows come back best
+    first, rows of equal fused score in the order they were first seen (the candidates' first).
+    Cormack, Clarke & Buettcher, "Reciprocal rank fusion outperforms Condorcet and individual
+    rank learning methods", SIGIR 2009 (``k`` = 60 there).
+
+    Attributes:
+        k: the RRF constant.
+    """
+
+    k: int = 60
+
+    def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
+        """The fused candidates."""
+        fused = rrf([candidates.rows.tolist(), *(c.rows.tolist() for c in context.fused)], k=self.k)
+        rows = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))  # type: ignore[arg-type]
+        scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
+        order = np.argsort(-scores, kind="stable")
+        return Candidates(rows[order], scores[order])

@@ -3,11 +3,20 @@
 A conversation is represented by the centroid of its unit vectors (normalised mean) -- or by a
 summary vector when one is given; the query picks the ``n`` conversations most similar to it
 whose similarity is at least ``floor``, and the unit search runs inside those only.
+
+This step is a row selection *before* retrieval, not a ranker: it narrows the rows a retriever
+searches (``None`` stays "every row", so an approximate index is still searched as a whole when
+nothing narrows it), whereas a :class:`convlab.protocols.Ranker` reorders candidates a retriever
+already returned.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+__all__ = ["ConversationFirst", "conversation_centroids", "top_conversations"]
 
 
 def conversation_centroids(
@@ -28,3 +37,29 @@ def top_conversations(
     sims = centroids @ np.asarray(query, dtype=np.float32).reshape(-1)
     order = np.argsort(-sims, kind="stable")[:n]
     return [str(ids[i]) for i in order if sims[i] >= floor]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationFirst:
+    """Pick the conversations a query searches: ``cos(query, centroid(c)) >= floor``, top ``n``.
+
+    Attributes:
+        n: at most this many conversations.
+        floor: the least cosine similarity of a conversation's centroid to the query.
+    """
+
+    n: int = 3
+    floor: float = 0.2
+
+    def select(
+        self,
+        query: np.ndarray,
+        centroids: tuple[np.ndarray, np.ndarray],
+        allowed: tuple[str, ...] | None,
+    ) -> tuple[str, ...]:
+        """The chosen conversation ids, best first, among ``allowed`` (None: every one)."""
+        ids, cents = centroids
+        wanted = None if allowed is None else set(allowed)
+        keep = [c for c in ids if wanted is None or c in wanted]
+        sel = np.isin(ids, keep)
+        return tuple(top_conversations(query, ids[sel], cents[sel], self.n, self.floor))

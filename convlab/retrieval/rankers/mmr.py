@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
+
+from convlab.protocols import Candidates, RankContext
+from convlab.retrieval.rankers.base import RANKERS
+
+__all__ = ["MMR", "mmr"]
 
 
 def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float = 0.7) -> list[int]:
@@ -32,3 +39,32 @@ def mmr(relevance: np.ndarray, vectors: np.ndarray, k: int, lam: float = 0.7) ->
         chosen.append(best)
         left.remove(best)
     return chosen
+
+
+@RANKERS.register("mmr")
+@dataclass(frozen=True, slots=True)
+class MMR:
+    """Diversify the top docs by :func:`mmr` over their best units' vectors.
+
+    From the first ``max(5 k, 50)`` candidates, pick ``k`` greedily by
+    ``lam * score(d) - (1 - lam) * max over picked s of cos(d, s)``. Carbonell & Goldstein, "The
+    use of MMR, diversity-based reranking for reordering documents and producing summaries",
+    SIGIR 1998.
+
+    Attributes:
+        lam: 1 = pure relevance, 0 = pure diversity.
+    """
+
+    lam: float = 0.7
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.lam <= 1.0:
+            raise ValueError("mmr lambda must be in [0, 1]")
+
+    def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
+        """At most ``context.k`` candidates in pick order."""
+        if len(candidates) == 0:
+            return candidates
+        pool = candidates.take(slice(0, max(context.k * 5, 50)))
+        pick = mmr(pool.scores, context.index.vectors(pool.rows), context.k, self.lam)
+        return pool.take(pick)

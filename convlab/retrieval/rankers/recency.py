@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
+
+from convlab.protocols import Candidates, RankContext
+from convlab.retrieval.rankers.base import RANKERS
+
+__all__ = ["Recency", "recency_boost"]
 
 
 def recency_boost(
@@ -29,3 +35,34 @@ def recency_boost(
         age = max(0.0, (now - t).total_seconds() / 86400.0)
         out[i] *= 1.0 + max_boost * max(0.0, 1.0 - age / horizon_days)
     return out
+
+
+@RANKERS.register("recency")
+@dataclass(frozen=True, slots=True)
+class Recency:
+    """Boost each candidate by its unit's age (:func:`recency_boost`), then re-rank.
+
+    ``score * (1 + max_boost * max(0, 1 - age_days / horizon_days))``, age measured from
+    ``context.now`` (nothing changes when it is None: no unit is dated). seeds/001.
+
+    Attributes:
+        horizon_days: the age at which the boost reaches 0.
+        max_boost: the boost of a unit of age 0.
+    """
+
+    horizon_days: float = 14.0
+    max_boost: float = 0.20
+
+    def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
+        """The boosted candidates, best first (ties keep their order)."""
+        if context.now is None:
+            return candidates
+        scores = recency_boost(
+            candidates.scores,
+            [context.times[i] for i in candidates.rows.tolist()],
+            context.now,
+            horizon_days=self.horizon_days,
+            max_boost=self.max_boost,
+        )
+        order = np.argsort(-scores, kind="stable")
+        return candidates.rescored(scores).take(order)

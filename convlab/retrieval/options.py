@@ -1,0 +1,140 @@
+"""How to search: the retrieval mode and :class:`SearchOptions` (filters and rankers)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from convlab import schema
+from convlab.protocols import Ranker
+from convlab.retrieval.rankers import MMR, RRF, BestPerDoc, Density, Recency
+
+__all__ = ["Retrieval", "SearchOptions"]
+
+
+class Retrieval(StrEnum):
+    """How the first candidates are found.
+
+    ``dense``: cosine similarity of the unit vectors; ``lexical``: BM25 alone (scores are
+    BM25's); ``hybrid``: both, fused by reciprocal rank fusion. ``bm25`` is accepted for
+    ``lexical`` (the name reports give the lexical systems).
+
+    Example:
+        >>> Retrieval("bm25"), Retrieval("hybrid").needs_bm25
+        (<Retrieval.LEXICAL: 'lexical'>, True)
+    """
+
+    DENSE = "dense"
+    LEXICAL = "lexical"
+    HYBRID = "hybrid"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Retrieval:
+        if value == "bm25":
+            return cls.LEXICAL
+        valid = ", ".join(m.value for m in cls)
+        raise ValueError(f"unknown retrieval {value!r}; valid: {valid} (or bm25)")
+
+    @property
+    def needs_bm25(self) -> bool:
+        """Whether this mode searches a BM25 index."""
+        return self is not Retrieval.DENSE
+
+    @property
+    def needs_vectors(self) -> bool:
+        """Whether this mode searches the unit vectors."""
+        return self is not Retrieval.LEXICAL
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchOptions:
+    """How to search.
+
+    Attributes:
+        k: docs to return.
+        conversations: search only these conversations (None: the whole corpus).
+        roles: only units whose target has one of these roles.
+        side: only ``question`` or ``answer`` units (qa_pair).
+        since: only units at or after this time; until: at or before.
+        retrieval: ``dense``, ``lexical`` (BM25 alone, the lexical baseline) or ``hybrid``
+            (dense and BM25 fused by reciprocal rank fusion); a :class:`Retrieval` or its name.
+        rrf_k: the RRF constant (60 in Cormack et al.).
+        recency: apply the recency boost; recency_days its horizon; recency_max its size.
+        density: apply the session density boost; density_max its size.
+        mmr: MMR lambda (None: off).
+        hierarchical: conversation-first retrieval; top_conversations and conversation_floor
+            set how many conversations and the similarity floor.
+        depth: units fetched before grouping per doc (None: max(100, 10 k)).
+        now: the reference time of the recency boost (None: the newest unit's time).
+    """
+
+    k: int = 10
+    conversations: tuple[str, ...] | None = None
+    roles: tuple[str, ...] | None = None
+    side: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    retrieval: Retrieval = Retrieval.DENSE
+    rrf_k: int = 60
+    recency: bool = False
+    recency_days: float = 14.0
+    recency_max: float = 0.20
+    density: bool = False
+    density_max: float = 0.15
+    mmr: float | None = None
+    hierarchical: bool = False
+    top_conversations: int = 3
+    conversation_floor: float = 0.2
+    depth: int | None = None
+    now: datetime | None = None
+
+    def __post_init__(self) -> None:
+        # a name is accepted for the mode (from configs, the CLI, JSON); stored as the Enum
+        object.__setattr__(self, "retrieval", Retrieval(self.retrieval))
+        if self.k < 1:
+            raise ValueError("k must be at least 1")
+        if self.side not in (None, *schema.SIDES):
+            raise ValueError(f"side must be one of {schema.SIDES}")
+        if self.mmr is not None and not 0.0 <= self.mmr <= 1.0:
+            raise ValueError("mmr lambda must be in [0, 1]")
+        if self.recency_days <= 0:
+            raise ValueError("recency_days must be positive")
+        if self.rrf_k < 0:
+            raise ValueError("rrf_k must not be negative")
+        if self.top_conversations < 1:
+            raise ValueError("top_conversations must be at least 1")
+        if self.depth is not None and self.depth < 1:
+            raise ValueError("depth must be at least 1")
+
+    @property
+    def fetch(self) -> int:
+        """Units fetched per retriever before ranking: ``depth``, else ``max(100, 10 k)``."""
+        return self.depth or max(100, 10 * self.k)
+
+    def rankers(self) -> list[Ranker]:
+        """The rankers these options switch on, in search's fixed order.
+
+        Fusion (hybrid) -> recency -> best unit per doc -> density -> MMR; the cut to ``k``
+        follows them.
+        """
+        out: list[Ranker] = []
+        if self.retrieval is Retrieval.HYBRID:
+            out.append(RRF(self.rrf_k))
+        if self.recency:
+            out.append(Recency(self.recency_days, self.recency_max))
+        out.append(BestPerDoc())
+        if self.density:
+            out.append(Density(self.density_max))
+        if self.mmr is not None:
+            out.append(MMR(self.mmr))
+        return out
+
+    def replace(self, **changes: Any) -> SearchOptions:
+        """A copy with ``changes`` (validated like a new one)."""
+        return SearchOptions(**{**self.as_dict(), **changes})
+
+    def as_dict(self) -> dict[str, Any]:
+        """The options as a plain dict (for run configs)."""
+        return asdict(self)

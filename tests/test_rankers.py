@@ -1,0 +1,167 @@
+"""The ranker contract: ``(Candidates, RankContext) -> Candidates``, values worked by hand."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import polars as pl
+import pytest
+
+from convlab.protocols import Candidates, Query, RankContext, Ranker, Retriever
+from convlab.retrieval import Retrieval, SearchOptions
+from convlab.retrieval.rankers import MMR, RANKERS, RRF, BestPerDoc, Density, Recency
+from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
+
+NOW = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+class Vectors:
+    """A stand-in for the index: vectors by row."""
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self.v = vectors
+
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        return self.v[rows]
+
+
+def context(
+    *,
+    conversations: Sequence[str] = ("x", "x", "y", "y"),
+    doc_ids: Sequence[Sequence[str]] = (["a"], ["a"], ["b"], ["b", "c"]),
+    times: Sequence[datetime | None] | None = None,
+    vectors: np.ndarray | None = None,
+    now: datetime | None = NOW,
+    k: int = 10,
+    fused: tuple[Candidates, ...] = (),
+) -> RankContext:
+    n = len(conversations)
+    return RankContext(
+        query=Query("q", np.zeros(2, dtype=np.float32)),
+        units=pl.DataFrame({"unit_id": [f"u{i}" for i in range(n)]}),
+        conversation_of_row=np.array(conversations),
+        times=list(times) if times is not None else [None] * n,
+        doc_ids=[list(d) for d in doc_ids],
+        index=Vectors(vectors if vectors is not None else np.eye(n, dtype=np.float32)),
+        now=now,
+        k=k,
+        fused=fused,
+    )
+
+
+def test_candidates_check_their_shape_and_keep_docs_when_taken() -> None:
+    with pytest.raises(ValueError, match="one score per row"):
+        Candidates.of([1, 2], [0.5])
+    with pytest.raises(ValueError, match="one doc per row"):
+        Candidates.of([1, 2], [0.5, 0.4], ["a"])
+    c = Candidates.of([7, 3, 5], [0.9, 0.8, 0.1], ["a", "b", "c"])
+    assert c.rows.dtype == np.int64
+    assert c.scores.dtype == np.float64
+    t = c.take([2, 0])
+    assert (t.rows.tolist(), t.scores.tolist(), t.docs) == ([5, 7], [0.1, 0.9], ("c", "a"))
+    assert len(c.take(slice(0, 2))) == 2
+
+
+def test_rrf_fuses_with_the_context_rankings() -> None:
+    # dense rows 3, 1, 2; BM25 rows 2, 5. row 2: 1/63 + 1/61; row 3: 1/61; rows 1 and 5: 1/62
+    out = RRF()(
+        Candidates.of([3, 1, 2], [0.9, 0.8, 0.7]),
+        context(fused=(Candidates.of([2, 5], [9.0, 4.0]),)),
+    )
+    assert out.rows.tolist() == [2, 3, 1, 5]  # 1 before 5: equal scores keep first-seen order
+    assert out.scores.tolist() == pytest.approx([1 / 63 + 1 / 61, 1 / 61, 1 / 62, 1 / 62])
+
+
+def test_recency_rescores_and_reranks() -> None:
+    ctx = context(times=[NOW - timedelta(days=30), NOW, None, None])
+    out = Recency()(Candidates.of([0, 1], [1.15, 1.0]), ctx)
+    # row 1 is of age 0: 1.0 * 1.2 = 1.2 passes row 0 (30 days old, no boost: 1.15)
+    assert out.rows.tolist() == [1, 0]
+    assert out.scores.tolist() == pytest.approx([1.2, 1.15])
+    undated = Recency()(Candidates.of([0, 1], [1.15, 1.0]), context(now=None))
+    assert undated.rows.tolist() == [0, 1]
+    assert undated.scores.tolist() == [1.15, 1.0]
+
+
+def test_best_per_doc_by_hand() -> None:
+    # rows: 0 -> a (0.5), 1 -> a (0.7), 2 -> b (0.6), 3 -> b and c (0.6)
+    out = BestPerDoc()(Candidates.of([1, 2, 3, 0], [0.7, 0.6, 0.6, 0.5]), context())
+    # a: row 1 (0.7); b: row 2 and 3 tie at 0.6, the first candidate wins; c: row 3
+    assert out.docs == ("a", "b", "c")
+    assert out.rows.tolist() == [1, 2, 3]
+    assert out.scores.tolist() == [0.7, 0.6, 0.6]
+
+
+def test_density_needs_docs_and_boosts_by_hand() -> None:
+    with pytest.raises(ValueError, match="after best_per_doc"):
+        Density()(Candidates.of([0], [1.0]), context())
+    docs = Candidates.of([2, 0, 1], [1.0, 0.99, 0.98], ["d2", "d0", "d1"])
+    out = Density()(docs, context(conversations=("x", "x", "y", "y")))
+    # rows 0 and 1 are in x (2 docs: +5%), row 2 alone in y: x's docs pass it
+    assert out.docs == ("d0", "d1", "d2")
+    assert out.scores.tolist() == pytest.approx([0.99 * 1.05, 0.98 * 1.05, 1.0])
+
+
+def test_mmr_ranker_reads_vectors_from_the_context() -> None:
+    # test_search's MMR example: d0 and d1 near-duplicates, d2 different; lambda 0.5 -> 0, 2, 1
+    v = np.array([[1.0, 0.0], [0.995, 0.0998], [0.0, 1.0]], dtype=np.float32)
+    docs = Candidates.of([0, 1, 2], [0.9, 0.85, 0.6], ["d0", "d1", "d2"])
+    ctx = context(conversations=("x", "x", "x"), doc_ids=(["d0"], ["d1"], ["d2"]), vectors=v, k=2)
+    out = MMR(0.5)(docs, ctx)
+    assert out.docs == ("d0", "d2")  # k = 2 picks
+    with pytest.raises(ValueError, match="mmr lambda"):
+        MMR(1.5)
+
+
+def test_registry_and_composition_follow_the_options() -> None:
+    assert RANKERS.names() == ("best_per_doc", "density", "mmr", "recency", "rrf")
+    assert all(isinstance(factory(), Ranker) for _, factory in RANKERS.items())
+    with pytest.raises(ValueError, match="valid: best_per_doc, density, mmr, recency, rrf"):
+        RANKERS.get("bm42")
+    assert [type(r) for r in SearchOptions().rankers()] == [BestPerDoc]
+    every = SearchOptions(retrieval="hybrid", recency=True, density=True, mmr=0.5, rrf_k=10)
+    assert [type(r) for r in every.rankers()] == [RRF, Recency, BestPerDoc, Density, MMR]
+    assert every.rankers()[0] == RRF(10)
+    assert every.retrieval is Retrieval.HYBRID
+
+
+def test_retrieval_is_an_enum_with_a_clear_error() -> None:
+    assert Retrieval("bm25") is Retrieval.LEXICAL
+    assert SearchOptions(retrieval="lexical").retrieval is Retrieval.LEXICAL
+    with pytest.raises(ValueError, match="valid: dense, lexical, hybrid"):
+        SearchOptions(retrieval="sparse")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="depth"):
+        SearchOptions(depth=0)
+
+
+def test_retrievers_return_candidates_best_first() -> None:
+    from convlab import schema
+    from convlab.embed import HashEmbedder, embed_texts
+    from convlab.index import VectorIndex
+    from convlab.index.bm25 import BM25Index
+
+    texts = ["postgres index rebuild", "nginx websocket", "postgres vacuum"]
+    units = schema.frame(
+        [
+            {"unit_id": f"u{i}", "text": t, "doc_ids": [f"d{i}"], "chunk_ids": []}
+            for i, t in enumerate(texts)
+        ],
+        schema.UNITS,
+    )
+    emb = HashEmbedder(64)
+    vectors = embed_texts(texts, emb)
+    dense = DenseRetriever(VectorIndex.build(units, vectors, model_id=emb.model_id), emb)
+    lexical = LexicalRetriever(BM25Index.build(units))
+    assert isinstance(dense, Retriever)
+    assert isinstance(lexical, Retriever)
+    (q,) = dense.queries(["postgres"])
+    got = dense.search(q, 3, None)
+    cosine = vectors @ q.vector
+    assert got.rows.tolist() == np.argsort(-cosine, kind="stable").tolist()
+    assert got.scores.tolist() == pytest.approx(np.sort(cosine)[::-1].tolist(), abs=1e-6)
+    inside = dense.search(q, 3, np.array([1, 2]))
+    assert sorted(inside.rows.tolist()) == [1, 2]
+    lex = lexical.search(q, 3, None)
+    assert sorted(lex.rows.tolist()) == [0, 2]  # "nginx websocket" scores 0: left out
