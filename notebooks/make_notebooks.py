@@ -161,8 +161,8 @@ NOTEBOOKS = {
             "hits = ev.hits['turn_pair'].filter(pl.col('query_id') == q['query_id']).head(8)\n"
             "sents = convlab.sentences(data.corpus, convlab.ContentPolicy())\n"
             "for n in range(1, hits.height + 1):\n"
-            "    r = convlab.resurrect(hits.head(n), 512, units=ev.units['turn_pair'], "
-            "sentences=sents)\n"
+            "    r = convlab.resurrect(hits['unit_id'].head(n), 512, "
+            "units=ev.units['turn_pair'], sentences=sents)\n"
             "    print(f\"hit {n}: {hits['doc_id'][n-1]:<28} tokens {r.tokens_used:>4}/512 "
             'skipped {r.hits_skipped}")',
         ),

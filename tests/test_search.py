@@ -12,8 +12,8 @@ from convlab import schema
 from convlab.embed import HashEmbedder, embed_texts
 from convlab.index import VectorIndex
 from convlab.index.bm25 import BM25Index
-from convlab.retrieval.rankers import density_boost, mmr, recency_boost, rrf, top_conversations
 from convlab.retrieval import Retrieval, SearchOptions, search, search_many
+from convlab.retrieval.rankers import density_boost, mmr, recency_boost, rrf, top_conversations
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 

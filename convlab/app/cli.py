@@ -452,7 +452,7 @@ def _filters(args: argparse.Namespace) -> str:
 
 
 def _search(args: argparse.Namespace) -> int:
-    from convlab.retrieval import search
+    from convlab.retrieval.search import search
     from convlab.store import Store
 
     if not args.query.strip():

@@ -46,7 +46,7 @@ class RRF:
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """The fused candidates."""
         fused = rrf([candidates.rows.tolist(), *(c.rows.tolist() for c in context.fused)], k=self.k)
-        rows = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))  # type: ignore[arg-type]
+        rows = np.fromiter(fused.keys(), dtype=np.int64, count=len(fused))
         scores = np.fromiter(fused.values(), dtype=np.float64, count=len(fused))
         order = np.argsort(-scores, kind="stable")
         return Candidates(rows[order], scores[order])
