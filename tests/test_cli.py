@@ -392,3 +392,50 @@ def test_hit_lines_by_hand() -> None:
         "   at:    /x/a.jsonl:7 (message 3)",
     ]
     assert columns(lines[0]) == 60
+
+
+def test_lexical_search_finds_exactly_the_turns_holding_the_term(
+    sample_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import polars as pl
+
+    from convlab.store import Store
+
+    # BM25 leaves out rows without a query term, so --lexical returns exactly the turns whose
+    # text holds it (counted here from the stored chunks), while dense search fills k
+    sents = Store(sample_store).frame("sentences")
+    holding = sents.filter(pl.col("text").str.to_lowercase().str.contains("indexhnswflat"))
+    expected = {f"{c}:t{t}" for c, t in holding.select("conversation_id", "turn_index").rows()}
+    argv = ["search", "IndexHNSWFlat", "--store", str(sample_store), "-k", "10", "--json"]
+    assert main([*argv, "--lexical"]) == EXIT_OK
+    lexical = _json_hits(capsys)
+    assert {h["doc_id"] for h in lexical} == expected
+    assert main(argv) == EXIT_OK
+    assert len(_json_hits(capsys)) == 10
+    assert main([*argv, "--hybrid"]) == EXIT_OK
+    hybrid = _json_hits(capsys)
+    # RRF: the doc first in both rankings scores 2/61, more than any other can
+    assert hybrid[0]["doc_id"] in expected
+    assert main([*argv, "--hybrid", "--lexical"]) == EXIT_USAGE  # one mode at a time
+
+
+def test_show_budget_resurrects_the_turns_units(
+    sample_store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import polars as pl
+
+    from convlab.store import Store
+
+    store = Store(sample_store)
+    units = store.frame("units").filter(
+        (pl.col("conversation_id") == "amp-faiss-choice") & (pl.col("turn_index") == 1)
+    )
+    chunks = set(units["chunk_ids"].explode().to_list())
+    sents = store.frame("sentences").filter(pl.col("chunk_id").is_in(sorted(chunks)))
+    total = int(sents["n_tokens"].sum())  # every chunk once: a budget this size fits them all
+    argv = ["show", "amp-faiss-choice", "--turn", "1", "--store", str(sample_store)]
+    assert main([*argv, "--budget", str(total)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert f"== resurrected context: {total}/{total} tokens" in out
+    assert main([*argv, "--budget", "0"]) == EXIT_OK
+    assert "== resurrected context: 0/0 tokens" in capsys.readouterr().out

@@ -12,7 +12,7 @@ from convlab import schema
 from convlab.embed import HashEmbedder, embed_texts
 from convlab.index import VectorIndex
 from convlab.index.bm25 import BM25Index
-from convlab.retrieval import Retrieval, SearchOptions, search, search_many
+from convlab.retrieval import Retrieval, SearchOptions, search, search_haystacks, search_many
 from convlab.retrieval.rankers import density_boost, mmr, recency_boost, rrf, top_conversations
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -208,3 +208,32 @@ def test_bm25_against_hand_computation() -> None:
     assert bm.scores("cat").tolist() == pytest.approx(
         [idf * tf(1, 3), 0.0, idf * tf(2, 3)], rel=1e-5
     )
+
+
+def test_search_haystacks_scopes_each_query(setup) -> None:  # type: ignore[no-untyped-def]
+    idx, emb, bm25 = setup
+    queries = pl.DataFrame(
+        {"query_id": ["a", "b", "c"], "text": ["websocket timeout", "index", "websocket"]}
+    )
+    haystacks = pl.DataFrame(
+        {"query_id": ["a", "a", "b"], "conversation_id": ["c1", "c3", "c2"]}
+    )  # c has no haystack: it searches nothing
+    for mode in Retrieval:
+        opts = SearchOptions(retrieval=mode)
+        hits = search_haystacks(idx, queries, haystacks, embedder=emb, options=opts, bm25=bm25)
+        assert list(hits.columns) == list(schema.HITS)
+        got = dict(hits.group_by("query_id").agg(pl.col("conversation_id").unique()).iter_rows())
+        assert set(got) <= {"a", "b"}
+        assert set(got["a"]) <= {"c1", "c3"}
+        # a haystack of one conversation is LoCoMo's per-conversation scope: the same hits
+        one = search_many(
+            idx,
+            queries.filter(pl.col("query_id") == "b").with_columns(conversation_id=pl.lit("c2")),
+            embedder=emb,
+            options=opts,
+            bm25=bm25,
+            scoped=True,
+        )
+        assert hits.filter(pl.col("query_id") == "b").equals(one)
+    dense = search_haystacks(idx, queries, haystacks, embedder=emb)
+    assert set(dense.filter(pl.col("query_id") == "a")["doc_id"]) == {"c1:t0", "c1:t1", "c3:t0"}

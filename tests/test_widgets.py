@@ -54,3 +54,33 @@ def test_empty_query_and_a_real_search(tmp_path: Path) -> None:
     hits = panel.run()
     assert hits is not None
     assert set(hits["conversation_id"]) == {"amp-sqlite-wal"}
+
+
+def test_panel_shows_hits_as_describe_hits_describes_them(tmp_path: Path) -> None:
+    import html as html_lib
+
+    import pytest
+
+    from convlab.app.display import describe_hits
+
+    panel = SearchPanel.from_data(
+        sample_data_path() / "transcripts",
+        strategies=("turn_pair",),
+        embedder=HashEmbedder(256),
+        cache_dir=tmp_path,
+    )
+    query = "postgres index concurrently without locking"
+    panel.query.value = query
+    hits = panel.last_hits
+    assert hits is not None
+    assert panel.data is not None
+    rows = describe_hits(panel.data, hits)  # the CLI's description, from the panel's frames
+    heads = [box.children[0].value for box in panel.results.children]
+    assert len(heads) == len(rows) == hits.height
+    for head, row in zip(heads, rows, strict=True):
+        assert highlight(str(row["snippet"]), query) in head
+        assert html_lib.escape(str(row["title"] or row["conversation_id"])) in head
+        assert f"turn {row['turn']}" in head
+    with pytest.raises(KeyError):
+        panel.data.frame("messages")  # none held: hits point to the conversation's file
+    assert rows[0]["source_path"] is not None
