@@ -11,7 +11,7 @@ import shutil
 import textwrap
 import unicodedata
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol, TypedDict
 
 import polars as pl
 
@@ -19,6 +19,7 @@ from convlab import schema
 
 __all__ = [
     "FrameSource",
+    "HitRecord",
     "clip",
     "columns",
     "describe_hits",
@@ -162,6 +163,25 @@ def with_skip_report(lines: list[str], report: list[str]) -> list[str]:
     return out if replaced else out + report
 
 
+class HitRecord(TypedDict):
+    """One hit as people and scripts see it (a line of ``convlab search --json``)."""
+
+    rank: int
+    score: float
+    unit_id: str
+    doc_id: str
+    conversation_id: str
+    title: str | None
+    turn: int
+    message_index: int
+    role: str | None
+    timestamp: str | None  # ISO 8601: the hit's time, else its turn's start
+    source_path: str | None
+    source_line: int | None
+    question: str | None
+    snippet: str
+
+
 class FrameSource(Protocol):
     """Where :func:`describe_hits` reads frames by name (a store, or the search panel's data).
 
@@ -174,7 +194,7 @@ class FrameSource(Protocol):
         ...
 
 
-def describe_hits(store: FrameSource, hits: pl.DataFrame) -> list[dict[str, Any]]:
+def describe_hits(store: FrameSource, hits: pl.DataFrame) -> list[HitRecord]:
     """One record per hit: rank, score, unit, where it is (file, line, message) and its text.
 
     The one description of hits, shared by the ``convlab search`` command and the search panel:
@@ -215,7 +235,7 @@ def describe_hits(store: FrameSource, hits: pl.DataFrame) -> list[dict[str, Any]
         .join(messages, on=["conversation_id", "message_index"], how="left")
         .sort("rank")
     )
-    out = []
+    out: list[HitRecord] = []
     for r in h.iter_rows(named=True):
         when = r.get("timestamp") or r.get("started_at")
         out.append(
@@ -239,7 +259,7 @@ def describe_hits(store: FrameSource, hits: pl.DataFrame) -> list[dict[str, Any]
     return out
 
 
-def hit_lines(rows: list[dict[str, Any]], width: int) -> list[str]:
+def hit_lines(rows: Sequence[HitRecord], width: int) -> list[str]:
     """Hits for people: a header line per hit, then its question, match and place, clipped."""
     rank_w = max(len(str(r["rank"])) for r in rows)
     indent = " " * (rank_w + 2)

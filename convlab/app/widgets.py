@@ -18,11 +18,15 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from convlab.app.display import clip, describe_hits
+
+if TYPE_CHECKING:
+    from convlab.index import VectorIndex
+    from convlab.retrieval import SearchOptions
 
 __all__ = ["JudgePanel", "PanelData", "SearchPanel", "highlight"]
 
@@ -175,7 +179,7 @@ class SearchPanel:
         self.status.value = f'<span style="color:{color}">{html.escape(text)}</span>'
         self.results.children = ()
 
-    def options(self) -> Any:
+    def options(self) -> SearchOptions:
         """The :class:`convlab.retrieval.search.SearchOptions` the controls describe."""
         from convlab.retrieval import Retrieval, SearchOptions
 
@@ -239,7 +243,7 @@ class SearchPanel:
             self._bm25_cache[strategy] = BM25Index.build(self.data.indexes[strategy].units)
         return self._bm25_cache[strategy]
 
-    def _render(self, hits: pl.DataFrame, query: str, index: Any) -> list[Any]:
+    def _render(self, hits: pl.DataFrame, query: str, index: VectorIndex) -> list[Any]:
         import ipywidgets as w
 
         if self.data is None:
@@ -265,7 +269,7 @@ class SearchPanel:
         return rows
 
     def _toggle(
-        self, change: Mapping[str, Any], hit: Mapping[str, Any], out: Any, index: Any
+        self, change: Mapping[str, Any], hit: Mapping[str, object], out: Any, index: VectorIndex
     ) -> None:
         from IPython.display import HTML, display
 
@@ -275,16 +279,15 @@ class SearchPanel:
         with out:
             display(HTML(self.context_html(hit, index)))
 
-    def context_html(self, hit: Mapping[str, Any], index: Any) -> str:
+    def context_html(self, hit: Mapping[str, object], index: VectorIndex) -> str:
         """HTML of the chunks a hit resurrects (what its unit was embedded with), target marked."""
         from convlab.resurrection import resurrect
 
         if self.data is None:
             raise ValueError("the panel has no data to resurrect from")
-        units = index.units.filter(pl.col("unit_id") == hit["unit_id"])
-        res = resurrect(
-            [hit["unit_id"]], int(self.budget.value), units=units, sentences=self.data.sentences
-        )
+        unit = str(hit["unit_id"])
+        units = index.units.filter(pl.col("unit_id") == unit)
+        res = resurrect([unit], int(self.budget.value), units=units, sentences=self.data.sentences)
         lines = [f'<div class="convlab-context"><i>{res.tokens_used} tokens of {res.budget}</i>']
         for c in res.context.iter_rows(named=True):
             style = "background:#fff3c4" if c["is_target"] else ""
