@@ -9,7 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from convlab import schema
-from convlab.loaders.base import BlockRow, Corpus, CorpusBuilder
+from convlab.loaders.base import BlockRow, CorpusBuilder
+from convlab.loaders.corpus import Corpus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

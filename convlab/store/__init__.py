@@ -986,7 +986,7 @@ def _candidate_files(
                 continue
             if path == root:
                 yield root
-            elif not any(r.companion(path) for r in FORMATS.values()):
+            elif not any(r.companion(path) for _, r in FORMATS.items()):
                 yield path.resolve()
 
 
