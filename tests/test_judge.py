@@ -395,7 +395,7 @@ def test_the_real_sessions_benchmark_loads_and_its_judgments_point_at_messages(
     """data/real_sessions: the transcripts live in ../shared (fails under CI when missing)."""
     from convlab.evaluation.datasets import load_labelled
     from convlab.paths import REPO_ROOT
-    from convlab.pipeline.chunks import sentences
+    from convlab.pipeline.chunks import chunks
 
     monkeypatch.setenv("CONVLAB_SHARED", str(transcripts.parent))
     data = load_labelled(REPO_ROOT / "data" / "real_sessions")
@@ -411,7 +411,7 @@ def test_the_real_sessions_benchmark_loads_and_its_judgments_point_at_messages(
     ]
     assert (data.queries["relevant"].list.len() > 0).sum() == 101
     # judged docs are messages with text in the corpus
-    s = sentences(data.corpus)
+    s = chunks(data.corpus)
     docs = set(
         s.select(pl.format("{}:m{}", "conversation_id", "message_index")).to_series().to_list()
     )

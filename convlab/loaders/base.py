@@ -1,10 +1,11 @@
-"""What every transcript reader shares: the builder that collects rows, block rows, times, lines.
+"""What every transcript reader shares: the builder that collects rows, block rows, times.
 
-A reader (one module per format, registered in :mod:`convlab.loaders.registry`) parses files and
-feeds a :class:`CorpusBuilder` (JSON-lines files through :mod:`convlab.loaders.lines`). The builder assigns message and block indices, records what was
-read and what was skipped, and in strict mode turns the first skip into a
-:class:`convlab.loaders.errors.LoadError` that names the file and line. Nothing is dropped without
-a row in ``report.skipped``. The result is a :class:`convlab.loaders.corpus.Corpus`.
+A reader (one module per format, registered in :mod:`convlab.loaders.registry`) parses files
+(JSON-lines files through :mod:`convlab.loaders.lines`) and feeds a :class:`CorpusBuilder`. The
+builder assigns message and block indices, records what was read and what was skipped, and in
+strict mode turns the first skip into a :class:`convlab.loaders.errors.LoadError` that names the
+file and line. Nothing is dropped without a row in ``report.skipped``. The result is a
+:class:`convlab.loaders.corpus.Corpus`.
 """
 
 from __future__ import annotations
@@ -178,9 +179,7 @@ class CorpusBuilder:
             )
         doc_kind = doc_kind or schema.doc_kind_of(kind)
         if doc_kind not in schema.DOC_KINDS:
-            raise ValueError(
-                f"unknown doc kind {doc_kind!r}; valid: {', '.join(schema.DOC_KINDS)}"
-            )
+            raise ValueError(f"unknown doc kind {doc_kind!r}; valid: {', '.join(schema.DOC_KINDS)}")
         conv = self._conversations.get(conversation_id)
         if conv is None:
             self._conversations[conversation_id] = _Conversation(

@@ -20,9 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
-
-from convlab.loaders.lines import iter_json_lines
 from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
+from convlab.loaders.lines import iter_json_lines
 from convlab.loaders.registry import register_format
 
 __all__ = ["CodexReader"]

@@ -106,9 +106,7 @@ class Corpus:
             ValueError: ``doc_kind`` is not one of :data:`convlab.schema.DOC_KINDS`.
         """
         if doc_kind not in schema.DOC_KINDS:
-            raise ValueError(
-                f"unknown doc kind {doc_kind!r}; valid: {', '.join(schema.DOC_KINDS)}"
-            )
+            raise ValueError(f"unknown doc kind {doc_kind!r}; valid: {', '.join(schema.DOC_KINDS)}")
         kinds = self.conversations.with_columns(pl.lit(doc_kind).alias("doc_kind"))
         return replace(self, conversations=kinds)
 

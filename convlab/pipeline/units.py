@@ -47,8 +47,10 @@ def units(chunks: pl.DataFrame, strategy: str, max_tokens: int = MAX_TOKENS) -> 
             f"{too_big.height} chunks do not fit max_tokens={max_tokens} alone "
             f"(largest {too_big['n_tokens'].max()!s} + 2); raise max_tokens"
         )
-    mixed = s.group_by("conversation_id").agg(pl.col("doc_kind").n_unique()).filter(
-        pl.col("doc_kind") > 1
+    mixed = (
+        s.group_by("conversation_id")
+        .agg(pl.col("doc_kind").n_unique())
+        .filter(pl.col("doc_kind") > 1)
     )
     if mixed.height:
         raise ValueError(

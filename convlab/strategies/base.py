@@ -173,8 +173,10 @@ def make_unit(
 
 
 def doc_ids_for(chunks: Sequence[Chunk]) -> list[str]:
-    """The docs a group of chunks stands for, in order: by each chunk's ``doc_kind``, its turn
-    or its message."""
+    """The docs a group of chunks stands for, in order: each chunk's turn or message.
+
+    Which one is the chunk's ``doc_kind`` (decided once per conversation when it was loaded).
+    """
     seen: dict[str, None] = {}
     for c in chunks:
         seen[c.message_id if c.doc_kind == "message" else c.turn_id] = None
@@ -187,7 +189,7 @@ def s0_index(chunks: Sequence[Chunk]) -> Mapping[tuple[int, str], Chunk]:
 
 
 OVERLAP = 0.25
-"""Share of ``max_tokens`` a window may carry over from the previous one (whole_turn, qa_pair...)."""
+"""Share of ``max_tokens`` a window may carry over from the previous one (whole_turn, ...)."""
 
 
 def window_units(

@@ -28,5 +28,7 @@ class QAPair:
             for side in ("question", "answer"):
                 part = [c for c in turn if (c.role == "user") == (side == "question")]
                 prefix = f"{self.name}:{turn[0].turn_id}:{side[0]}"
-                out += window_units(self.name, prefix, part, max_tokens, with_target=True, side=side)
+                out += window_units(
+                    self.name, prefix, part, max_tokens, with_target=True, side=side
+                )
         return out

@@ -7,8 +7,8 @@ assistant turn N" are the two parts of one turn:
 - user chunk: [user S0] + [target] + [assistant S0];
 - system and tool chunks: alone;
 - a target that is an S0 is not added twice;
-- when ``max_tokens`` (256) do not fit: the target first, then the paired S0 of the other role, then the
-  own role's S0 (seeds/003 "Token Budget Handling").
+- when ``max_tokens`` (256) do not fit: the target first, then the paired S0 of the other role,
+  then the own role's S0 (seeds/003 "Token Budget Handling").
 
 Edge cases: the first turn's user chunks pair forward with its assistant S0 (seeds/003 "Turn 1");
 the last turn, when incomplete, has no assistant part, so its user chunks embed without the

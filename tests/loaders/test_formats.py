@@ -148,5 +148,5 @@ def test_every_format_is_registered() -> None:
         "openai",
         "sharegpt",
     }
-    with pytest.raises(ValueError, match="unknown format .*; valid: amplifier, anthropic"):
+    with pytest.raises(ValueError, match="unknown format 'nope'; valid: amplifier, anthropic"):
         load(FIXTURES / "openai" / "chat.jsonl", format="nope")
