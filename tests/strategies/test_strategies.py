@@ -72,7 +72,7 @@ def test_turn_pair_by_hand() -> None:
 
 
 def test_turn_pair_max_tokens_priority() -> None:
-    # max_tokens 70, A2 (50): 52 with specials; + paired user S0 (10) = 62; + own S0 A0 (30) = 92 > 70
+    # max 70: A2 (50) is 52 with specials; + paired user S0 (10) = 62; + own S0 A0 (30) = 92 > 70
     got = texts(units(SENTS, "turn_pair", max_tokens=70))
     assert got["c:t0:assistant:s2"] == ("U0 A2", 62)
     # max_tokens 60, U1 (20): 22; + paired A0 (30) = 52; + own U0 (10) = 62 > 60: own S0 dropped
