@@ -289,7 +289,8 @@ def test_a_labelled_folder_reads_its_judgments_and_shared_sources(
     log.record(_cand("q1", f"{conv}:m2"), "n", now=NOW)
     data = load_labelled(folder)
     assert data.name == "bench"
-    assert set(data.corpus.conversations["kind"]) == {"dialog"}  # docs are messages
+    assert set(data.corpus.conversations["doc_kind"]) == {"message"}  # docs are messages
+    assert set(data.corpus.conversations["kind"]) == {"chat"}  # speakers are not changed
     assert dict(data.queries.select("query_id", "relevant").iter_rows()) == {
         "q1": [f"{conv}:m3"],
         "q2": [],
