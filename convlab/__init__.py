@@ -1,6 +1,6 @@
 """convlab: a research toolkit for conversational memory.
 
-Frames flow: :func:`load` -> :func:`turns` -> :func:`sentences` -> :func:`units` ->
+Frames flow: :func:`load` -> :func:`turns` -> :func:`chunks` -> :func:`units` ->
 :func:`search` -> :func:`resurrect`; :func:`evaluate` compares systems on labelled queries.
 
 The names below are imported on first use (PEP 562), so ``import convlab`` is quick and a
@@ -31,11 +31,11 @@ _EXPORTS = {
     "System": "convlab.evaluation.evaluate",
     "VectorIndex": "convlab.index",
     "build_index": "convlab.build",
+    "chunks": "convlab.pipeline.chunks",
     "evaluate": "convlab.evaluation.evaluate",
     "load": "convlab.loaders",
     "resurrect": "convlab.resurrection",
     "search": "convlab.retrieval.search",
-    "sentences": "convlab.pipeline.chunks",
     "turns": "convlab.pipeline.turns",
     "units": "convlab.pipeline.units",
 }
@@ -54,11 +54,11 @@ __all__ = [
     "System",
     "VectorIndex",
     "build_index",
+    "chunks",
     "evaluate",
     "load",
     "resurrect",
     "search",
-    "sentences",
     "turns",
     "units",
 ]
@@ -86,7 +86,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from convlab.evaluation.evaluate import EvalConfig, System, evaluate
     from convlab.index import VectorIndex
     from convlab.loaders import Corpus, LoadError, load
-    from convlab.pipeline.chunks import sentences
+    from convlab.pipeline.chunks import chunks
     from convlab.pipeline.policy import ContentPolicy
     from convlab.pipeline.turns import turns
     from convlab.pipeline.units import units

@@ -1,4 +1,4 @@
-"""``build_index``: the one build recipe, load -> sentences -> units -> embed -> index.
+"""``build_index``: the one build recipe, load -> chunks -> units -> embed -> index.
 
 The embedding step runs on an engine (:mod:`convlab.engines`): ``"local"`` (this process, the
 default) or ``"ray"`` (Ray Data, the ``convlab[ray]`` extra); the recipe and its result are the
@@ -23,6 +23,7 @@ from convlab.engines import Engine, get_engine
 from convlab.index import VectorIndex
 from convlab.loaders import Corpus
 from convlab.pipeline.policy import ContentPolicy
+from convlab.pipeline.units import MAX_TOKENS
 
 __all__ = ["BuiltIndex", "build_index"]
 
@@ -63,7 +64,7 @@ def build_index(
     policy: ContentPolicy | None = None,
     kind: str = "flat",
     engine: str | Engine = "local",
-    budget: int = 256,
+    max_tokens: int = MAX_TOKENS,
     cache_dir: str | Path | None = None,
     **index_params: Any,
 ) -> BuiltIndex:
@@ -78,7 +79,7 @@ def build_index(
         kind: the index kind (a key of :data:`convlab.index.INDEX_KINDS`).
         engine: ``"local"``, ``"ray"`` (a local Ray instance, stopped after the build) or an
             engine object (e.g. ``RayEngine(address=...)``; the caller closes it).
-        budget: the unit token budget.
+        max_tokens: the unit's token limit, [CLS] and [SEP] included.
         cache_dir: the embedding cache root, when ``embedder`` is not cached already.
         **index_params: passed to :meth:`VectorIndex.build` (e.g. ``ef_search``).
 
@@ -94,8 +95,7 @@ def build_index(
     """
     from convlab.index import INDEX_KINDS
     from convlab.loaders import load
-    from convlab.pipeline.chunks import sentences
-    from convlab.pipeline.turns import turns
+    from convlab.pipeline.chunks import chunks as make_chunks
     from convlab.pipeline.units import units as make_units
 
     if kind not in INDEX_KINDS:
@@ -112,8 +112,8 @@ def build_index(
     started = time.perf_counter()
     if not isinstance(corpus, Corpus):
         corpus = load(corpus)
-    sents = sentences(corpus, policy, turns=turns(corpus))
-    units = make_units(sents, strategy, budget=budget, conversations=corpus.conversations)
+    chunks = make_chunks(corpus, policy)
+    units = make_units(chunks, strategy, max_tokens=max_tokens)
     if units["unit_id"].is_duplicated().any():
         raise RuntimeError(f"strategy {strategy!r} produced duplicate unit ids")
     derived = time.perf_counter()
@@ -139,7 +139,7 @@ def build_index(
     manifest = {
         "convlab_version": __version__,
         "strategy": strategy,
-        "budget": budget,
+        "max_tokens": max_tokens,
         "policy": policy.as_dict(),
         "model_id": cached.model_id,
         "dimension": int(cached.dimension),
@@ -148,7 +148,7 @@ def build_index(
         "engine": eng.describe(),
         "counts": {
             "conversations": corpus.conversations.height,
-            "sentences": sents.height,
+            "chunks": chunks.height,
             "units": units.height,
         },
         "embedding": stats,

@@ -15,10 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
 import polars as pl
+
+if TYPE_CHECKING:
+    from convlab.strategies.base import Chunk
 
 __all__ = [
     "Candidates",
@@ -27,6 +30,7 @@ __all__ = [
     "RankContext",
     "Ranker",
     "Retriever",
+    "Strategy",
     "VectorSource",
 ]
 
@@ -163,4 +167,25 @@ class Ranker(Protocol):
 
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """New candidates: rescored, reordered, grouped or cut."""
+        ...
+
+
+class Strategy(Protocol):
+    """A way of turning one conversation's chunks into units (what is embedded).
+
+    Registered in :data:`convlab.strategies.STRATEGIES` by
+    :func:`convlab.strategies.register_strategy`; :func:`convlab.pipeline.units.units` calls it
+    once per conversation. What a unit's docs are (its turns or its messages) is each chunk's
+    ``doc_kind``, decided once per conversation when it was loaded: no flag is passed.
+    """
+
+    name: str
+
+    def units(self, chunks: Sequence[Chunk], *, max_tokens: int) -> list[dict[str, object]]:
+        """Units (:data:`convlab.schema.UNITS` columns by name) of one conversation's chunks.
+
+        Args:
+            chunks: one conversation's chunks, in conversation order.
+            max_tokens: the unit's token limit, [CLS] and [SEP] included (at most 256).
+        """
         ...

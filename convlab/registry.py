@@ -85,6 +85,13 @@ class Registry(Generic[T]):
         """``(name, value)`` pairs, sorted by name."""
         return sorted(self._items.items())
 
+    def in_order(self) -> list[tuple[str, T]]:
+        """``(name, value)`` pairs in registration order, where order means something.
+
+        Format detection tries readers in the order their modules register them.
+        """
+        return list(self._items.items())
+
     def __contains__(self, name: object) -> bool:
         return name in self._items
 

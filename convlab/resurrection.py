@@ -99,16 +99,16 @@ def resurrect(
     budget: int,
     *,
     units: pl.DataFrame,
-    sentences: pl.DataFrame,
+    chunks: pl.DataFrame,
 ) -> Resurrection:
     """Resurrect the chunks of ranked units into a context of at most ``budget`` tokens.
 
     Args:
         unit_ids: the units to bring back, best first (a search's ``hits["unit_id"]``, or any
             units, e.g. every unit of a turn); the first has rank 1.
-        budget: the token budget (chunk tokens, as counted in ``sentences.n_tokens``).
+        budget: the token budget (chunk tokens, as counted in ``chunks.n_tokens``).
         units: the units the ids point to (``unit_id``, ``chunk_ids``, ``target_chunk_id``).
-        sentences: the chunks (``chunk_id``, ``n_tokens``, ``text``, ...).
+        chunks: the chunks (``chunk_id``, ``n_tokens``, ``text``, ...).
 
     Raises:
         ValueError: a negative budget, or a unit id not in ``units`` (naming its rank).
@@ -125,7 +125,7 @@ def resurrect(
     chunk_ids = dict(units.select("unit_id", "chunk_ids").iter_rows())
     targets = dict(units.select("unit_id", "target_chunk_id").iter_rows())
     wanted = {c for u in ids for c in chunk_ids.get(u, [])}
-    sent = sentences.filter(pl.col("chunk_id").is_in(sorted(wanted)))
+    sent = chunks.filter(pl.col("chunk_id").is_in(sorted(wanted)))
     tokens = dict(sent.select("chunk_id", "n_tokens").iter_rows())
     ranked = list(enumerate(ids, start=1))
     walk = _walk(ranked, budget, chunk_ids, tokens)
@@ -163,9 +163,8 @@ def budget_measures(
     queries: pl.DataFrame,
     *,
     units: pl.DataFrame,
-    sentences: pl.DataFrame,
+    chunks: pl.DataFrame,
     budgets: Sequence[int],
-    dialog_docs: bool,
 ) -> pl.DataFrame:
     """Per query and budget: coverage, evidence token recall, tokens, containment, redundancy.
 
@@ -173,21 +172,23 @@ def budget_measures(
         hits: ranked hits (``query_id``, ``rank``, ``unit_id``).
         queries: labelled queries (``relevant``, ``answer``).
         units: the units hits point to.
-        sentences: the chunks.
+        chunks: the chunks; each one's doc (its turn or its message) follows its ``doc_kind``.
         budgets: token budgets.
-        dialog_docs: docs are messages (dialogs) rather than turns.
     """
-    doc_col = schema.message_id_expr() if dialog_docs else schema.turn_id_expr()
+    doc_col = (
+        pl.when(pl.col("doc_kind") == "message")
+        .then(schema.message_id_expr())
+        .otherwise(schema.turn_id_expr())
+    )
     doc_chunks: dict[str, set[str]] = {}
-    for doc, cid in sentences.select(doc_col.alias("doc"), "chunk_id").iter_rows():
+    for doc, cid in chunks.select(doc_col.alias("doc"), "chunk_id").iter_rows():
         doc_chunks.setdefault(doc, set()).add(cid)
     chunk_ids = dict(units.select("unit_id", "chunk_ids").iter_rows())
-    tokens = dict(sentences.select("chunk_id", "n_tokens").iter_rows())
-    texts = dict(sentences.select("chunk_id", "text").iter_rows())
+    tokens = dict(chunks.select("chunk_id", "n_tokens").iter_rows())
+    texts = dict(chunks.select("chunk_id", "text").iter_rows())
     # conversation order, so an answer that spans two adjacent chunks is found in the context
     order = {
-        c: i
-        for i, c in enumerate(sentences.sort("conversation_id", "position")["chunk_id"].to_list())
+        c: i for i, c in enumerate(chunks.sort("conversation_id", "position")["chunk_id"].to_list())
     }
     by_query = {
         q: list(part.sort("rank").select("rank", "unit_id").iter_rows())
@@ -197,17 +198,17 @@ def budget_measures(
     for q, relevant, answer in queries.select("query_id", "relevant", "answer").iter_rows():
         ranked = by_query.get(q, [])
         evidence = [doc_chunks.get(d, set()) for d in relevant or []]
-        evidence_tokens = sum(tokens[c] for chunks in evidence for c in chunks)
+        evidence_tokens = sum(tokens[c] for doc in evidence for c in doc)
         for b in budgets:
             walk = _walk(ranked, b, chunk_ids, tokens)
             got = walk.alive
             cov = (
-                sum(1 for chunks in evidence if chunks and chunks <= got.keys()) / len(evidence)
+                sum(1 for doc in evidence if doc and doc <= got.keys()) / len(evidence)
                 if evidence
                 else None
             )
             recall = (
-                sum(tokens[c] for chunks in evidence for c in chunks if c in got) / evidence_tokens
+                sum(tokens[c] for doc in evidence for c in doc if c in got) / evidence_tokens
                 if evidence_tokens
                 else None
             )

@@ -4,7 +4,7 @@ Data flows as polars frames, each stage a function from one documented frame to 
 
     conversations, messages, blocks   (convlab.load)
       -> turns                         (convlab.pipeline.turns)
-      -> sentences (= chunks)          (convlab.pipeline.chunks)
+      -> chunks                        (convlab.pipeline.chunks)
       -> units (what is embedded)      (convlab.pipeline.units)
       -> hits                          (convlab.retrieval.search)
       -> context (resurrected chunks)  (convlab.resurrection)
@@ -16,9 +16,12 @@ thing has the same id in every frame, run file and report:
 - ``message_id``: ``"{conversation_id}:m{message_index}"``.
 - ``turn_id``: ``"{conversation_id}:t{turn_index}"``.
 - ``chunk_id``: ``"{conversation_id}:t{turn_index}:{role}:s{sentence_index}"``; ``sentence_index``
-  counts the sentences of that role's part of the turn, so ``s0`` is the role's S0.
-- ``doc_id``: what retrieval is judged on: the ``turn_id`` in chats and agent sessions, the
-  ``message_id`` in two-speaker dialogs (``conversations.kind == "dialog"``, e.g. LoCoMo).
+  counts the chunks of that role's part of the turn, so ``s0`` is the role's S0 (its first
+  sentence).
+- ``doc_id``: what retrieval is judged on, by the conversation's ``doc_kind`` (one of
+  :data:`DOC_KINDS`, decided once per conversation when it is loaded and carried on every chunk):
+  the ``turn_id`` for ``"turn"`` (chats and agent sessions), the ``message_id`` for ``"message"``
+  (two-speaker dialogs such as LoCoMo, or a corpus labelled per message).
 
 Roles are ``user``, ``assistant``, ``system`` and ``tool``. In a dialog, the first speaker is
 ``user`` and the second ``assistant``; ``messages.speaker`` keeps the real names.
@@ -33,20 +36,22 @@ import polars as pl
 __all__ = [
     "BLOCKS",
     "BLOCK_TYPES",
+    "CHUNKS",
     "CONTEXT",
     "CONVERSATIONS",
     "CONVERSATION_KINDS",
+    "DOC_KINDS",
     "FILES",
     "HITS",
     "MESSAGES",
     "QUERIES",
     "ROLES",
-    "SENTENCES",
     "SIDES",
     "SKIPPED",
     "TURNS",
     "UNITS",
     "chunk_id",
+    "doc_kind_of",
     "empty",
     "frame",
     "message_id",
@@ -61,6 +66,8 @@ UTC_TIME = pl.Datetime("us", "UTC")
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 BLOCK_TYPES: tuple[str, ...] = ("text", "thinking", "tool_call", "tool_result", "image", "other")
 CONVERSATION_KINDS: tuple[str, ...] = ("chat", "dialog")
+DOC_KINDS: tuple[str, ...] = ("turn", "message")
+"""What a doc (the thing retrieval is judged on) is in a conversation: a turn or a message."""
 SIDES: tuple[str, ...] = ("question", "answer")
 
 Schema = Mapping[str, pl.DataType | type[pl.DataType]]
@@ -71,6 +78,7 @@ CONVERSATIONS: Schema = {
     "source_format": pl.String,  # a key of convlab.loaders.FORMATS
     "source_path": pl.String,
     "kind": pl.String,  # "chat" (user/assistant, agents) or "dialog" (two speakers)
+    "doc_kind": pl.String,  # one of DOC_KINDS: "turn" (chats), "message" (dialogs)
     "parent_id": pl.String,  # parent conversation of a sub-agent or a fork, else null
     "started_at": UTC_TIME,
     "ended_at": UTC_TIME,
@@ -127,19 +135,21 @@ TURNS: Schema = {
     "is_complete": pl.Boolean,  # has a real user message and at least one assistant reply
 }
 
-SENTENCES: Schema = {
+CHUNKS: Schema = {
     "chunk_id": pl.String,
     "conversation_id": pl.String,
     "turn_index": pl.Int32,
     "message_index": pl.Int32,
     "block_index": pl.Int32,
     "role": pl.String,
-    "sentence_index": pl.Int32,  # within the role's part of the turn: 0 is the role's S0
-    "sentence_in_message": pl.Int32,  # within the message: 0 is the message's first sentence
+    # chunk counters keep their stored names (written into stores and run folders):
+    "sentence_index": pl.Int32,  # chunk within the role's part of the turn: 0 is the role's S0
+    "sentence_in_message": pl.Int32,  # chunk within the message: 0 is the message's first
     "position": pl.Int32,  # order of the chunk in the whole conversation
     "timestamp": UTC_TIME,  # of the message
     "text": pl.String,
     "n_tokens": pl.Int32,  # model tokens, without [CLS]/[SEP]
+    "doc_kind": pl.String,  # the conversation's doc kind (DOC_KINDS)
 }
 
 UNITS: Schema = {
@@ -148,15 +158,16 @@ UNITS: Schema = {
     "conversation_id": pl.String,
     "turn_index": pl.Int32,
     "message_index": pl.Int32,  # message of the target chunk (first message for whole_turn)
-    # the docs this unit stands for, in order: [turn_id] in chats; in dialogs the message_id of
-    # the target, or every message of a whole_turn window. A doc scores its best unit.
+    # the docs this unit stands for, in order: [turn_id] where docs are turns; where docs are
+    # messages the message_id of the target, or every message of a window. A doc scores its
+    # best unit.
     "doc_ids": pl.List(pl.String),
     "role": pl.String,  # role of the target chunk (null for whole_turn windows)
     "side": pl.String,  # qa_pair: "question" or "answer"; else null
     "target_chunk_id": pl.String,  # null for whole_turn windows
     "chunk_ids": pl.List(pl.String),  # every chunk in the unit, in conversation order
     "text": pl.String,  # exactly what is embedded
-    "n_tokens": pl.Int32,  # model tokens of text, with [CLS]/[SEP]; never over the budget
+    "n_tokens": pl.Int32,  # model tokens of text, with [CLS]/[SEP]; never over max_tokens
     "timestamp": UTC_TIME,  # of the target's message (of the turn's start for whole_turn)
 }
 
@@ -218,6 +229,16 @@ def message_id_expr() -> pl.Expr:
 def turn_id_expr() -> pl.Expr:
     """:func:`turn_id` over a frame's ``conversation_id`` and ``turn_index`` columns."""
     return pl.format("{}:t{}", "conversation_id", "turn_index").alias("turn_id")
+
+
+def doc_kind_of(kind: str) -> str:
+    """The default doc kind of a conversation of ``kind``: messages in dialogs, else turns.
+
+    Example:
+        >>> doc_kind_of("dialog"), doc_kind_of("chat")
+        ('message', 'turn')
+    """
+    return "message" if kind == "dialog" else "turn"
 
 
 def chunk_id(conversation_id: str, turn_index: int, role: str, sentence_index: int) -> str:

@@ -32,11 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     corpus = convlab.load(locomo_path())
     ids = corpus.conversations["conversation_id"].to_list()[: args.conversations]
     corpus = corpus.filter_conversations(ids)
-    sents = convlab.sentences(corpus, convlab.ContentPolicy())
-    texts = {
-        s: convlab.units(sents, s, conversations=corpus.conversations)["text"].to_list()
-        for s in sorted(convlab.STRATEGIES)
-    }
+    chunks = convlab.chunks(corpus, convlab.ContentPolicy())
+    texts = {s: convlab.units(chunks, s)["text"].to_list() for s in sorted(convlab.STRATEGIES)}
     plain_sum = sum(len(t) for t in texts.values())
     distinct = list(dict.fromkeys(t for ts in texts.values() for t in ts))
     inner = MiniLMEmbedder(show_progress=False)

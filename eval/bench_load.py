@@ -1,4 +1,4 @@
-"""Benchmark load -> turns -> sentences on a large synthetic Claude Code history.
+"""Benchmark load -> turns -> chunks on a large synthetic Claude Code history.
 
 ``python -m eval.bench_load --out DIR [--messages 1000000] [--workers N]`` writes
 ``DIR/bench_load.json``: the load timed serially (``workers=1``) and as ``convlab.load`` does by
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         turns = convlab.turns(corpus)
         turns_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        sents = convlab.sentences(corpus, convlab.ContentPolicy())
+        sents = convlab.chunks(corpus, convlab.ContentPolicy())
         sent_s = time.perf_counter() - t0
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     workers = args.workers or os.cpu_count() or 1  # the auto rule for inputs over 64 MiB

@@ -46,10 +46,10 @@ BACKENDS = ("torch", "onnx", "onnx-int8")
 def locomo_texts(n: int, seed: int) -> list[str]:
     """``n`` distinct LoCoMo texts (every strategy's units, utterances included), by length."""
     corpus = convlab.load(locomo_path())
-    sents = convlab.sentences(corpus, convlab.ContentPolicy())
+    chunks = convlab.chunks(corpus, convlab.ContentPolicy())
     pool: list[str] = []  # the ``message`` strategy's units are the utterances
     for strategy in sorted(convlab.STRATEGIES):
-        units = convlab.units(sents, strategy, conversations=corpus.conversations)
+        units = convlab.units(chunks, strategy)
         pool.extend(units["text"].to_list())
     pool = sorted({t for t in pool if t.strip()})
     rng = random.Random(seed)

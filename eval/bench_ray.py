@@ -46,12 +46,12 @@ def unit_texts(n: int, seed: int = 0) -> list[str]:
     sources = [locomo_path(), shared_dir() / "transcripts"]
     for source in sources:
         corpus = convlab.load(source)
-        sents = convlab.sentences(corpus, convlab.ContentPolicy())
-        for budget in (256, 128):
+        chunks = convlab.chunks(corpus, convlab.ContentPolicy())
+        for max_tokens in (256, 128):
             for strategy in sorted(convlab.STRATEGIES):
                 try:
-                    u = convlab.units(sents, strategy, budget, conversations=corpus.conversations)
-                except ValueError:  # a chunk longer than the smaller budget: that pair is left out
+                    u = convlab.units(chunks, strategy, max_tokens)
+                except ValueError:  # a chunk over the smaller max_tokens: that pair is left out
                     continue
                 pool.update(dict.fromkeys(u["text"].to_list()))
         if len(pool) >= n:

@@ -20,7 +20,7 @@ NOTEBOOKS = {
     "01_load_and_explore": [
         (
             "md",
-            "# 1. Load and explore\nLoad a corpus into frames and look at turns, sentences and "
+            "# 1. Load and explore\nLoad a corpus into frames and look at turns, chunks and "
             "what the content policy keeps.",
         ),
         ("code", CONFIG),
@@ -35,16 +35,16 @@ NOTEBOOKS = {
         ("code", "turns = convlab.turns(corpus)\nturn_report(corpus)"),
         (
             "code",
-            "sents = convlab.sentences(corpus, convlab.ContentPolicy(), turns=turns)\n"
-            "sents.group_by('role').agg(pl.len().alias('sentences'), "
+            "chunks = convlab.chunks(corpus, convlab.ContentPolicy())\n"
+            "chunks.group_by('role').agg(pl.len().alias('chunks'), "
             "pl.col('n_tokens').sum().alias('tokens'), pl.col('n_tokens').mean().alias('mean'))",
         ),
         (
             "code",
             "import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(7, 4))\n"
-            "for role, part in sents.group_by('role'):\n"
+            "for role, part in chunks.group_by('role'):\n"
             "    ax.hist(part['n_tokens'].to_numpy(), bins=40, alpha=0.5, label=role[0])\n"
-            "ax.set(title='Tokens per sentence, by role', xlabel='tokens', ylabel='sentences')\n"
+            "ax.set(title='Tokens per chunk, by role', xlabel='tokens', ylabel='chunks')\n"
             "ax.legend();",
         ),
         ("md", "What the default policy keeps and drops (blocks and characters):"),
@@ -63,17 +63,17 @@ NOTEBOOKS = {
             "from convlab.pipeline.anatomy import turn_anatomy\nfrom convlab.evaluation.datasets import load_labelled\n"
             "from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts\n\n"
             "data = load_labelled(DATA)\ncorpus = data.corpus\n"
-            "sents = convlab.sentences(corpus, convlab.ContentPolicy())\n"
-            "TURN = sents['conversation_id'][0] + ':t1'",
+            "chunks = convlab.chunks(corpus, convlab.ContentPolicy())\n"
+            "TURN = chunks['conversation_id'][0] + ':t1'",
         ),
         (
             "code",
             "pl.Config.set_fmt_str_lengths(120)\n"
-            "turn_anatomy(sents, TURN, STRATEGIES, conversations=corpus.conversations)",
+            "turn_anatomy(chunks, TURN, STRATEGIES)",
         ),
         (
             "code",
-            "units = {s: convlab.units(sents, s, conversations=corpus.conversations) "
+            "units = {s: convlab.units(chunks, s) "
             "for s in STRATEGIES}\n"
             "pl.DataFrame({'strategy': list(units), 'units': [u.height for u in units.values()],"
             " 'mean tokens': [u['n_tokens'].mean() for u in units.values()],"
@@ -159,10 +159,10 @@ NOTEBOOKS = {
             "code",
             "q = data.queries.row(0, named=True)\nprint(q['text'], '->', q['relevant'])\n"
             "hits = ev.hits['turn_pair'].filter(pl.col('query_id') == q['query_id']).head(8)\n"
-            "sents = convlab.sentences(data.corpus, convlab.ContentPolicy())\n"
+            "chunks = convlab.chunks(data.corpus, convlab.ContentPolicy())\n"
             "for n in range(1, hits.height + 1):\n"
             "    r = convlab.resurrect(hits['unit_id'].head(n), 512, "
-            "units=ev.units['turn_pair'], sentences=sents)\n"
+            "units=ev.units['turn_pair'], chunks=chunks)\n"
             "    print(f\"hit {n}: {hits['doc_id'][n-1]:<28} tokens {r.tokens_used:>4}/512 "
             'skipped {r.hits_skipped}")',
         ),

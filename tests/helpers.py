@@ -9,7 +9,8 @@ from pathlib import Path
 import polars as pl
 
 from convlab import schema
-from convlab.loaders.base import BlockRow, Corpus, CorpusBuilder
+from convlab.loaders.base import BlockRow, CorpusBuilder
+from convlab.loaders.corpus import Corpus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -37,14 +38,15 @@ def corpus(convs: dict[str, list[tuple]], kind: str = "chat") -> Corpus:
     return b.build()
 
 
-def sentences_frame(rows: list[tuple]) -> pl.DataFrame:
-    """Sentences from (turn, message, role, sentence_index, sentence_in_message, text, n_tokens)."""
+def chunks_frame(rows: list[tuple], doc_kind: str = "turn", cid: str = "c") -> pl.DataFrame:
+    """Chunks of conversation ``cid`` from (turn, message, role, sentence_index,
+    sentence_in_message, text, n_tokens), its docs of ``doc_kind``."""
     out = []
     for pos, (turn, msg, role, si, sim, text, n) in enumerate(rows):
         out.append(
             {
-                "chunk_id": schema.chunk_id("c", turn, role, si),
-                "conversation_id": "c",
+                "chunk_id": schema.chunk_id(cid, turn, role, si),
+                "conversation_id": cid,
                 "turn_index": turn,
                 "message_index": msg,
                 "block_index": 0,
@@ -55,9 +57,10 @@ def sentences_frame(rows: list[tuple]) -> pl.DataFrame:
                 "timestamp": T0,
                 "text": text,
                 "n_tokens": n,
+                "doc_kind": doc_kind,
             }
         )
-    return schema.frame(out, schema.SENTENCES)
+    return schema.frame(out, schema.CHUNKS)
 
 
 def small_history(transcripts: Path, base: Path) -> Path:

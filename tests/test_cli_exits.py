@@ -80,7 +80,7 @@ def test_search_without_results_exits_1(store: Path, capsys: pytest.CaptureFixtu
 # -- 2: usage, input and data errors ---------------------------------------------------------
 USAGE_CASES = [
     ("index", ["index", "{missing}", "--store", "{tmp}/s"], "no such file or directory"),
-    ("index", ["index", "{sample}", "--store", "{tmp}/s", "--budget", "4"], "budget must be"),
+    ("index", ["index", "{sample}", "--store", "{tmp}/s", "--budget", "4"], "max_tokens must be"),
     ("index", ["index", "{sample}", "--strategy", "nope"], "invalid choice"),
     ("search", ["search", "  ", "--store", "{store}"], "the query is empty"),
     ("search", ["search", "x", "--store", "{missing}"], "no index at"),

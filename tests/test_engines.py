@@ -153,8 +153,8 @@ def test_build_index_local(tmp_path: Path) -> None:
     built = convlab.build_index(
         corpus, "turn_pair", embedder=HashEmbedder(32), cache_dir=tmp_path / "cache"
     )
-    sents = convlab.sentences(corpus, convlab.ContentPolicy())
-    want = convlab.units(sents, "turn_pair", conversations=corpus.conversations)
+    chunks = convlab.chunks(corpus, convlab.ContentPolicy())
+    want = convlab.units(chunks, "turn_pair")
     assert built.units["unit_id"].to_list() == want["unit_id"].to_list()
     np.testing.assert_allclose(built.vectors, embed_texts(want["text"].to_list(), HashEmbedder(32)))
     assert len(built.index) == want.height

@@ -289,7 +289,8 @@ def test_a_labelled_folder_reads_its_judgments_and_shared_sources(
     log.record(_cand("q1", f"{conv}:m2"), "n", now=NOW)
     data = load_labelled(folder)
     assert data.name == "bench"
-    assert set(data.corpus.conversations["kind"]) == {"dialog"}  # docs are messages
+    assert set(data.corpus.conversations["doc_kind"]) == {"message"}  # docs are messages
+    assert set(data.corpus.conversations["kind"]) == {"chat"}  # speakers are not changed
     assert dict(data.queries.select("query_id", "relevant").iter_rows()) == {
         "q1": [f"{conv}:m3"],
         "q2": [],
@@ -395,7 +396,7 @@ def test_the_real_sessions_benchmark_loads_and_its_judgments_point_at_messages(
     """data/real_sessions: the transcripts live in ../shared (fails under CI when missing)."""
     from convlab.evaluation.datasets import load_labelled
     from convlab.paths import REPO_ROOT
-    from convlab.pipeline.chunks import sentences
+    from convlab.pipeline.chunks import chunks
 
     monkeypatch.setenv("CONVLAB_SHARED", str(transcripts.parent))
     data = load_labelled(REPO_ROOT / "data" / "real_sessions")
@@ -411,7 +412,7 @@ def test_the_real_sessions_benchmark_loads_and_its_judgments_point_at_messages(
     ]
     assert (data.queries["relevant"].list.len() > 0).sum() == 101
     # judged docs are messages with text in the corpus
-    s = sentences(data.corpus)
+    s = chunks(data.corpus)
     docs = set(
         s.select(pl.format("{}:m{}", "conversation_id", "message_index")).to_series().to_list()
     )

@@ -1,4 +1,4 @@
-"""Content policy and sentences: what text is kept, how it is split, exact token counts."""
+"""Content policy and chunks: what text is kept, how it is split, exact token counts."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from convlab.loaders.base import BlockRow
-from convlab.pipeline.chunks import sentences, split_text
+from convlab.pipeline.chunks import chunks, split_text
 from convlab.pipeline.policy import ContentPolicy, policy_summary, policy_text, render_tool_call
 from convlab.pipeline.tokens import count_tokens, split_at_tokens
 from tests.helpers import corpus
@@ -70,7 +70,7 @@ def test_policy_validation() -> None:
 
 
 def test_sentence_ids_and_s0_per_role() -> None:
-    s = sentences(_agent_corpus())
+    s = chunks(_agent_corpus())
     assert s["chunk_id"].to_list() == [
         "c:t0:user:s0",
         "c:t0:user:s1",
@@ -88,7 +88,7 @@ def test_sentence_ids_and_s0_per_role() -> None:
     assert s["sentence_in_message"].to_list() == [0, 1, 0, 1, 0]
     assert s["position"].to_list() == [0, 1, 2, 3, 4]
     assert s["n_tokens"].to_list() == count_tokens(s["text"].to_list())
-    assert sentences(_agent_corpus()).equals(s)  # stable across runs
+    assert chunks(_agent_corpus()).equals(s)  # stable across runs
 
 
 def test_code_blocks_and_dialog_speaker_labels() -> None:
@@ -103,19 +103,19 @@ def test_code_blocks_and_dialog_speaker_labels() -> None:
         ("Really.", False),
     ]
     c = corpus({"c": [("user", text), ("assistant", "ok")]})
-    s = sentences(c)
+    s = chunks(c)
     assert s["text"].to_list()[1] == "```python\nimport os\nprint(os.getcwd())\n```"
     d = corpus(
         {"d": [("user", "Hi there. Bye.", True, "Ann"), ("assistant", "Yo.", False, "Bo")]},
         kind="dialog",
     )
-    assert sentences(d)["text"].to_list() == ["Ann: Hi there.", "Bye.", "Bo: Yo."]
+    assert chunks(d)["text"].to_list() == ["Ann: Hi there.", "Bye.", "Bo: Yo."]
 
 
 def test_long_sentence_split_at_word_boundaries() -> None:
     words = " ".join(f"token{i}" for i in range(600))
     c = corpus({"c": [("user", words), ("assistant", "ok")]})
-    s = sentences(c).filter(pl.col("role") == "user")
+    s = chunks(c).filter(pl.col("role") == "user")
     assert s.height > 1
     assert max(s["n_tokens"]) <= 254
     assert " ".join(s["text"]).split() == words.split()

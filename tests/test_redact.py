@@ -25,7 +25,8 @@ import pytest
 
 from convlab import load, schema
 from convlab.embed import HashEmbedder
-from convlab.loaders.base import BlockRow, Corpus
+from convlab.loaders.base import BlockRow
+from convlab.loaders.corpus import Corpus
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.redact import (
     REDACT_MODES,

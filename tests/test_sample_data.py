@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from convlab.evaluation.datasets import sample
-from convlab.pipeline.chunks import sentences
+from convlab.pipeline.chunks import chunks
 from convlab.pipeline.turns import turns
 from convlab.resurrection import normalize_answer
 
@@ -23,7 +23,7 @@ def test_sample_loads_strictly_and_labels_are_valid() -> None:
     assert q["query_id"].is_unique().all()
     assert set(q["category"]) == {"single-hop", "multi-hop", "temporal", "paraphrase", "tool-usage"}
     assert all(set(r) <= ids for r in q["relevant"].to_list())
-    s = sentences(c).group_by("conversation_id", "turn_index").agg(pl.col("text").str.join(" "))
+    s = chunks(c).group_by("conversation_id", "turn_index").agg(pl.col("text").str.join(" "))
     text = {f"{a}:t{b}": normalize_answer(x) for a, b, x in s.iter_rows()}
     for rel, ans in (
         q.filter(pl.col("answer").is_not_null()).select("relevant", "answer").iter_rows()

@@ -146,7 +146,14 @@ def _parser() -> argparse.ArgumentParser:
     ix.add_argument(
         "--strategy", default="turn_pair", choices=sorted(STRATEGIES), help="(%(default)s)"
     )
-    ix.add_argument("--budget", type=int, default=256, help="unit token budget (%(default)s)")
+    ix.add_argument(
+        "--max-tokens",
+        "--budget",  # deprecated alias: "budget" is the resurrection budget of `show`
+        dest="max_tokens",
+        type=int,
+        default=256,
+        help="a unit's token limit (%(default)s)",
+    )
     ix.add_argument("--index", dest="index_kind", default="flat", choices=list(INDEX_KINDS))
     ix.add_argument(
         "--redact",
@@ -327,7 +334,7 @@ def _index(args: argparse.Namespace) -> int:
     try:
         config = StoreConfig(
             strategy=args.strategy,
-            budget=args.budget,
+            max_tokens=args.max_tokens,
             index_kind=args.index_kind,
             redact=args.redact,
         )
@@ -530,7 +537,7 @@ def _show(args: argparse.Namespace) -> int:
         if args.turn is not None:
             units = units.filter(pl.col("turn_index") == args.turn)
         res = resurrect(
-            units["unit_id"], args.budget, units=units, sentences=store.frame("sentences")
+            units["unit_id"], args.budget, units=units, chunks=store.frame("sentences")
         )
         print(f"== resurrected context: {res.tokens_used}/{args.budget} tokens (* = a target)")
         for r in res.context.iter_rows(named=True):
@@ -562,7 +569,8 @@ def _stats(args: argparse.Namespace) -> int:
     )
     print(f"messages: {first or 'undated'} .. {last or 'undated'}")
     print(
-        f"built with: strategy {cfg.get('strategy')}, budget {cfg.get('budget')}, index "
+        f"built with: strategy {cfg.get('strategy')}, max tokens "
+        f"{cfg.get('max_tokens', cfg.get('budget'))}, index "
         f"{cfg.get('index_kind')}, embedder {info['model_id']}, redact {cfg.get('redact')}"
     )
     print(
@@ -709,8 +717,6 @@ def _judge(args: argparse.Namespace) -> int:
 
 def _judge_data(queries: Path, data: Path, docs: str) -> Any:
     """Unlabelled queries over transcripts (or a labelled folder's corpus)."""
-    from dataclasses import replace
-
     from convlab.evaluation.datasets import LabelledData, load_labelled
     from convlab.evaluation.queries import read_queries
     from convlab.loaders import load
@@ -720,8 +726,7 @@ def _judge_data(queries: Path, data: Path, docs: str) -> Any:
     else:
         corpus = load(data)
     if docs == "message":
-        kinds = corpus.conversations.with_columns(pl.lit("dialog").alias("kind"))
-        corpus = replace(corpus, conversations=kinds)
+        corpus = corpus.with_doc_kind("message")
     return LabelledData(queries.stem, corpus, read_queries(queries))
 
 

@@ -61,7 +61,7 @@ class PanelData:
     """What the panel searches: per strategy, an index; plus the frames to describe hits."""
 
     indexes: Mapping[str, Any]  # strategy name -> convlab.index.VectorIndex
-    sentences: pl.DataFrame
+    chunks: pl.DataFrame
     conversations: pl.DataFrame
     turns: pl.DataFrame
     embedder: Any
@@ -151,21 +151,21 @@ class SearchPanel:
         from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts
         from convlab.index import VectorIndex
         from convlab.loaders import load
-        from convlab.pipeline.chunks import sentences
+        from convlab.pipeline.chunks import chunks as make_chunks
         from convlab.pipeline.policy import ContentPolicy
         from convlab.pipeline.turns import turns as make_turns
         from convlab.pipeline.units import units as make_units
 
         corpus = load(path)
         turns = make_turns(corpus)
-        sents = sentences(corpus, ContentPolicy(), turns=turns)
+        chunks = make_chunks(corpus, ContentPolicy())
         emb = CachedEmbedder(embedder or MiniLMEmbedder(), cache_dir)
         indexes = {}
         for name in strategies:
-            units = make_units(sents, name, conversations=corpus.conversations)
+            units = make_units(chunks, name)
             vectors = embed_texts(units["text"].to_list(), emb)
             indexes[name] = VectorIndex.build(units, vectors, model_id=emb.model_id, strategy=name)
-        data = PanelData(indexes, sents, corpus.conversations, turns, emb)
+        data = PanelData(indexes, chunks, corpus.conversations, turns, emb)
         return cls(data, default_strategy=strategies[0])
 
     def _ipython_display_(self) -> None:
@@ -287,7 +287,7 @@ class SearchPanel:
             raise ValueError("the panel has no data to resurrect from")
         unit = str(hit["unit_id"])
         units = index.units.filter(pl.col("unit_id") == unit)
-        res = resurrect([unit], int(self.budget.value), units=units, sentences=self.data.sentences)
+        res = resurrect([unit], int(self.budget.value), units=units, chunks=self.data.chunks)
         lines = [f'<div class="convlab-context"><i>{res.tokens_used} tokens of {res.budget}</i>']
         for c in res.context.iter_rows(named=True):
             style = "background:#fff3c4" if c["is_target"] else ""

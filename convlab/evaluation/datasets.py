@@ -7,7 +7,7 @@ name reports give a data set is taken from the data (the file's stem or the fold
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -182,8 +182,8 @@ def _sources(path: Path) -> Corpus:
 
     ``{"transcripts": [...], "docs": "message"}``: each path is relative to the shared folder
     (:func:`convlab.paths.shared_dir`: ``CONVLAB_SHARED`` or ``../shared``); ``docs: message``
-    makes every message a doc (the conversations are searched as dialogs), which a long coding
-    session needs: it holds few turns and hundreds of messages.
+    makes every message a doc (each conversation's ``doc_kind`` is ``"message"``), which a long
+    coding session needs: it holds few turns and hundreds of messages.
 
     Raises:
         FileNotFoundError: naming every missing folder and how to point convlab at them.
@@ -212,11 +212,7 @@ def _sources(path: Path) -> Corpus:
             "the shared folder beside the repository (set CONVLAB_SHARED to where it is)"
         )
     corpus = Corpus.concat([load(f) for f in folders])
-    if docs == "message":
-        corpus = replace(
-            corpus, conversations=corpus.conversations.with_columns(pl.lit("dialog").alias("kind"))
-        )
-    return corpus
+    return corpus.with_doc_kind(docs)
 
 
 def load_labelled(path: str | Path | None, *, strict: bool = False) -> LabelledData:

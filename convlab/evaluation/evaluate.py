@@ -35,9 +35,9 @@ from convlab.evaluation.metrics import aggregate, per_query
 from convlab.evaluation.significance import compare
 from convlab.index import VectorIndex
 from convlab.index.bm25 import BM25Index
-from convlab.pipeline.chunks import sentences as make_sentences
+from convlab.pipeline.chunks import chunks as make_chunks
 from convlab.pipeline.policy import ContentPolicy
-from convlab.pipeline.turns import turns as make_turns
+from convlab.pipeline.units import MAX_TOKENS
 from convlab.pipeline.units import units as make_units
 from convlab.protocols import Embedder
 from convlab.resurrection import budget_measures
@@ -124,7 +124,7 @@ class EvalConfig:
     depth: int = 100
     scope: str = "conversation"
     baseline: str | None = None
-    budget: int = 256
+    max_tokens: int = MAX_TOKENS
     policy: ContentPolicy = field(default_factory=ContentPolicy)
     seed: int = 0
     headline: tuple[str, ...] = HEADLINE
@@ -283,18 +283,14 @@ def evaluate(
         raise ValueError(f"baseline {baseline!r} is not one of the systems")
     _check_scope(data, config.scope)
     corpus = data.corpus
-    turns = make_turns(corpus)
-    sents = make_sentences(corpus, config.policy, turns=turns)
-    dialog = bool((corpus.conversations["kind"] == "dialog").all())
+    chunks = make_chunks(corpus, config.policy)
     queries = data.queries
     units: dict[str, pl.DataFrame] = {}
     indexes: dict[str, VectorIndex] = {}
     lexical: dict[str, BM25Index] = {}
     strategies = list(dict.fromkeys(s.strategy for s in systems))
     for strategy in strategies:
-        units[strategy] = make_units(
-            sents, strategy, config.budget, conversations=corpus.conversations
-        )
+        units[strategy] = make_units(chunks, strategy, config.max_tokens)
     # every dense strategy's texts in one pass: each distinct text is embedded once
     dense = [
         st
@@ -353,9 +349,8 @@ def evaluate(
                 h,
                 queries,
                 units=units[system.strategy],
-                sentences=sents,
+                chunks=chunks,
                 budgets=config.budgets,
-                dialog_docs=dialog,
             ).with_columns(pl.lit(system.name).alias("system"))
         )
     budgets = pl.concat(budget_rows)

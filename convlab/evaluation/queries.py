@@ -14,7 +14,7 @@ from typing import Any
 import polars as pl
 
 from convlab import schema
-from convlab.loaders.base import LoadError
+from convlab.loaders.errors import LoadError
 
 __all__ = ["read_qrels", "read_queries", "read_run", "write_qrels", "write_queries", "write_run"]
 

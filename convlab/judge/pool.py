@@ -145,8 +145,7 @@ def build_pool(
         budget: token budget of each candidate's resurrected context.
     """
     from convlab.evaluation.evaluate import EvalConfig, evaluate
-    from convlab.pipeline.chunks import sentences as make_sentences
-    from convlab.pipeline.turns import turns as make_turns
+    from convlab.pipeline.chunks import chunks as make_chunks
     from convlab.resurrection import resurrect
 
     config = EvalConfig(metrics=("recall@5",), budgets=(budget,), depth=depth, scope=scope)
@@ -158,15 +157,15 @@ def build_pool(
             unit_strategy.setdefault(u, strategy_of[name])
     pooled = shuffle_pool(pool_hits(ev.hits, depth), seed)
     corpus = data.corpus
-    sents = make_sentences(corpus, config.policy, turns=make_turns(corpus))
-    doc_text = _doc_texts(sents, set(pooled["doc_id"].to_list()))
+    chunks = make_chunks(corpus, config.policy)
+    doc_text = _doc_texts(chunks, set(pooled["doc_id"].to_list()))
     queries = dict(data.queries.select("query_id", "text").iter_rows())
     sizes = dict(pooled.group_by("query_id").len().iter_rows())
     seen: dict[str, int] = {}
     out = []
     for row in pooled.iter_rows(named=True):
         units = ev.units[unit_strategy[row["unit_id"]]].filter(pl.col("unit_id") == row["unit_id"])
-        ctx = resurrect([row["unit_id"]], budget, units=units, sentences=sents).context
+        ctx = resurrect([row["unit_id"]], budget, units=units, chunks=chunks).context
         q = row["query_id"]
         seen[q] = seen.get(q, 0) + 1
         out.append(
@@ -185,9 +184,9 @@ def build_pool(
     return out
 
 
-def _doc_texts(sents: pl.DataFrame, docs: set[str]) -> dict[str, str]:
+def _doc_texts(chunks: pl.DataFrame, docs: set[str]) -> dict[str, str]:
     """The text of each doc (a message ``c:mN`` or a turn ``c:tN``), its chunks joined."""
-    msg = sents.with_columns(
+    msg = chunks.with_columns(
         pl.format("{}:m{}", "conversation_id", "message_index").alias("_m"),
         pl.format("{}:t{}", "conversation_id", "turn_index").alias("_t"),
     )

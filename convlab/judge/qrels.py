@@ -14,7 +14,7 @@ from typing import NamedTuple
 import polars as pl
 
 from convlab.judge.pool import Candidate
-from convlab.loaders.base import LoadError
+from convlab.loaders.errors import LoadError
 
 __all__ = [
     "GRADES",

@@ -10,7 +10,9 @@ from convlab.loaders import (  # noqa: F401  (register the formats; order = dete
     message_lists,
     sharegpt,
 )
-from convlab.loaders.base import Corpus, CorpusBuilder, LoadError, LoadReport
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.corpus import Corpus, LoadReport
+from convlab.loaders.errors import LoadError
 from convlab.loaders.registry import FORMATS, detect, load, load_files, register_format
 
 __all__ = [

@@ -1,36 +1,31 @@
-"""What every transcript reader shares: the error, the builder that collects rows, the corpus.
+"""What every transcript reader shares: the builder that collects rows, block rows, times.
 
-A reader (one module per format, registered in :mod:`convlab.loaders.registry`) parses files and
-feeds a :class:`CorpusBuilder`. The builder assigns message and block indices, records what was
-read and what was skipped, and in strict mode turns the first skip into a :class:`LoadError` that
-names the file and line. Nothing is dropped without a row in ``report.skipped``.
+A reader (one module per format, registered in :mod:`convlab.loaders.registry`) parses files
+(JSON-lines files through :mod:`convlab.loaders.lines`) and feeds a :class:`CorpusBuilder`. The
+builder assigns message and block indices, records what was read and what was skipped, and in
+strict mode turns the first skip into a :class:`convlab.loaders.errors.LoadError` that names the
+file and line. Nothing is dropped without a row in ``report.skipped``. The result is a
+:class:`convlab.loaders.corpus.Corpus`.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import orjson
 import polars as pl
 
 from convlab import schema
+from convlab.loaders.corpus import Corpus, LoadReport
 from convlab.loaders.errors import LoadError
-from convlab.loaders.files import open_regular
-from convlab.loaders.jsontext import json_text, nesting_reason
 
 __all__ = [
     "BlockRow",
-    "Corpus",
     "CorpusBuilder",
-    "LoadError",
-    "LoadReport",
-    "json_text",
-    "merge_parts",
     "parse_time",
 ]
 
@@ -50,161 +45,6 @@ class BlockRow(NamedTuple):
 
 _BLOCK_TYPES = frozenset(schema.BLOCK_TYPES)
 _ROLES = frozenset(schema.ROLES)
-
-
-@dataclass(frozen=True, slots=True)
-class LoadReport:
-    """What a load read and what it skipped.
-
-    Attributes:
-        files: one row per file seen (:data:`convlab.schema.FILES`).
-        skipped: one row per record or file skipped, with file, line and reason
-            (:data:`convlab.schema.SKIPPED`).
-    """
-
-    files: pl.DataFrame
-    skipped: pl.DataFrame
-
-    @property
-    def n_skipped(self) -> int:
-        """How many records or files were skipped."""
-        return self.skipped.height
-
-    def summary(self) -> str:
-        """One line: files, lines and records read, records skipped."""
-        f = self.files
-        return (
-            f"{f.height} files, {int(f['lines_read'].sum() or 0)} lines, "
-            f"{int(f['records'].sum() or 0)} records read, {self.n_skipped} skipped"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Corpus:
-    """A loaded set of conversations as polars frames.
-
-    Attributes:
-        conversations: :data:`convlab.schema.CONVERSATIONS`.
-        messages: :data:`convlab.schema.MESSAGES`.
-        blocks: :data:`convlab.schema.BLOCKS`.
-        report: files read and records skipped.
-        queries: labelled queries shipped with the data (LoCoMo's QA), else ``None``
-            (:data:`convlab.schema.QUERIES`).
-    """
-
-    conversations: pl.DataFrame
-    messages: pl.DataFrame
-    blocks: pl.DataFrame
-    report: LoadReport
-    queries: pl.DataFrame | None = None
-
-    def to_pandas(self) -> dict[str, Any]:
-        """The frames as pandas DataFrames, by name."""
-        out = {
-            "conversations": self.conversations.to_pandas(),
-            "messages": self.messages.to_pandas(),
-            "blocks": self.blocks.to_pandas(),
-            "files": self.report.files.to_pandas(),
-            "skipped": self.report.skipped.to_pandas(),
-        }
-        if self.queries is not None:
-            out["queries"] = self.queries.to_pandas()
-        return out
-
-    def __repr__(self) -> str:
-        return (
-            f"Corpus({self.conversations.height} conversations, {self.messages.height} messages, "
-            f"{self.blocks.height} blocks; {self.report.summary()})"
-        )
-
-    def filter_conversations(self, conversation_ids: Iterable[str]) -> Corpus:
-        """The corpus restricted to these conversations (the report is kept whole)."""
-        ids = sorted(set(conversation_ids))
-        keep = pl.col("conversation_id").is_in(ids)
-        return Corpus(
-            conversations=self.conversations.filter(keep),
-            messages=self.messages.filter(keep),
-            blocks=self.blocks.filter(keep),
-            report=self.report,
-            queries=None if self.queries is None else self.queries.filter(keep),
-        )
-
-    @staticmethod
-    def concat(corpora: Sequence[Corpus]) -> Corpus:
-        """Join corpora loaded separately into one (conversation ids must not collide)."""
-        if not corpora:
-            raise ValueError("nothing to concatenate")
-        queries = [c.queries for c in corpora if c.queries is not None]
-        out = Corpus(
-            conversations=pl.concat([c.conversations for c in corpora]),
-            messages=pl.concat([c.messages for c in corpora]),
-            blocks=pl.concat([c.blocks for c in corpora]),
-            report=LoadReport(
-                files=pl.concat([c.report.files for c in corpora]),
-                skipped=pl.concat([c.report.skipped for c in corpora]),
-            ),
-            queries=pl.concat(queries) if queries else None,
-        )
-        dup = out.conversations["conversation_id"].is_duplicated()
-        if dup.any():
-            ids = out.conversations.filter(dup)["conversation_id"].unique().to_list()
-            raise ValueError(f"conversation ids loaded twice: {ids[:5]}")
-        return out
-
-
-def merge_parts(parts: Sequence[Corpus]) -> Corpus:
-    """Corpora of consecutive chunks of one file list, in order, as one serial load builds them.
-
-    A conversation whose files fell into two chunks continues: its messages in later chunks are
-    renumbered after those of earlier chunks, its title is the first one given, its times span
-    both. Everything else is concatenated in order.
-    """
-    if not parts:
-        raise ValueError("nothing to merge")
-    if len(parts) == 1:
-        return parts[0]
-    messages, blocks = [], []
-    so_far: dict[str, int] = {}  # conversation -> messages in earlier chunks
-    for part in parts:
-        counts = dict(part.messages.group_by("conversation_id").len().iter_rows())
-        offsets = {c: so_far[c] for c in counts if so_far.get(c)}
-        m, b = part.messages, part.blocks
-        if offsets:
-            shift = (
-                pl.col("message_index")
-                + pl.col("conversation_id").replace_strict(
-                    offsets, default=0, return_dtype=pl.Int32
-                )
-            ).cast(pl.Int32)
-            m = m.with_columns(shift).with_columns(schema.message_id_expr())
-            b = b.with_columns(shift)
-        for c, n in counts.items():
-            so_far[c] = so_far.get(c, 0) + n
-        messages.append(m)
-        blocks.append(b)
-    conversations = pl.concat([p.conversations for p in parts])
-    if conversations["conversation_id"].is_duplicated().any():
-        conversations = (
-            conversations.group_by("conversation_id", maintain_order=True)
-            .agg(
-                pl.col("title").filter(pl.col("title") != "").first(),
-                *(pl.col(c).first() for c in ("source_format", "source_path", "kind", "parent_id")),
-                pl.col("started_at").min(),
-                pl.col("ended_at").max(),
-            )
-            .select(list(schema.CONVERSATIONS))
-        )
-    queries = [p.queries for p in parts if p.queries is not None]
-    return Corpus(
-        conversations=conversations,
-        messages=pl.concat(messages),
-        blocks=pl.concat(blocks),
-        report=LoadReport(
-            files=pl.concat([p.report.files for p in parts]),
-            skipped=pl.concat([p.report.skipped for p in parts]),
-        ),
-        queries=pl.concat(queries) if queries else None,
-    )
 
 
 def parse_time(value: object) -> datetime | None:
@@ -247,6 +87,7 @@ class _Conversation:
     source_format: str
     source_path: str
     kind: str
+    doc_kind: str
     parent_id: str | None
     n_messages: int = 0
     times: list[int] = field(default_factory=list)  # microseconds since the epoch
@@ -320,15 +161,29 @@ class CorpusBuilder:
         source_path: str | Path,
         title: str | None = None,
         kind: str = "chat",
+        doc_kind: str | None = None,
         parent_id: str | None = None,
     ) -> str:
-        """Open a conversation (or return the existing one with this id) and return its id."""
+        """Open a conversation (or return the existing one with this id) and return its id.
+
+        The conversation's doc kind (what retrieval is judged on) is decided here, once:
+        ``doc_kind`` when given, else messages for a ``"dialog"`` and turns for a ``"chat"``
+        (:func:`convlab.schema.doc_kind_of`).
+
+        Raises:
+            ValueError: an unknown ``kind`` or ``doc_kind``, listing the valid ones.
+        """
         if kind not in schema.CONVERSATION_KINDS:
-            raise ValueError(f"unknown conversation kind {kind!r}")
+            raise ValueError(
+                f"unknown conversation kind {kind!r}; valid: {', '.join(schema.CONVERSATION_KINDS)}"
+            )
+        doc_kind = doc_kind or schema.doc_kind_of(kind)
+        if doc_kind not in schema.DOC_KINDS:
+            raise ValueError(f"unknown doc kind {doc_kind!r}; valid: {', '.join(schema.DOC_KINDS)}")
         conv = self._conversations.get(conversation_id)
         if conv is None:
             self._conversations[conversation_id] = _Conversation(
-                conversation_id, title, source_format, str(source_path), kind, parent_id
+                conversation_id, title, source_format, str(source_path), kind, doc_kind, parent_id
             )
         elif title and not conv.title:
             conv.title = title
@@ -427,6 +282,7 @@ class CorpusBuilder:
                 "source_format": [c.source_format for c in convs],
                 "source_path": [c.source_path for c in convs],
                 "kind": [c.kind for c in convs],
+                "doc_kind": [c.doc_kind for c in convs],
                 "parent_id": [c.parent_id for c in convs],
             },
             schema.CONVERSATIONS,
@@ -491,56 +347,3 @@ def _without_surrogates(value: Any) -> Any:
 def _micros(values: list[int | None]) -> pl.Series:
     """Microseconds since the epoch as a UTC datetime column (fast: no Python datetimes)."""
     return pl.Series(values, dtype=pl.Int64).cast(schema.UTC_TIME)
-
-
-def iter_json_lines(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line_number, record)`` for each JSON object line of a JSONL file.
-
-    Blank lines are passed over; invalid UTF-8, invalid JSON and lines that are not objects
-    are skipped through ``builder`` (so strict mode raises naming the line). The total of lines
-    read is available afterwards as the last line number yielded or skipped.
-    """
-    loads = orjson.loads
-    with open_regular(path) as fh:
-        for number, raw in enumerate(fh, start=1):
-            try:
-                record = loads(raw)
-            except ValueError:  # orjson's JSONDecodeError, invalid UTF-8 included
-                record = None
-            if not isinstance(record, dict):  # blank, bad, or not an object: say which
-                record = parse_json_line(raw, path, number, builder)
-                if record is None:
-                    continue
-            yield number, record
-
-
-def parse_json_line(
-    raw: bytes, path: Path, number: int, builder: CorpusBuilder
-) -> dict[str, Any] | None:
-    """One JSONL line as an object, or ``None`` when blank or skipped (through ``builder``).
-
-    The slow path of a line reader: its fast parse failed, this one says why.
-    """
-    try:
-        record = orjson.loads(raw)
-    except ValueError as exc:  # invalid UTF-8 too: orjson's message says so
-        if raw.isspace():  # blank lines are checked only when they fail to parse
-            return None
-        reason = nesting_reason(exc) or f"invalid JSON ({str(exc).splitlines()[0][:80]})"
-        builder.skip(path, number, reason)
-        return None
-    if not isinstance(record, dict):
-        builder.skip(path, number, f"expected a JSON object, got {type(record).__name__}")
-        return None
-    return record
-
-
-def count_lines(path: Path) -> int:
-    """Number of lines in a file (a last line without newline counts)."""
-    n = 0
-    last = b"\n"
-    with open_regular(path) as fh:
-        while chunk := fh.read(1 << 20):
-            n += chunk.count(b"\n")
-            last = chunk[-1:]
-    return n + (last != b"\n")

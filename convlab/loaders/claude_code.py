@@ -28,9 +28,10 @@ from typing import Any
 
 import msgspec
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, parse_json_line, parse_time
+from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
 from convlab.loaders.files import open_regular
 from convlab.loaders.jsontext import TOO_DEEP, json_text, too_deep_reason
+from convlab.loaders.lines import parse_json_line
 from convlab.loaders.registry import register_format
 
 __all__ = ["ClaudeCodeReader"]

@@ -19,8 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, iter_json_lines, parse_time
+from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
 from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
+from convlab.loaders.lines import iter_json_lines
 from convlab.loaders.registry import register_format
 
 __all__ = ["CodexReader"]

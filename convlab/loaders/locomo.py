@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from convlab import schema
-from convlab.loaders.base import BlockRow, Corpus, CorpusBuilder, LoadError, parse_time
+from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.corpus import Corpus
+from convlab.loaders.errors import LoadError
 from convlab.loaders.files import load_json_file
 from convlab.loaders.registry import register_format
 

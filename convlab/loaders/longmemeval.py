@@ -29,7 +29,9 @@ import orjson
 import polars as pl
 
 from convlab import schema
-from convlab.loaders.base import BlockRow, Corpus, CorpusBuilder, LoadError, parse_time
+from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.corpus import Corpus
+from convlab.loaders.errors import LoadError
 from convlab.loaders.registry import register_format
 
 __all__ = ["LongMemEvalLabels", "parse_haystack_date", "read_longmemeval"]

@@ -15,9 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, LoadError, iter_json_lines
+from convlab.loaders.base import BlockRow, CorpusBuilder
+from convlab.loaders.errors import LoadError
 from convlab.loaders.files import read_regular
 from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
+from convlab.loaders.lines import iter_json_lines
 from convlab.loaders.registry import register_format
 
 __all__ = ["AnthropicReader", "OpenAIReader"]

@@ -18,8 +18,11 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 import polars as pl
 
-from convlab.loaders.base import Corpus, CorpusBuilder, LoadError, LoadReport, merge_parts
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.corpus import Corpus, LoadReport, merge_parts
+from convlab.loaders.errors import LoadError
 from convlab.loaders.files import Found, check, open_regular, walk
+from convlab.registry import Registry
 
 __all__ = ["FORMATS", "Reader", "detect", "load", "load_files", "register_format"]
 
@@ -63,7 +66,8 @@ class Reader(Protocol):
         ...
 
 
-FORMATS: dict[str, Reader] = {}
+FORMATS: Registry[Reader] = Registry("format")
+"""The transcript formats by name; detection tries them in registration order."""
 
 R = TypeVar("R")
 F = TypeVar("F")
@@ -78,19 +82,13 @@ def register_format(cls: Callable[[], R]) -> Callable[[], R]:
     reader = cls()
     if not isinstance(reader, Reader):
         raise TypeError(f"{cls!r} does not implement the Reader protocol")
-    if reader.name in FORMATS:
-        raise ValueError(f"format {reader.name!r} is registered twice")
-    FORMATS[reader.name] = reader
+    FORMATS.add(reader.name, reader)
     return cls
 
 
 def _reader(name: str) -> Reader:
-    try:
-        return FORMATS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown format {name!r}; valid formats: {', '.join(sorted(FORMATS))}"
-        ) from None
+    """The reader of format ``name`` (``ValueError`` listing the valid formats)."""
+    return FORMATS.get(name)
 
 
 def detect(path: str | Path) -> str | None:
@@ -102,7 +100,7 @@ def detect(path: str | Path) -> str | None:
     p = Path(path)
     with open_regular(p) as fh:
         head = fh.read(SNIFF_BYTES)
-    for name, reader in FORMATS.items():
+    for name, reader in FORMATS.in_order():
         if reader.sniff(p, head):
             return name
     return None
@@ -301,7 +299,7 @@ def _read_part(out: str) -> Corpus:
 
 
 def _load_file(file: Path, forced: Reader | None, builder: CorpusBuilder) -> None:
-    companion = next((r for r in FORMATS.values() if r.companion(file)), None)
+    companion = next((r for _, r in FORMATS.in_order() if r.companion(file)), None)
     if companion is not None:
         builder.file_done(file, companion.name, 0)
         return

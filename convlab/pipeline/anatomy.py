@@ -6,36 +6,38 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from convlab.pipeline.units import MAX_TOKENS
 from convlab.pipeline.units import units as make_units
 
 __all__ = ["turn_anatomy"]
 
 
 def turn_anatomy(
-    sentences: pl.DataFrame,
+    chunks: pl.DataFrame,
     turn_id: str,
     strategies: Sequence[str],
     *,
-    conversations: pl.DataFrame | None = None,
-    budget: int = 256,
+    max_tokens: int = MAX_TOKENS,
 ) -> pl.DataFrame:
     """One row per unit of the turn and strategy: target text, context texts, tokens.
 
     Args:
-        sentences: the sentences frame.
+        chunks: the chunks frame (:func:`convlab.pipeline.chunks.chunks`).
         turn_id: ``"{conversation_id}:t{turn_index}"``.
         strategies: strategy names.
-        conversations: the corpus's conversations (to know dialogs).
-        budget: unit token budget.
+        max_tokens: the unit's token limit.
+
+    Raises:
+        ValueError: no such turn in ``chunks``.
     """
     conv, _, turn = turn_id.rpartition(":t")
-    part = sentences.filter(pl.col("conversation_id") == conv)
+    part = chunks.filter(pl.col("conversation_id") == conv)
     if part.filter(pl.col("turn_index") == int(turn)).height == 0:
-        raise ValueError(f"no turn {turn_id!r} in these sentences")
+        raise ValueError(f"no turn {turn_id!r} in these chunks")
     text = dict(part.select("chunk_id", "text").iter_rows())
     rows = []
     for name in strategies:
-        u = make_units(part, name, budget, conversations=conversations)
+        u = make_units(part, name, max_tokens)
         for r in u.filter(pl.col("turn_index") == int(turn)).iter_rows(named=True):
             target = r["target_chunk_id"]
             rows.append(

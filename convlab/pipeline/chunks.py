@@ -1,4 +1,4 @@
-"""Sentences (= chunks): the kept text of every turn, split and counted with the model's tokenizer.
+"""Chunks: the kept text of every turn, split and counted with the model's tokenizer.
 
 Splitting: prose is split into sentences by blingfire (a finite-state sentence breaker), line by
 line, so lists and headings stay separate; fenced code blocks (```...```) are kept apart from
@@ -10,7 +10,9 @@ does not explode into one-token chunks. Any piece over
 
 Ids: ``sentence_index`` counts the chunks of one role's part of a turn, so ``s0`` is that role's
 S0 (seeds/003); ``sentence_in_message`` counts within a message; ``position`` orders the chunks
-of a conversation.
+of a conversation (the counters keep their stored names). Every chunk carries its conversation's
+``doc_kind`` (:data:`convlab.schema.DOC_KINDS`), so strategies and evaluation read what a doc is
+from the data, never from a flag.
 """
 
 from __future__ import annotations
@@ -22,12 +24,12 @@ import blingfire
 import polars as pl
 
 from convlab import schema
-from convlab.loaders.base import Corpus
+from convlab.loaders.corpus import Corpus
 from convlab.pipeline.policy import ContentPolicy, policy_text
 from convlab.pipeline.tokens import MAX_CONTENT_TOKENS, count_tokens, split_at_tokens
 from convlab.pipeline.turns import message_turns
 
-__all__ = ["sentences", "split_text"]
+__all__ = ["chunks", "split_text"]
 
 _FENCE = re.compile(r"```[^\n]*\n.*?(?:```|\Z)", re.DOTALL)
 CODE_PACK_TOKENS = 64
@@ -113,40 +115,17 @@ def _pack_code(pieces: list[tuple[str, bool]], counts: list[int]) -> list[tuple[
     return out
 
 
-def sentences(
-    corpus: Corpus,
-    policy: ContentPolicy | None = None,
-    *,
-    turns: pl.DataFrame | None = None,
-) -> pl.DataFrame:
-    """One row per chunk of every turn (:data:`convlab.schema.SENTENCES`).
+def _cut(texts: list[str]) -> tuple[list[int], list[str], list[int]]:
+    """Each block's text cut into chunks: ``(block position, text, tokens)`` per chunk, in order.
 
-    Args:
-        corpus: the loaded corpus.
-        policy: what text each block contributes (default :class:`ContentPolicy`).
-        turns: unused beyond validation; turns are derived from the corpus (kept so callers
-            that computed turns can pass them for symmetry).
-
-    Example:
-        >>> s = sentences(convlab.load("data/sample"))  # doctest: +SKIP
-        >>> s.filter(pl.col("sentence_index") == 0)  # every role's S0 # doctest: +SKIP
+    Every block is split into pieces (:func:`split_text`), code lines are packed per block
+    (:func:`_pack_code`) and pieces over :data:`MAX_CONTENT_TOKENS` are cut at word boundaries.
     """
-    policy = policy or ContentPolicy()
-    pt = policy_text(corpus, policy)
-    mt = message_turns(corpus).filter(pl.col("turn_index").is_not_null())
-    blocks = pt.join(mt, on=["conversation_id", "message_index"], how="inner").join(
-        corpus.messages.select("conversation_id", "message_index", "timestamp"),
-        on=["conversation_id", "message_index"],
-    )
-    blocks = blocks.sort("conversation_id", "message_index", "block_index")
-    if blocks.height == 0:
-        return schema.empty(schema.SENTENCES)
-
     # 1. split every block into pieces
     piece_text: list[str] = []
     piece_code: list[bool] = []
     piece_block: list[int] = []
-    for i, text in enumerate(blocks["text"].to_list()):
+    for i, text in enumerate(texts):
         for s, is_code in split_text(text):
             piece_text.append(s)
             piece_code.append(is_code)
@@ -180,6 +159,35 @@ def sentences(
                 chunk_tokens.append(c)
                 chunk_block.append(b)
         start = end
+    return chunk_block, chunk_text, chunk_tokens
+
+
+def chunks(corpus: Corpus, policy: ContentPolicy | None = None) -> pl.DataFrame:
+    """One row per chunk of every turn (:data:`convlab.schema.CHUNKS`).
+
+    Args:
+        corpus: the loaded corpus.
+        policy: what text each block contributes (default :class:`ContentPolicy`).
+
+    Example:
+        >>> c = chunks(convlab.load("data/sample"))  # doctest: +SKIP
+        >>> c.filter(pl.col("sentence_index") == 0)  # every role's S0 # doctest: +SKIP
+    """
+    policy = policy or ContentPolicy()
+    pt = policy_text(corpus, policy)
+    mt = message_turns(corpus).filter(pl.col("turn_index").is_not_null())
+    blocks = (
+        pt.join(mt, on=["conversation_id", "message_index"], how="inner")
+        .join(
+            corpus.messages.select("conversation_id", "message_index", "timestamp"),
+            on=["conversation_id", "message_index"],
+        )
+        .join(corpus.conversations.select("conversation_id", "doc_kind"), on="conversation_id")
+    )
+    blocks = blocks.sort("conversation_id", "message_index", "block_index")
+    if blocks.height == 0:
+        return schema.empty(schema.CHUNKS)
+    chunk_block, chunk_text, chunk_tokens = _cut(blocks["text"].to_list())
 
     meta = blocks.drop("text").with_row_index("_b")
     out = (
@@ -214,4 +222,4 @@ def sentences(
             ).alias("chunk_id")
         )
     )
-    return out.select([pl.col(c).cast(t) for c, t in schema.SENTENCES.items()])
+    return out.select([pl.col(c).cast(t) for c, t in schema.CHUNKS.items()])

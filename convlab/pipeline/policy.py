@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from convlab.loaders.base import Corpus
+from convlab.loaders.corpus import Corpus
 
 __all__ = ["ContentPolicy", "policy_summary", "policy_text", "render_tool_call"]
 

@@ -30,7 +30,7 @@ from convlab.pipeline.redact_rules import RULES, RULES_VERSION, Rule, apply_rule
 if TYPE_CHECKING:
     import polars as pl
 
-    from convlab.loaders.base import Corpus
+    from convlab.loaders.corpus import Corpus
 
 __all__ = [
     "REDACT_MODES",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import polars as pl
 
 from convlab import schema
-from convlab.loaders.base import Corpus
+from convlab.loaders.corpus import Corpus
 
 __all__ = ["message_turns", "turn_report", "turns"]
 

@@ -1,8 +1,6 @@
-"""``units``: what gets embedded, built by a registered strategy from the sentences frame."""
+"""``units``: what gets embedded, built by a registered strategy from the chunks frame."""
 
 from __future__ import annotations
-
-from collections.abc import Collection
 
 import polars as pl
 
@@ -10,51 +8,57 @@ from convlab import schema
 from convlab.strategies import get_strategy
 from convlab.strategies.base import Chunk
 
-__all__ = ["units"]
+__all__ = ["MAX_TOKENS", "units"]
+
+MAX_TOKENS = 256
+"""The unit's token limit by default: all-MiniLM-L6-v2 sees 256 tokens, [CLS] and [SEP] included."""
 
 
-def units(
-    sentences: pl.DataFrame,
-    strategy: str,
-    budget: int = 256,
-    *,
-    conversations: pl.DataFrame | None = None,
-    dialogs: Collection[str] | None = None,
-) -> pl.DataFrame:
-    """One row per unit (:data:`convlab.schema.UNITS`) of ``strategy`` over ``sentences``.
+def units(chunks: pl.DataFrame, strategy: str, max_tokens: int = MAX_TOKENS) -> pl.DataFrame:
+    """One row per unit (:data:`convlab.schema.UNITS`) of ``strategy`` over ``chunks``.
+
+    The strategy runs once per conversation; what its units' docs are (turns or messages) is
+    the conversation's ``doc_kind``, carried on every chunk.
 
     Args:
-        sentences: a :data:`convlab.schema.SENTENCES` frame.
-        strategy: a key of :data:`convlab.STRATEGIES`.
-        budget: tokens the model may see per unit, [CLS] and [SEP] included (at most 256).
-        conversations: the corpus's conversations; those of ``kind == "dialog"`` are dialogs.
-        dialogs: conversation ids to treat as two-speaker dialogs (instead of ``conversations``).
+        chunks: a :data:`convlab.schema.CHUNKS` frame.
+        strategy: a name in :data:`convlab.STRATEGIES`.
+        max_tokens: tokens the model may see per unit, [CLS] and [SEP] included (at most 256).
 
     Raises:
-        ValueError: an unknown strategy (listing the valid ones) or a budget that cannot hold
-            one chunk of 254 tokens.
+        ValueError: an unknown strategy (listing the valid ones), a ``max_tokens`` that cannot
+            hold one chunk of 254 tokens, a frame that is not a chunks frame, or a conversation
+            whose chunks disagree on their doc kind.
 
     Example:
-        >>> u = units(sents, "turn_pair", conversations=corpus.conversations)  # doctest: +SKIP
+        >>> u = units(convlab.chunks(corpus), "turn_pair")  # doctest: +SKIP
     """
     impl = get_strategy(strategy)
-    if not 8 <= budget <= 256:
-        raise ValueError("budget must be between 8 and 256 tokens")
-    dialog_ids: set[str] = set(dialogs or ())
-    if conversations is not None:
-        dialog_ids |= set(
-            conversations.filter(pl.col("kind") == "dialog")["conversation_id"].to_list()
-        )
-    s = sentences.sort("conversation_id", "position")
-    too_big = s.filter(pl.col("n_tokens") + 2 > budget)
+    if not 8 <= max_tokens <= 256:
+        raise ValueError("max_tokens must be between 8 and 256 tokens")
+    names = list(Chunk.__slots__)
+    missing = [c for c in names if c not in chunks.columns]
+    if missing:
+        raise ValueError(f"chunks lacks columns {missing}: pass a frame of convlab.chunks()")
+    s = chunks.sort("conversation_id", "position")
+    too_big = s.filter(pl.col("n_tokens") + 2 > max_tokens)
     if too_big.height:
         raise ValueError(
-            f"{too_big.height} chunks do not fit a budget of {budget} tokens alone "
-            f"(largest {too_big['n_tokens'].max()!s} + 2); raise the budget"
+            f"{too_big.height} chunks do not fit max_tokens={max_tokens} alone "
+            f"(largest {too_big['n_tokens'].max()!s} + 2); raise max_tokens"
+        )
+    mixed = (
+        s.group_by("conversation_id")
+        .agg(pl.col("doc_kind").n_unique())
+        .filter(pl.col("doc_kind") > 1)
+    )
+    if mixed.height:
+        raise ValueError(
+            f"conversations whose chunks disagree on their doc kind: "
+            f"{sorted(mixed['conversation_id'].to_list())[:5]}"
         )
     rows = []
-    names = [c for c in Chunk.__slots__ if c in s.columns]
-    for (cid,), part in s.group_by("conversation_id", maintain_order=True):
-        chunks = [Chunk(**r) for r in part.select(names).iter_rows(named=True)]
-        rows.extend(impl.units(chunks, budget=budget, dialog=cid in dialog_ids))
+    for _, part in s.group_by("conversation_id", maintain_order=True):
+        chunk_rows = [Chunk(**r) for r in part.select(names).iter_rows(named=True)]
+        rows.extend(impl.units(chunk_rows, max_tokens=max_tokens))
     return schema.frame(rows, schema.UNITS)

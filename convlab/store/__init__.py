@@ -148,7 +148,7 @@ class StoreConfig:
 
     Attributes:
         strategy: the embedding strategy (a key of ``convlab.STRATEGIES``).
-        budget: the unit token budget.
+        max_tokens: the unit's token limit, [CLS] and [SEP] included.
         index_kind: a key of ``convlab.index.INDEX_KINDS`` (``flat`` exact, ``hnsw``, ``ivf``,
             ``ivfpq``).
         redact: a key of :data:`convlab.pipeline.redact.REDACT_MODES`: ``all`` (every text stored or
@@ -157,7 +157,7 @@ class StoreConfig:
     """
 
     strategy: str = "turn_pair"
-    budget: int = 256
+    max_tokens: int = 256
     index_kind: str = "flat"
     redact: str = "all"
     policy: dict[str, Any] = field(default_factory=dict)
@@ -172,8 +172,8 @@ class StoreConfig:
             raise ValueError(f"index_kind must be one of {', '.join(INDEX_KINDS)}")
         if self.redact not in REDACT_CHOICES:
             raise ValueError(f"redact must be one of {', '.join(REDACT_CHOICES)}")
-        if self.budget < 8:
-            raise ValueError("budget must be at least 8 tokens")
+        if not 8 <= self.max_tokens <= 256:
+            raise ValueError("max_tokens must be between 8 and 256 tokens")
 
 
 @dataclass(slots=True)
@@ -841,8 +841,10 @@ class Store:
                 f"{self.directory} was built with model {manifest.get('model_id')!r}, not "
                 f"{embedder.model_id!r}; pass --rebuild to start over"
             )
-        if manifest.get("config") != asdict(config):
-            old = manifest.get("config", {})
+        old = dict(manifest.get("config", {}))
+        if "budget" in old and "max_tokens" not in old:  # stores written before the rename
+            old["max_tokens"] = old.pop("budget")
+        if old != asdict(config):
             diff = [k for k in asdict(config) if old.get(k) != asdict(config)[k]]
             raise StoreMismatch(
                 f"{self.directory} was built with other settings ({', '.join(diff)}); "
@@ -854,7 +856,7 @@ class Store:
 
     def _derive(self, corpus: Corpus | None, config: StoreConfig) -> dict[str, pl.DataFrame]:
         from convlab import schema
-        from convlab.pipeline.chunks import sentences as make_sentences
+        from convlab.pipeline.chunks import chunks as make_chunks
         from convlab.pipeline.policy import ContentPolicy
         from convlab.pipeline.turns import turns as make_turns
         from convlab.pipeline.units import units as make_units
@@ -864,20 +866,18 @@ class Store:
                 "conversations": schema.empty(schema.CONVERSATIONS),
                 "messages": schema.empty(schema.MESSAGES),
                 "turns": schema.empty(schema.TURNS),
-                "sentences": schema.empty(schema.SENTENCES),
+                "sentences": schema.empty(schema.CHUNKS),
                 "units": schema.empty(schema.UNITS),
             }
         policy = ContentPolicy(**config.policy) if config.policy else ContentPolicy()
         turns = make_turns(corpus)
-        sents = make_sentences(corpus, policy, turns=turns)
-        units = make_units(
-            sents, config.strategy, budget=config.budget, conversations=corpus.conversations
-        )
+        chunks = make_chunks(corpus, policy)
+        units = make_units(chunks, config.strategy, max_tokens=config.max_tokens)
         return {
             "conversations": corpus.conversations,
             "messages": corpus.messages,
             "turns": turns,
-            "sentences": sents,
+            "sentences": chunks,  # the stored frame keeps its name (sentences.parquet)
             "units": units,
         }
 
@@ -986,7 +986,7 @@ def _candidate_files(
                 continue
             if path == root:
                 yield root
-            elif not any(r.companion(path) for r in FORMATS.values()):
+            elif not any(r.companion(path) for _, r in FORMATS.items()):
                 yield path.resolve()
 
 

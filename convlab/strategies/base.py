@@ -1,7 +1,9 @@
-"""What every strategy shares: the protocol, the registry, chunks, and packing under a budget.
+"""What every strategy shares: the registry, chunks, and packing under the unit's token limit.
 
-A strategy turns one conversation's chunks (rows of :data:`convlab.schema.SENTENCES`, in
-conversation order) into units (rows of :data:`convlab.schema.UNITS`). A unit's ``text`` is its
+A strategy (:class:`convlab.protocols.Strategy`) turns one conversation's chunks (rows of
+:data:`convlab.schema.CHUNKS`, in conversation order) into units (rows of
+:data:`convlab.schema.UNITS`). What a unit's docs are (turns or messages) is read from each
+chunk's ``doc_kind``, decided once per conversation when it was loaded. A unit's ``text`` is its
 chunks' texts joined by one space in conversation order, and ``n_tokens`` = the chunks' token sum
 + 2 ([CLS] and [SEP]): WordPiece counts of space-joined texts are additive (tested), so the count
 is exact without re-tokenising. Resurrection reads ``chunk_ids`` and never recomputes them.
@@ -9,18 +11,21 @@ is exact without re-tokenising. Resurrection reads ``chunk_ids`` and never recom
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import TypeVar
 
 from convlab import schema
 from convlab.pipeline.tokens import SPECIAL_TOKENS
+from convlab.protocols import Strategy
+from convlab.registry import Registry
 
 __all__ = [
     "STRATEGIES",
     "Chunk",
-    "Strategy",
+    "Unit",
+    "doc_ids_for",
     "get_strategy",
     "make_unit",
     "pack",
@@ -32,7 +37,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """One row of the sentences frame, as strategies see it."""
+    """One row of the chunks frame, as strategies see it."""
 
     chunk_id: str
     conversation_id: str
@@ -45,6 +50,7 @@ class Chunk:
     timestamp: datetime | None
     text: str
     n_tokens: int
+    doc_kind: str
 
     @property
     def turn_id(self) -> str:
@@ -57,31 +63,23 @@ class Chunk:
         return schema.message_id(self.conversation_id, self.message_index)
 
 
-class Strategy(Protocol):
-    """A way of turning one conversation's chunks into units."""
+Unit = dict[str, object]
+"""One unit row: :data:`convlab.schema.UNITS` columns by name."""
 
-    name: str
+STRATEGIES: Registry[Strategy] = Registry("strategy")
+"""The strategies by name, each registered by :func:`register_strategy` in its own module."""
 
-    def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
-        """Units (dicts of :data:`convlab.schema.UNITS` columns) for one conversation."""
-        ...
-
-
-STRATEGIES: dict[str, Strategy] = {}
-
-S = TypeVar("S")
+S = TypeVar("S", bound=Strategy)
 
 
-def register_strategy(cls: Callable[[], S]) -> Callable[[], S]:
+def register_strategy(cls: type[S]) -> type[S]:
     """Class decorator: instantiate the strategy and register it under its ``name``.
 
     Raises:
         ValueError: a strategy of that name is registered already.
     """
-    strategy: Any = cls()
-    if strategy.name in STRATEGIES:
-        raise ValueError(f"strategy {strategy.name!r} is registered twice")
-    STRATEGIES[strategy.name] = strategy
+    strategy = cls()
+    STRATEGIES.add(strategy.name, strategy)
     return cls
 
 
@@ -91,12 +89,7 @@ def get_strategy(name: str) -> Strategy:
     Raises:
         ValueError: listing the valid names.
     """
-    try:
-        return STRATEGIES[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown strategy {name!r}; valid strategies: {', '.join(sorted(STRATEGIES))}"
-        ) from None
+    return STRATEGIES.get(name)
 
 
 def tokens_of(chunks: Iterable[Chunk]) -> int:
@@ -104,7 +97,7 @@ def tokens_of(chunks: Iterable[Chunk]) -> int:
     return sum(c.n_tokens for c in chunks) + SPECIAL_TOKENS
 
 
-def pack(target: Chunk, context: Sequence[Chunk | None], budget: int) -> list[Chunk]:
+def pack(target: Chunk, context: Sequence[Chunk | None], max_tokens: int) -> list[Chunk]:
     """The target plus each context chunk (in priority order) that fits, in conversation order.
 
     ``None`` entries and chunks already taken (the target being an S0, say) are passed over.
@@ -114,18 +107,18 @@ def pack(target: Chunk, context: Sequence[Chunk | None], budget: int) -> list[Ch
     for c in context:
         if c is None or any(c.chunk_id == x.chunk_id for x in chosen):
             continue
-        if used + c.n_tokens <= budget:
+        if used + c.n_tokens <= max_tokens:
             chosen.append(c)
             used += c.n_tokens
     return sorted(chosen, key=lambda c: c.position)
 
 
-def windows(chunks: Sequence[Chunk], budget: int, overlap: float = 0.25) -> list[list[Chunk]]:
-    """Cut chunks (in order) into windows of whole chunks that fit ``budget``, with overlap.
+def windows(chunks: Sequence[Chunk], max_tokens: int, overlap: float = 0.25) -> list[list[Chunk]]:
+    """Cut chunks (in order) into windows of whole chunks that fit ``max_tokens``, with overlap.
 
     A window is filled greedily; the next one starts with the last chunks of the previous one
-    that together hold at most ``overlap * budget`` tokens (never the whole previous window, so
-    every window adds new chunks). Text that fits the budget is one window.
+    that together hold at most ``overlap * max_tokens`` tokens (never the whole previous window,
+    so every window adds new chunks). Text that fits ``max_tokens`` is one window.
     """
     out: list[list[Chunk]] = []
     i = 0
@@ -134,17 +127,17 @@ def windows(chunks: Sequence[Chunk], budget: int, overlap: float = 0.25) -> list
         win = [chunks[i]]
         used = tokens_of(win)
         j = i + 1
-        while j < n and used + chunks[j].n_tokens <= budget:
+        while j < n and used + chunks[j].n_tokens <= max_tokens:
             win.append(chunks[j])
             used += chunks[j].n_tokens
             j += 1
         out.append(win)
         if j >= n:
             break
-        # carry back up to overlap*budget tokens, keeping at least one new chunk per window
+        # carry back up to overlap*max_tokens tokens, keeping at least one new chunk per window
         back = 0
         k = j
-        while k - 1 > i and back + chunks[k - 1].n_tokens <= overlap * budget:
+        while k - 1 > i and back + chunks[k - 1].n_tokens <= overlap * max_tokens:
             back += chunks[k - 1].n_tokens
             k -= 1
         i = k
@@ -159,7 +152,7 @@ def make_unit(
     target: Chunk | None,
     doc_ids: Sequence[str],
     side: str | None = None,
-) -> dict[str, Any]:
+) -> Unit:
     """A unit row from its chunks (in conversation order)."""
     first = target or chunks[0]
     return {
@@ -179,11 +172,14 @@ def make_unit(
     }
 
 
-def doc_ids_for(chunks: Sequence[Chunk], dialog: bool) -> list[str]:
-    """The docs a group of chunks stands for: its turns in chats, its messages in dialogs."""
+def doc_ids_for(chunks: Sequence[Chunk]) -> list[str]:
+    """The docs a group of chunks stands for, in order: each chunk's turn or message.
+
+    Which one is the chunk's ``doc_kind`` (decided once per conversation when it was loaded).
+    """
     seen: dict[str, None] = {}
     for c in chunks:
-        seen[c.message_id if dialog else c.turn_id] = None
+        seen[c.message_id if c.doc_kind == "message" else c.turn_id] = None
     return list(seen)
 
 
@@ -193,27 +189,25 @@ def s0_index(chunks: Sequence[Chunk]) -> Mapping[tuple[int, str], Chunk]:
 
 
 OVERLAP = 0.25
-"""Share of the budget a window may carry over from the previous one (whole_turn, qa_pair...)."""
+"""Share of ``max_tokens`` a window may carry over from the previous one (whole_turn, ...)."""
 
 
 def window_units(
     strategy: str,
     prefix: str,
     chunks: Sequence[Chunk],
-    budget: int,
-    dialog: bool,
+    max_tokens: int,
     *,
     with_target: bool,
     side: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Unit]:
     """Units of one group of chunks cut into overlapping windows (ids ``{prefix}{i}``).
 
     Args:
         strategy: the strategy's name.
         prefix: unit id prefix, e.g. ``"whole_turn:c:t0:w"``.
         chunks: the group's chunks in order.
-        budget: the unit token budget.
-        dialog: docs are messages.
+        max_tokens: the unit's token limit.
         with_target: a window's first chunk is its target (else the window has none).
         side: qa_pair's side.
     """
@@ -223,8 +217,8 @@ def window_units(
             f"{prefix}{i}",
             win,
             target=win[0] if with_target else None,
-            doc_ids=doc_ids_for(win, dialog),
+            doc_ids=doc_ids_for(win),
             side=side,
         )
-        for i, win in enumerate(windows(chunks, budget, OVERLAP))
+        for i, win in enumerate(windows(chunks, max_tokens, OVERLAP))
     ]

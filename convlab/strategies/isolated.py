@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from convlab.strategies.base import Chunk, doc_ids_for, make_unit, register_strategy
+from convlab.strategies.base import Chunk, Unit, doc_ids_for, make_unit, register_strategy
 
 
 @register_strategy
@@ -14,7 +13,7 @@ class Isolated:
 
     name = "isolated"
 
-    def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
+    def units(self, chunks: Sequence[Chunk], *, max_tokens: int) -> list[Unit]:
         """One unit per chunk."""
         return [
             make_unit(
@@ -22,7 +21,7 @@ class Isolated:
                 f"{self.name}:{c.chunk_id}",
                 [c],
                 target=c,
-                doc_ids=doc_ids_for([c], dialog),
+                doc_ids=doc_ids_for([c]),
             )
             for c in chunks
         ]

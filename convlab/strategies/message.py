@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import groupby
-from typing import Any
 
-from convlab.strategies.base import Chunk, register_strategy, window_units
+from convlab.strategies.base import Chunk, Unit, register_strategy, window_units
 
 
 @register_strategy
@@ -19,11 +18,11 @@ class Message:
 
     name = "message"
 
-    def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
+    def units(self, chunks: Sequence[Chunk], *, max_tokens: int) -> list[Unit]:
         """Windows per message."""
         out = []
         for _, group in groupby(chunks, key=lambda c: c.message_index):
             msg = list(group)
             prefix = f"{self.name}:{msg[0].message_id}:w"
-            out += window_units(self.name, prefix, msg, budget, dialog, with_target=True)
+            out += window_units(self.name, prefix, msg, max_tokens, with_target=True)
         return out

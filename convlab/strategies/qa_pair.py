@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import groupby
-from typing import Any
 
-from convlab.strategies.base import Chunk, register_strategy, window_units
+from convlab.strategies.base import Chunk, Unit, register_strategy, window_units
 
 
 @register_strategy
@@ -21,7 +20,7 @@ class QAPair:
 
     name = "qa_pair"
 
-    def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
+    def units(self, chunks: Sequence[Chunk], *, max_tokens: int) -> list[Unit]:
         """Windows per side per turn."""
         out = []
         for _, group in groupby(chunks, key=lambda c: c.turn_index):
@@ -30,6 +29,6 @@ class QAPair:
                 part = [c for c in turn if (c.role == "user") == (side == "question")]
                 prefix = f"{self.name}:{turn[0].turn_id}:{side[0]}"
                 out += window_units(
-                    self.name, prefix, part, budget, dialog, with_target=True, side=side
+                    self.name, prefix, part, max_tokens, with_target=True, side=side
                 )
         return out

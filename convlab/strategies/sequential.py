@@ -7,9 +7,8 @@ turn. Preference when both do not fit: N-1 first (what led to the chunk), then N
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from convlab.strategies.base import Chunk, doc_ids_for, make_unit, pack, register_strategy
+from convlab.strategies.base import Chunk, Unit, doc_ids_for, make_unit, pack, register_strategy
 
 
 @register_strategy
@@ -18,20 +17,20 @@ class Sequential:
 
     name = "sequential"
 
-    def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
+    def units(self, chunks: Sequence[Chunk], *, max_tokens: int) -> list[Unit]:
         """One unit per chunk, with the neighbours that fit."""
         out = []
         for i, c in enumerate(chunks):
             prev = chunks[i - 1] if i > 0 else None
             nxt = chunks[i + 1] if i + 1 < len(chunks) else None
-            chosen = pack(c, [prev, nxt], budget)
+            chosen = pack(c, [prev, nxt], max_tokens)
             out.append(
                 make_unit(
                     self.name,
                     f"{self.name}:{c.chunk_id}",
                     chosen,
                     target=c,
-                    doc_ids=doc_ids_for([c], dialog),
+                    doc_ids=doc_ids_for([c]),
                 )
             )
         return out

@@ -7,14 +7,15 @@ assistant turn N" are the two parts of one turn:
 - user chunk: [user S0] + [target] + [assistant S0];
 - system and tool chunks: alone;
 - a target that is an S0 is not added twice;
-- when 256 tokens do not fit: the target first, then the paired S0 of the other role, then the
-  own role's S0 (seeds/003 "Token Budget Handling").
+- when ``max_tokens`` (256) do not fit: the target first, then the paired S0 of the other role,
+  then the own role's S0 (seeds/003 "Token Budget Handling").
 
 Edge cases: the first turn's user chunks pair forward with its assistant S0 (seeds/003 "Turn 1");
 the last turn, when incomplete, has no assistant part, so its user chunks embed without the
 forward pair; a preamble (system prompt) embeds alone.
 
-Two-speaker dialogs (LoCoMo): every utterance is a message, so an utterance pairs with the other
+Conversations whose docs are messages (``doc_kind == "message"``: two-speaker dialogs such as
+LoCoMo): every utterance is a message, so an utterance pairs with the other
 speaker's utterance it answers (the previous message of the same session when it is the other
 speaker's) and the first utterance of a session with the next one. The chunk is embedded with the
 paired utterance's first sentence and its own utterance's first sentence. Sessions are told apart
@@ -24,10 +25,10 @@ by the message timestamps (LoCoMo dates each session; messages of one session sh
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from convlab.strategies.base import (
     Chunk,
+    Unit,
     doc_ids_for,
     make_unit,
     pack,
@@ -42,10 +43,10 @@ class TurnPair:
 
     name = "turn_pair"
 
-    def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
+    def units(self, chunks: Sequence[Chunk], *, max_tokens: int) -> list[Unit]:
         """One unit per chunk."""
-        if dialog:
-            return self._dialog(chunks, budget)
+        if chunks and chunks[0].doc_kind == "message":
+            return self._by_message(chunks, max_tokens)
         s0 = s0_index(chunks)
         out = []
         for c in chunks:
@@ -55,20 +56,21 @@ class TurnPair:
                 pair, own = s0.get((c.turn_index, "assistant")), s0.get((c.turn_index, "user"))
             else:
                 pair = own = None
-            chosen = pack(c, [pair, own], budget)
-            out.append(self._unit(c, chosen, dialog=False))
+            chosen = pack(c, [pair, own], max_tokens)
+            out.append(self._unit(c, chosen))
         return out
 
-    def _unit(self, target: Chunk, chosen: list[Chunk], *, dialog: bool) -> dict[str, Any]:
+    def _unit(self, target: Chunk, chosen: list[Chunk]) -> Unit:
         return make_unit(
             self.name,
             f"{self.name}:{target.chunk_id}",
             chosen,
             target=target,
-            doc_ids=doc_ids_for([target], dialog),
+            doc_ids=doc_ids_for([target]),
         )
 
-    def _dialog(self, chunks: Sequence[Chunk], budget: int) -> list[dict[str, Any]]:
+    def _by_message(self, chunks: Sequence[Chunk], max_tokens: int) -> list[Unit]:
+        """Units of a conversation whose docs are messages: utterances pair with utterances."""
         firsts: dict[int, Chunk] = {}
         for c in chunks:
             if c.sentence_in_message == 0:
@@ -91,6 +93,6 @@ class TurnPair:
         out = []
         for c in chunks:
             own = firsts.get(c.message_index)
-            chosen = pack(c, [pairs.get(c.message_index), own], budget)
-            out.append(self._unit(c, chosen, dialog=True))
+            chosen = pack(c, [pairs.get(c.message_index), own], max_tokens)
+            out.append(self._unit(c, chosen))
         return out

@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from itertools import groupby
-from typing import Any
 
-from convlab.strategies.base import Chunk, register_strategy, window_units
+from convlab.strategies.base import Chunk, Unit, register_strategy, window_units
 
 
 @register_strategy
@@ -23,11 +22,11 @@ class WholeTurn:
 
     name = "whole_turn"
 
-    def units(self, chunks: Sequence[Chunk], *, budget: int, dialog: bool) -> list[dict[str, Any]]:
+    def units(self, chunks: Sequence[Chunk], *, max_tokens: int) -> list[Unit]:
         """Windows per turn."""
         out = []
         for _, group in groupby(chunks, key=lambda c: c.turn_index):
             turn = list(group)
             prefix = f"{self.name}:{turn[0].turn_id}:w"
-            out += window_units(self.name, prefix, turn, budget, dialog, with_target=False)
+            out += window_units(self.name, prefix, turn, max_tokens, with_target=False)
         return out

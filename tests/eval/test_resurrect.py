@@ -7,10 +7,10 @@ import pytest
 
 from convlab import schema
 from convlab.resurrection import budget_measures, normalize_answer, resurrect
-from tests.helpers import sentences_frame
+from tests.helpers import chunks_frame
 
 # turn 29/30 of seeds/003 become one convlab turn: user S0 (120), assistant S0 (80), S5 (150)
-SENTS = sentences_frame(
+CHUNKS = chunks_frame(
     [
         (0, 0, "user", 0, 0, "How does brightness scoring work?", 120),
         (0, 1, "assistant", 0, 0, "Brightness scoring uses magnitude voting.", 80),
@@ -42,7 +42,7 @@ def hits(*units: str) -> pl.DataFrame:
 
 
 def test_example_1_three_chunks_cost_350() -> None:
-    r = resurrect(["s5"], 1000, units=U, sentences=SENTS)
+    r = resurrect(["s5"], 1000, units=U, chunks=CHUNKS)
     assert r.tokens_used == 150 + 120 + 80
     assert r.context["chunk_id"].to_list() == [
         "c:t0:user:s0",
@@ -53,18 +53,18 @@ def test_example_1_three_chunks_cost_350() -> None:
 
 
 def test_example_2_s0_target_costs_200() -> None:
-    assert resurrect(["a0"], 1000, units=U, sentences=SENTS).tokens_used == 80 + 120
+    assert resurrect(["a0"], 1000, units=U, chunks=CHUNKS).tokens_used == 80 + 120
 
 
 def test_example_3_alive_chunks_are_free() -> None:
     # the question (120) is alive already: the hit costs 150 + 80 = 230
-    r = resurrect(["u0", "s5"], 1000, units=U, sentences=SENTS)
+    r = resurrect(["u0", "s5"], 1000, units=U, chunks=CHUNKS)
     assert r.tokens_used == 120 + 230
     assert r.redundancy == pytest.approx(120 / (120 + 350))
 
 
 def test_a_hit_that_does_not_fit_is_skipped_and_the_walk_goes_on() -> None:
-    r = resurrect(["s5", "d"], 300, units=U, sentences=SENTS)
+    r = resurrect(["s5", "d"], 300, units=U, chunks=CHUNKS)
     assert r.hits_skipped == [1]
     assert r.hits_used == [2]
     assert r.tokens_used == 30
@@ -76,9 +76,7 @@ def test_budget_measures() -> None:
         schema.QUERIES,
     )
     h = hits("s5", "d").with_columns(pl.lit("q").alias("query_id"))
-    m = budget_measures(
-        h, queries, units=U, sentences=SENTS, budgets=[100, 350, 400], dialog_docs=False
-    )
+    m = budget_measures(h, queries, units=U, chunks=CHUNKS, budgets=[100, 350, 400])
     rows = {r["budget"]: r for r in m.iter_rows(named=True)}
     assert rows[100]["coverage"] == 0.0
     assert rows[100]["tokens_used"] == 30
@@ -94,7 +92,7 @@ def test_evidence_token_recall_gives_partial_credit() -> None:
         [{"query_id": "q", "text": "x", "relevant": ["c:t0"], "answer": None}], schema.QUERIES
     )
     h = hits("a0").with_columns(pl.lit("q").alias("query_id"))
-    m = budget_measures(h, queries, units=U, sentences=SENTS, budgets=[199, 200], dialog_docs=False)
+    m = budget_measures(h, queries, units=U, chunks=CHUNKS, budgets=[199, 200])
     rows = {r["budget"]: r for r in m.iter_rows(named=True)}
     assert rows[199]["evidence_token_recall"] == 0.0
     assert rows[200]["coverage"] == 0.0  # strict: the turn is not whole
@@ -110,5 +108,5 @@ def test_an_answer_spanning_two_chunks_is_found_in_conversation_order() -> None:
     s5_alone = {"unit_id": "s5-alone", "chunk_ids": ["c:t0:assistant:s5"], "target_chunk_id": ""}
     units = pl.concat([U, schema.frame([s5_alone], schema.UNITS)])
     h = hits("s5-alone", "a0").with_columns(pl.lit("q").alias("query_id"))
-    m = budget_measures(h, queries, units=units, sentences=SENTS, budgets=[400], dialog_docs=False)
+    m = budget_measures(h, queries, units=units, chunks=CHUNKS, budgets=[400])
     assert m["answer_contained"].to_list() == [1.0]

@@ -163,7 +163,7 @@ def test_missing_path_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_tool_input_json_text_is_compact_and_takes_what_orjson_refuses() -> None:
-    from convlab.loaders.base import json_text
+    from convlab.loaders.jsontext import json_text
 
     assert json_text({"cmd": "ls -la", "é": [1, 2.5, None, True]}) == (
         '{"cmd":"ls -la","é":[1,2.5,null,true]}'

@@ -148,5 +148,22 @@ def test_every_format_is_registered() -> None:
         "openai",
         "sharegpt",
     }
-    with pytest.raises(ValueError, match="valid formats: amplifier, anthropic"):
+    with pytest.raises(ValueError, match="unknown format 'nope'; valid: amplifier, anthropic"):
         load(FIXTURES / "openai" / "chat.jsonl", format="nope")
+
+
+def test_detection_tries_formats_in_registration_order() -> None:
+    # the import order of convlab.loaders; the registry's names() are sorted, detection is not:
+    # anthropic is tried after longmemeval although it sorts before it
+    assert [name for name, _ in FORMATS.in_order()] == [
+        "amplifier",
+        "chatgpt",
+        "claude_code",
+        "codex",
+        "locomo",
+        "longmemeval",
+        "anthropic",
+        "openai",
+        "sharegpt",
+    ]
+    assert FORMATS.names()[:2] == ("amplifier", "anthropic")

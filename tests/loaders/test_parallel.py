@@ -13,7 +13,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from convlab.loaders import LoadError, load
-from convlab.loaders.base import merge_parts
+from convlab.loaders.corpus import merge_parts
 from convlab.loaders.registry import _chunks, _load_part, _load_serial, _read_part, _sizes
 from convlab.paths import sample_data_path
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from convlab import schema
 from convlab.pipeline.units import units
 from convlab.strategies import STRATEGIES, get_strategy, register_strategy
-from tests.helpers import sentences_frame
+from tests.helpers import chunks_frame
 
 ROWS = [
     (0, 0, "system", 0, 0, "SYS", 5),
@@ -32,7 +32,7 @@ ROWS = [
     (1, 4, "assistant", 1, 1, "B1", 35),
     (2, 5, "user", 0, 0, "W0", 12),
 ]
-SENTS = sentences_frame(ROWS)
+SENTS = chunks_frame(ROWS)
 
 
 def texts(u: pl.DataFrame) -> dict[str, tuple[str, int]]:
@@ -71,12 +71,12 @@ def test_turn_pair_by_hand() -> None:
     ]
 
 
-def test_turn_pair_budget_priority() -> None:
-    # budget 70, A2 (50): 52 with specials; + paired user S0 (10) = 62; + own S0 A0 (30) = 92 > 70
-    got = texts(units(SENTS, "turn_pair", budget=70))
+def test_turn_pair_max_tokens_priority() -> None:
+    # max 70: A2 (50) is 52 with specials; + paired user S0 (10) = 62; + own S0 A0 (30) = 92 > 70
+    got = texts(units(SENTS, "turn_pair", max_tokens=70))
     assert got["c:t0:assistant:s2"] == ("U0 A2", 62)
-    # budget 60, U1 (20): 22; + paired A0 (30) = 52; + own U0 (10) = 62 > 60: own S0 dropped
-    got = texts(units(SENTS, "turn_pair", budget=60))
+    # max_tokens 60, U1 (20): 22; + paired A0 (30) = 52; + own U0 (10) = 62 > 60: own S0 dropped
+    got = texts(units(SENTS, "turn_pair", max_tokens=60))
     assert got["c:t0:user:s1"] == ("U1 A0", 52)
 
 
@@ -85,8 +85,8 @@ def test_sequential_by_hand() -> None:
     assert got["c:t0:system:s0"] == ("SYS U0", 17)  # first chunk: no N-1
     assert got["c:t0:user:s1"] == ("U0 U1 A0", 62)
     assert got["c:t2:user:s0"] == ("B1 W0", 49)  # last chunk: no N+1, N-1 crosses the turn
-    # budget 60, A1 (40): 42; N-1 A0 (30) -> 72 > 60 and N+1 A2 (50) too: alone
-    assert texts(units(SENTS, "sequential", budget=60))["c:t0:assistant:s1"] == ("A1", 42)
+    # max_tokens 60, A1 (40): 42; N-1 A0 (30) -> 72 > 60 and N+1 A2 (50) too: alone
+    assert texts(units(SENTS, "sequential", max_tokens=60))["c:t0:assistant:s1"] == ("A1", 42)
 
 
 def test_whole_turn_by_hand() -> None:
@@ -102,10 +102,10 @@ def test_whole_turn_by_hand() -> None:
 
 
 def test_windows_overlap_by_hand() -> None:
-    # six 10-token chunks in one turn, budget 42: window 0 = c0..c3 (40 + 2); the overlap may
+    # six 10-token chunks in one turn, max_tokens 42: window 0 = c0..c3 (40 + 2); the overlap may
     # carry back 0.25 * 42 = 10.5 tokens: c3; window 1 = c3, c4, c5 (30 + 2)
     rows = [(0, 0, "user", i, i, f"c{i}", 10) for i in range(6)]
-    u = units(sentences_frame(rows), "whole_turn", budget=42)
+    u = units(chunks_frame(rows), "whole_turn", max_tokens=42)
     assert u["text"].to_list() == ["c0 c1 c2 c3", "c3 c4 c5"]
     assert u["n_tokens"].to_list() == [42, 32]
 
@@ -134,8 +134,8 @@ def test_dialog_pairs_and_docs() -> None:
         (0, 2, "assistant", 1, 0, "Bo: Again.", 4),
         (0, 2, "assistant", 2, 1, "More.", 2),
     ]
-    s = sentences_frame(rows)
-    u = units(s, "turn_pair", dialogs={"c"})
+    s = chunks_frame(rows, doc_kind="message")
+    u = units(s, "turn_pair")
     got = dict(u.select("target_chunk_id", "text").iter_rows())
     assert got["c:t0:user:s0"] == "Ann: Hi. Bo: Hey."  # first of the session: paired forward
     assert got["c:t0:assistant:s0"] == "Ann: Hi. Bo: Hey."  # answers the previous utterance
@@ -143,12 +143,14 @@ def test_dialog_pairs_and_docs() -> None:
         got["c:t0:assistant:s2"] == "Bo: Again. More."
     )  # previous is the same speaker: own S0 only
     assert u["doc_ids"].to_list()[0] == ["c:m0"]
-    w = units(s, "whole_turn", dialogs={"c"})
+    w = units(s, "whole_turn")
     assert w["doc_ids"].item().to_list() == ["c:m0", "c:m1", "c:m2"]
 
 
 def test_registry_errors() -> None:
-    with pytest.raises(ValueError, match="valid strategies: isolated, message, qa_pair"):
+    with pytest.raises(
+        ValueError, match="unknown strategy 'nope'; valid: isolated, message, qa_pair"
+    ):
         get_strategy("nope")
     with pytest.raises(ValueError, match="registered twice"):
 
@@ -175,18 +177,18 @@ def test_registry_errors() -> None:
     ),
     st.integers(40, 256),
 )
-def test_units_never_exceed_the_budget(chunks: list[tuple[str, int]], budget: int) -> None:
+def test_units_never_exceed_max_tokens(chunks: list[tuple[str, int]], max_tokens: int) -> None:
     rows = []
     turn, last_role, counts = 0, None, {"user": 0, "assistant": 0}
     for i, (role, n) in enumerate(chunks):
         if role == "user" and last_role == "assistant":
             turn, counts = turn + 1, {"user": 0, "assistant": 0}
-        rows.append((turn, i, role, counts[role], 0, f"t{i}", min(n, budget - 2)))
+        rows.append((turn, i, role, counts[role], 0, f"t{i}", min(n, max_tokens - 2)))
         counts[role] += 1
         last_role = role
-    s = sentences_frame(rows)
+    s = chunks_frame(rows)
     for name in STRATEGIES:
-        u = units(s, name, budget=budget)
-        assert (u["n_tokens"] <= budget).all()
+        u = units(s, name, max_tokens=max_tokens)
+        assert (u["n_tokens"] <= max_tokens).all()
         ids = set(s["chunk_id"])
         assert all(set(c) <= ids for c in u["chunk_ids"].to_list())

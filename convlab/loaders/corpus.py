@@ -1,0 +1,191 @@
+"""The loaded corpus: conversations, messages and blocks as frames, and what the load skipped.
+
+:class:`Corpus` is what :func:`convlab.load` returns and every later stage reads;
+:class:`LoadReport` says which files were read and which records were skipped (file, line and
+reason), so nothing is dropped silently. :func:`merge_parts` joins the corpora of a parallel load
+in file order, as one serial load would have built them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import polars as pl
+
+from convlab import schema
+
+__all__ = ["Corpus", "LoadReport", "merge_parts"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    """What a load read and what it skipped.
+
+    Attributes:
+        files: one row per file seen (:data:`convlab.schema.FILES`).
+        skipped: one row per record or file skipped, with file, line and reason
+            (:data:`convlab.schema.SKIPPED`).
+    """
+
+    files: pl.DataFrame
+    skipped: pl.DataFrame
+
+    @property
+    def n_skipped(self) -> int:
+        """How many records or files were skipped."""
+        return self.skipped.height
+
+    def summary(self) -> str:
+        """One line: files, lines and records read, records skipped."""
+        f = self.files
+        return (
+            f"{f.height} files, {int(f['lines_read'].sum() or 0)} lines, "
+            f"{int(f['records'].sum() or 0)} records read, {self.n_skipped} skipped"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Corpus:
+    """A loaded set of conversations as polars frames.
+
+    Attributes:
+        conversations: :data:`convlab.schema.CONVERSATIONS`.
+        messages: :data:`convlab.schema.MESSAGES`.
+        blocks: :data:`convlab.schema.BLOCKS`.
+        report: files read and records skipped.
+        queries: labelled queries shipped with the data (LoCoMo's QA), else ``None``
+            (:data:`convlab.schema.QUERIES`).
+    """
+
+    conversations: pl.DataFrame
+    messages: pl.DataFrame
+    blocks: pl.DataFrame
+    report: LoadReport
+    queries: pl.DataFrame | None = None
+
+    def to_pandas(self) -> dict[str, Any]:
+        """The frames as pandas DataFrames, by name."""
+        out = {
+            "conversations": self.conversations.to_pandas(),
+            "messages": self.messages.to_pandas(),
+            "blocks": self.blocks.to_pandas(),
+            "files": self.report.files.to_pandas(),
+            "skipped": self.report.skipped.to_pandas(),
+        }
+        if self.queries is not None:
+            out["queries"] = self.queries.to_pandas()
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"Corpus({self.conversations.height} conversations, {self.messages.height} messages, "
+            f"{self.blocks.height} blocks; {self.report.summary()})"
+        )
+
+    def filter_conversations(self, conversation_ids: Iterable[str]) -> Corpus:
+        """The corpus restricted to these conversations (the report is kept whole)."""
+        ids = sorted(set(conversation_ids))
+        keep = pl.col("conversation_id").is_in(ids)
+        return Corpus(
+            conversations=self.conversations.filter(keep),
+            messages=self.messages.filter(keep),
+            blocks=self.blocks.filter(keep),
+            report=self.report,
+            queries=None if self.queries is None else self.queries.filter(keep),
+        )
+
+    def with_doc_kind(self, doc_kind: str) -> Corpus:
+        """The corpus with every conversation's docs of ``doc_kind`` (one of ``DOC_KINDS``).
+
+        A labelled set judged per message (a long coding session holds few turns and hundreds
+        of messages) makes its chats' docs messages; nothing else changes.
+
+        Raises:
+            ValueError: ``doc_kind`` is not one of :data:`convlab.schema.DOC_KINDS`.
+        """
+        if doc_kind not in schema.DOC_KINDS:
+            raise ValueError(f"unknown doc kind {doc_kind!r}; valid: {', '.join(schema.DOC_KINDS)}")
+        kinds = self.conversations.with_columns(pl.lit(doc_kind).alias("doc_kind"))
+        return replace(self, conversations=kinds)
+
+    @staticmethod
+    def concat(corpora: Sequence[Corpus]) -> Corpus:
+        """Join corpora loaded separately into one (conversation ids must not collide)."""
+        if not corpora:
+            raise ValueError("nothing to concatenate")
+        queries = [c.queries for c in corpora if c.queries is not None]
+        out = Corpus(
+            conversations=pl.concat([c.conversations for c in corpora]),
+            messages=pl.concat([c.messages for c in corpora]),
+            blocks=pl.concat([c.blocks for c in corpora]),
+            report=LoadReport(
+                files=pl.concat([c.report.files for c in corpora]),
+                skipped=pl.concat([c.report.skipped for c in corpora]),
+            ),
+            queries=pl.concat(queries) if queries else None,
+        )
+        dup = out.conversations["conversation_id"].is_duplicated()
+        if dup.any():
+            ids = out.conversations.filter(dup)["conversation_id"].unique().to_list()
+            raise ValueError(f"conversation ids loaded twice: {ids[:5]}")
+        return out
+
+
+def merge_parts(parts: Sequence[Corpus]) -> Corpus:
+    """Corpora of consecutive chunks of one file list, in order, as one serial load builds them.
+
+    A conversation whose files fell into two chunks continues: its messages in later chunks are
+    renumbered after those of earlier chunks, its title is the first one given, its times span
+    both. Everything else is concatenated in order.
+    """
+    if not parts:
+        raise ValueError("nothing to merge")
+    if len(parts) == 1:
+        return parts[0]
+    messages, blocks = [], []
+    so_far: dict[str, int] = {}  # conversation -> messages in earlier chunks
+    for part in parts:
+        counts = dict(part.messages.group_by("conversation_id").len().iter_rows())
+        offsets = {c: so_far[c] for c in counts if so_far.get(c)}
+        m, b = part.messages, part.blocks
+        if offsets:
+            shift = (
+                pl.col("message_index")
+                + pl.col("conversation_id").replace_strict(
+                    offsets, default=0, return_dtype=pl.Int32
+                )
+            ).cast(pl.Int32)
+            m = m.with_columns(shift).with_columns(schema.message_id_expr())
+            b = b.with_columns(shift)
+        for c, n in counts.items():
+            so_far[c] = so_far.get(c, 0) + n
+        messages.append(m)
+        blocks.append(b)
+    conversations = pl.concat([p.conversations for p in parts])
+    if conversations["conversation_id"].is_duplicated().any():
+        conversations = (
+            conversations.group_by("conversation_id", maintain_order=True)
+            .agg(
+                pl.col("title").filter(pl.col("title") != "").first(),
+                *(
+                    pl.col(c).first()
+                    for c in ("source_format", "source_path", "kind", "doc_kind", "parent_id")
+                ),
+                pl.col("started_at").min(),
+                pl.col("ended_at").max(),
+            )
+            .select(list(schema.CONVERSATIONS))
+        )
+    queries = [p.queries for p in parts if p.queries is not None]
+    return Corpus(
+        conversations=conversations,
+        messages=pl.concat(messages),
+        blocks=pl.concat(blocks),
+        report=LoadReport(
+            files=pl.concat([p.report.files for p in parts]),
+            skipped=pl.concat([p.report.skipped for p in parts]),
+        ),
+        queries=pl.concat(queries) if queries else None,
+    )
