@@ -74,7 +74,7 @@ class PanelData:
         """
         frames = {
             "conversations": self.conversations,
-            "sentences": self.sentences,
+            "sentences": self.chunks,
             "turns": self.turns,
         }
         return frames[name]
