@@ -7,7 +7,7 @@ memory-mapped. A query probes ``nprobe`` of the ``nlist`` inverted lists, takes 
 arithmetic), so the scores returned are cosines, as with the other kinds.
 
 The index is built in three passes over shards
-(:meth:`convlab.index.VectorIndex.build_from_shards`): count and check the rows, draw the training
+(:meth:`convlab.index.vector.VectorIndex.build_from_shards`): count and check the rows, draw the training
 sample, then add each shard and write its float16 vectors into the memory-mapped file; at most one
 shard of float32 vectors is held at a time.
 The training sample depends only on the global row numbers and the seed (each row gets a
@@ -23,9 +23,10 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import faiss
 import numpy as np
 import polars as pl
+
+from convlab.extras import require
 
 __all__ = [
     "IVFPQParams",
@@ -129,6 +130,7 @@ def make_ivfpq(d: int, params: IVFPQParams) -> Any:
     """
     if params.nlist is None or params.train_size is None:
         raise ValueError("ivfpq parameters must be resolved (IVFPQParams.resolved) first")
+    faiss = require("faiss", "index", feature="a FAISS index")
     # FAISS's Python wrapper keeps the quantizer and the transform alive with the index
     ivf = faiss.IndexIVFPQ(faiss.IndexFlatL2(d), d, params.nlist, params.m, params.nbits)
     ivf.nprobe = params.nprobe
@@ -139,7 +141,7 @@ def make_ivfpq(d: int, params: IVFPQParams) -> Any:
 
 def set_nprobe(index: Any, nprobe: int) -> None:
     """Set ``nprobe`` on an IVF index, wrapped in an OPQ transform or not."""
-    faiss.extract_index_ivf(index).nprobe = nprobe
+    require("faiss", "index", feature="a FAISS index").extract_index_ivf(index).nprobe = nprobe
 
 
 def _row_keys(start: int, count: int, seed: int) -> np.ndarray:
