@@ -50,7 +50,9 @@ class _Constant:
 
 def test_backend_names_come_from_one_registry() -> None:
     assert BACKENDS.names() == ("onnx", "onnx-int8", "torch")
-    with pytest.raises(ValueError, match="unknown embedding backend 'tensorrt'; valid: onnx, onnx-int8, torch"):
+    with pytest.raises(
+        ValueError, match="unknown embedding backend 'tensorrt'; valid: onnx, onnx-int8, torch"
+    ):
         minilm_embedder("tensorrt")
     assert isinstance(minilm_embedder("torch"), MiniLMEmbedder)
     int8 = minilm_embedder("onnx-int8")

@@ -22,9 +22,9 @@ __all__ = ["EMBEDDERS", "EmbedderFactory", "embedder_name", "make_embedder", "ma
 class EmbedderFactory(Protocol):
     """Makes an embedder: ``backend`` and the ``model_id`` of stored vectors may be None."""
 
-    def __call__(
-        self, *, backend: str | None, model_id: str | None, **options: Any
-    ) -> Embedder: ...
+    def __call__(self, *, backend: str | None, model_id: str | None, **options: Any) -> Embedder:
+        """A new embedder; ``options`` are its own keyword arguments."""
+        ...
 
 
 EMBEDDERS: Registry[EmbedderFactory] = Registry("embedder")

@@ -7,9 +7,9 @@ memory-mapped. A query probes ``nprobe`` of the ``nlist`` inverted lists, takes 
 arithmetic), so the scores returned are cosines, as with the other kinds.
 
 The index is built in three passes over shards
-(:meth:`convlab.index.vector.VectorIndex.build_from_shards`): count and check the rows, draw the training
-sample, then add each shard and write its float16 vectors into the memory-mapped file; at most one
-shard of float32 vectors is held at a time.
+(:meth:`convlab.index.vector.VectorIndex.build_from_shards`): count and check the rows, draw the
+training sample, then add each shard and write its float16 vectors into the memory-mapped file; at
+most one shard of float32 vectors is held at a time.
 The training sample depends only on the global row numbers and the seed (each row gets a
 pseudo-random key; the ``train_size`` smallest keys win), so the same vectors cut into different
 shards give the same index.
