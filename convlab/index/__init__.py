@@ -7,6 +7,7 @@
 - :mod:`~convlab.index.ivfpq`: the IVF-PQ parameters, the shard-by-shard build and the exact
   re-scoring from float16 vectors on disk.
 - :mod:`~convlab.index.bm25`: :class:`BM25Index` (bm25s), BM25 over the same units.
+- :mod:`~convlab.index.faisslib`: FAISS imported when used, and the :class:`FaissIndex` protocol.
 
 FAISS and bm25s are the ``convlab[index]`` extra, imported when an index is built or loaded.
 """

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from convlab.extras import require
+from convlab.index.faisslib import FaissIndex, load_faiss
 
 __all__ = [
     "IVFPQParams",
@@ -123,14 +123,14 @@ class IVFPQParams:
         return IVFPQParams(**out)
 
 
-def make_ivfpq(d: int, params: IVFPQParams) -> Any:
+def make_ivfpq(d: int, params: IVFPQParams) -> FaissIndex:
     """An untrained FAISS index for resolved ``params``.
 
     L2 on unit vectors ranks exactly as cosine; candidates are re-scored by cosine anyway.
     """
     if params.nlist is None or params.train_size is None:
         raise ValueError("ivfpq parameters must be resolved (IVFPQParams.resolved) first")
-    faiss = require("faiss", "index", feature="a FAISS index")
+    faiss = load_faiss()
     # FAISS's Python wrapper keeps the quantizer and the transform alive with the index
     ivf = faiss.IndexIVFPQ(faiss.IndexFlatL2(d), d, params.nlist, params.m, params.nbits)
     ivf.nprobe = params.nprobe
@@ -139,9 +139,9 @@ def make_ivfpq(d: int, params: IVFPQParams) -> Any:
     return faiss.IndexPreTransform(faiss.OPQMatrix(d, params.m), ivf)
 
 
-def set_nprobe(index: Any, nprobe: int) -> None:
+def set_nprobe(index: FaissIndex, nprobe: int) -> None:
     """Set ``nprobe`` on an IVF index, wrapped in an OPQ transform or not."""
-    require("faiss", "index", feature="a FAISS index").extract_index_ivf(index).nprobe = nprobe
+    load_faiss().extract_index_ivf(index).nprobe = nprobe
 
 
 def _row_keys(start: int, count: int, seed: int) -> np.ndarray:

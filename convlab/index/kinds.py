@@ -9,45 +9,36 @@ Each kind is a builder ``(dimension, rows, params) -> an untrained, empty FAISS 
 - ``ivfpq``: ``IndexIVFPQ`` (optionally OPQ) with exact re-scoring from float16 vectors on disk
   (:mod:`convlab.index.ivfpq`).
 
-FAISS is the ``convlab[index]`` extra, imported when a kind is built (:func:`load_faiss`).
+FAISS is the ``convlab[index]`` extra, imported when a kind is built
+(:func:`convlab.index.faisslib.load_faiss`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from types import ModuleType
 from typing import Any
 
-from convlab.extras import require
+from convlab.index.faisslib import FaissIndex, load_faiss
 from convlab.index.ivfpq import IVFPQParams, make_ivfpq
 from convlab.registry import Registry
 
-__all__ = ["INDEX_KINDS", "IndexBuilder", "load_faiss"]
+__all__ = ["INDEX_KINDS", "IndexBuilder"]
 
-IndexBuilder = Callable[[int, int, dict[str, Any]], Any]
+IndexBuilder = Callable[[int, int, dict[str, Any]], FaissIndex]
 """``(dimension, rows, params) -> FAISS index``: one index kind."""
 
 INDEX_KINDS: Registry[IndexBuilder] = Registry("index kind")
 """Index kind name -> builder."""
 
 
-def load_faiss() -> ModuleType:
-    """The ``faiss`` module (the ``convlab[index]`` extra).
-
-    Raises:
-        ImportError: FAISS is not installed, naming the extra.
-    """
-    return require("faiss", "index", feature="a FAISS index")
-
-
 @INDEX_KINDS.register("flat")
-def _flat(d: int, n: int, params: dict[str, Any]) -> Any:
+def _flat(d: int, n: int, params: dict[str, Any]) -> FaissIndex:
     return load_faiss().IndexFlatIP(d)
 
 
 @INDEX_KINDS.register("hnsw")
-def _hnsw(d: int, n: int, params: dict[str, Any]) -> Any:
+def _hnsw(d: int, n: int, params: dict[str, Any]) -> FaissIndex:
     faiss = load_faiss()
     index = faiss.IndexHNSWFlat(d, int(params.get("hnsw_m", 32)), faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = int(params.get("ef_construction", 200))
@@ -56,7 +47,7 @@ def _hnsw(d: int, n: int, params: dict[str, Any]) -> Any:
 
 
 @INDEX_KINDS.register("ivf")
-def _ivf(d: int, n: int, params: dict[str, Any]) -> Any:
+def _ivf(d: int, n: int, params: dict[str, Any]) -> FaissIndex:
     faiss = load_faiss()
     nlist = int(params.get("nlist") or max(1, min(n // 39, int(4 * math.sqrt(max(n, 1))))))
     index = faiss.IndexIVFFlat(faiss.IndexFlatIP(d), d, nlist, faiss.METRIC_INNER_PRODUCT)
@@ -65,5 +56,5 @@ def _ivf(d: int, n: int, params: dict[str, Any]) -> Any:
 
 
 @INDEX_KINDS.register("ivfpq")
-def _ivfpq(d: int, n: int, params: dict[str, Any]) -> Any:
+def _ivfpq(d: int, n: int, params: dict[str, Any]) -> FaissIndex:
     return make_ivfpq(d, IVFPQParams.from_dict(params).resolved(n, d))

@@ -32,6 +32,7 @@ import polars as pl
 
 from convlab import __version__
 from convlab.atomic import fsync_dir
+from convlab.index.faisslib import FaissIndex, load_faiss
 from convlab.index.ivfpq import (
     IVFPQParams,
     ShardLoader,
@@ -41,7 +42,7 @@ from convlab.index.ivfpq import (
     rescore_into,
     set_nprobe,
 )
-from convlab.index.kinds import INDEX_KINDS, load_faiss
+from convlab.index.kinds import INDEX_KINDS
 
 __all__ = ["VectorIndex"]
 
@@ -66,7 +67,11 @@ class VectorIndex:
     """Units (rows of :data:`convlab.schema.UNITS`) and their vectors, row i <-> vector i."""
 
     def __init__(
-        self, units: pl.DataFrame, vectors: np.ndarray, faiss_index: Any, manifest: dict[str, Any]
+        self,
+        units: pl.DataFrame,
+        vectors: np.ndarray,
+        faiss_index: FaissIndex,
+        manifest: dict[str, Any],
     ) -> None:
         self.units = units
         self._vectors = vectors
