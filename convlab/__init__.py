@@ -3,9 +3,12 @@
 Frames flow: :func:`load` -> :func:`turns` -> :func:`chunks` -> :func:`units` ->
 :func:`search` -> :func:`resurrect`; :func:`evaluate` compares systems on labelled queries.
 
-The names below are imported on first use (PEP 562), so ``import convlab`` is quick and a
-loader worker process does not pay for scipy, FAISS or the model's libraries it never uses.
-Submodules (``convlab.evaluation.plots``, ``convlab.evaluation.datasets``, ...) load the same way.
+The names below are imported on first use (PEP 562), so ``import convlab`` is quick, changes
+nothing in the process (no environment variable, no registry of another package), and a loader
+worker process does not pay for scipy, FAISS or the model's libraries it never uses. Submodules
+(``convlab.evaluation.plots``, ``convlab.evaluation.datasets``, ...) load the same way. A name whose
+optional dependency is missing fails when it is used, naming its pip extra
+(:func:`convlab.extras.require`).
 """
 
 from __future__ import annotations
@@ -13,8 +16,6 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from typing import TYPE_CHECKING, Any
-
-from convlab import model as _model  # noqa: F401  (sets HF_HUB_OFFLINE before anything loads)
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,7 @@ _EXPORTS = {
     "chunks": "convlab.pipeline.chunks",
     "evaluate": "convlab.evaluation.evaluate",
     "load": "convlab.loaders",
+    "make_embedder": "convlab.embed",
     "resurrect": "convlab.resurrection",
     "search": "convlab.retrieval.search",
     "turns": "convlab.pipeline.turns",
@@ -57,6 +59,7 @@ __all__ = [
     "chunks",
     "evaluate",
     "load",
+    "make_embedder",
     "resurrect",
     "search",
     "turns",
@@ -82,7 +85,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from convlab.build import build_index
-    from convlab.embed import CachedEmbedder, HashEmbedder, MiniLMEmbedder
+    from convlab.embed import CachedEmbedder, HashEmbedder, MiniLMEmbedder, make_embedder
     from convlab.evaluation.evaluate import EvalConfig, System, evaluate
     from convlab.index import VectorIndex
     from convlab.loaders import Corpus, LoadError, load

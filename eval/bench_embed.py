@@ -19,7 +19,7 @@ from pathlib import Path
 
 import convlab
 from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts
-from convlab.model import model_path
+from convlab.model import load_sentence_transformer
 from convlab.paths import locomo_path
 
 
@@ -38,9 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     distinct = list(dict.fromkeys(t for ts in texts.values() for t in ts))
     inner = MiniLMEmbedder(show_progress=False)
     inner.encode(["warm up the model"])
-    from sentence_transformers import SentenceTransformer
-
-    st = SentenceTransformer(str(model_path()), device="cpu")
+    st = load_sentence_transformer()  # a second, plain SentenceTransformer (offline)
     st.encode(["warm up the model"])
     all_texts = [x for ts in texts.values() for x in ts]
     # the CPU is noisy: alternate plain and cold, each with a fresh cache, and keep the best of

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from convlab.embed import MiniLMEmbedder
 from convlab.paths import locomo_path, shared_dir
 
 
@@ -17,6 +18,12 @@ def _need(path: Path, what: str) -> Path:
     if os.environ.get("CI"):
         pytest.fail(f"{msg}: CI must have it (../shared beside the clone)")
     pytest.skip(msg)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> MiniLMEmbedder:
+    """The real all-MiniLM-L6-v2 embedder (torch), loaded once per test session."""
+    return MiniLMEmbedder()
 
 
 @pytest.fixture(scope="session")

@@ -139,11 +139,6 @@ def test_save_load_roundtrip_and_refusals(tmp_path: Path) -> None:
         VectorIndex.build(_units(20), v, model_id="m", kind="lsh")
 
 
-@pytest.fixture(scope="session")
-def minilm() -> MiniLMEmbedder:
-    return MiniLMEmbedder()
-
-
 @pytest.mark.model
 def test_real_model(minilm: MiniLMEmbedder) -> None:
     v = minilm.encode(

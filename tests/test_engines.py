@@ -100,7 +100,7 @@ def test_embedder_spec_rebuilds_the_embedder() -> None:
 
     spec = embedder_spec(HashEmbedder(8))
     assert (spec.module, spec.qualname, spec.kwargs) == (
-        "convlab.embed",
+        "convlab.embed.hashing",
         "HashEmbedder",
         {"dimension": 8},
     )

@@ -1,4 +1,4 @@
-"""The top-level package: lazy names, offline model settings, a quick import."""
+"""The top-level package: lazy names, no side effects at import, extras that fail late."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+import polars as pl
 import pytest
 
 import convlab
@@ -28,19 +30,67 @@ def test_unknown_attribute_raises_attribute_error():
         _ = convlab.no_such_thing  # type: ignore[attr-defined]
 
 
-def test_import_sets_offline_and_leaves_heavy_libraries_unloaded():
-    # a loader worker process imports convlab.loaders: it must not pay for scipy or FAISS
-    code = (
-        "import sys, os, convlab.loaders; "
-        "print(os.environ['HF_HUB_OFFLINE'], "
-        "sorted(m for m in ('scipy', 'faiss', 'torch', 'sentence_transformers') "
-        "if m in sys.modules))"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+def _run(code: str, env: dict[str, str] | None = None) -> list[str]:
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
     )
-    assert out.stdout.split() == ["1", "[]"]
+    return out.stdout.split()
+
+
+def _env_without_offline() -> dict[str, str]:
+    return {
+        k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    }
+
+
+def test_import_leaves_the_environment_and_heavy_libraries_alone():
+    # `import convlab` (and the loaders a worker process imports) changes no environment
+    # variable and loads neither scipy, FAISS nor the model's libraries (polars is imported
+    # first: it sets its own allocator variable when imported)
+    code = (
+        "import os, sys, numpy, polars; before = dict(os.environ); "
+        "import convlab, convlab.loaders, convlab.embed, convlab.index, convlab.engines; "
+        "print(dict(os.environ) == before, 'HF_HUB_OFFLINE' in os.environ, "
+        "sorted(m for m in ('scipy', 'faiss', 'torch', 'sentence_transformers', 'transformers', "
+        "'bm25s', 'ray') if m in sys.modules) or 'none')"
+    )
+    assert _run(code, _env_without_offline()) == ["True", "False", "none"]
+
+
+@pytest.mark.model
+def test_loading_the_model_switches_the_hub_off_and_never_connects():
+    # every socket connection fails in this process: loading and running the model must not try
+    code = (
+        "import os, socket\n"
+        "def refuse(*a, **k): raise OSError('network used')\n"
+        "socket.socket.connect = refuse; socket.create_connection = refuse\n"
+        "from convlab.embed import MiniLMEmbedder\n"
+        "e = MiniLMEmbedder(show_progress=False)\n"
+        "print('HF_HUB_OFFLINE' in os.environ)\n"
+        "v = e.encode(['nginx websockets'])\n"
+        "import huggingface_hub.constants as c\n"
+        "print(os.environ['HF_HUB_OFFLINE'], os.environ['TRANSFORMERS_OFFLINE'], c.HF_HUB_OFFLINE,"
+        " v.shape[1])\n"
+    )
+    assert _run(code, _env_without_offline()) == ["False", "1", "1", "True", "384"]
+
+
+def test_a_missing_extra_fails_late_and_names_it(monkeypatch: pytest.MonkeyPatch):
+    from convlab.embed import MiniLMEmbedder
+    from convlab.extras import require
+    from convlab.index import BM25Index, VectorIndex
+
+    for module in ("faiss", "sentence_transformers", "bm25s"):
+        monkeypatch.setitem(sys.modules, module, None)  # `import <module>` now fails
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+    with pytest.raises(ImportError, match=r"convlab\[index\] is needed for a FAISS index: "):
+        VectorIndex.build(pl.DataFrame({"unit_id": ["u"]}), np.ones((1, 2)), model_id="m")
+    with pytest.raises(ImportError, match=r"pip install 'convlab\[model\]'"):
+        MiniLMEmbedder()
+    with pytest.raises(ImportError, match=r"convlab\[index\] is needed for BM25"):
+        BM25Index.build(pl.DataFrame({"text": ["a b"]}))
+    with pytest.raises(ImportError, match=r"^convlab\[judge\] is needed \(faiss\): pip install"):
+        require("faiss", "judge")
 
 
 def test_importing_a_submodule_keeps_the_function_of_the_same_name():

@@ -205,11 +205,11 @@ def test_readers_interleaved_with_writers_never_mix_versions(history: Path, tmp_
 _KILLED_INDEX = textwrap.dedent(
     """
     import os, signal, sys
-    import convlab.embed
+    import convlab.embed.cache
     from convlab.embed import HashEmbedder
     from convlab.store import Store, StoreConfig
 
-    convlab.embed.SEGMENT_TEXTS = 4
+    convlab.embed.cache.SEGMENT_TEXTS = 4
     KILL_AFTER = int(sys.argv[3])
 
     class Dying(HashEmbedder):

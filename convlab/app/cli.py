@@ -86,17 +86,14 @@ EXAMPLES = {
 }
 
 
-def _embedder(name: str, backend: str = "torch", model_id: str | None = None) -> Any:
+def _embedder(name: str, backend: str | None = "torch", model_id: str | None = None) -> Any:
     """The embedder of ``--embedder``/``--backend``; for a search, one fit for ``model_id``."""
-    from convlab.embed import HashEmbedder, minilm_embedder, query_embedder
+    from convlab.embed import make_embedder
 
-    if name == "hash":  # a fast fake, for tests of the command itself
-        return HashEmbedder()
-    if name != "minilm":
-        raise UsageError(f"unknown embedder {name!r}")
-    if model_id is not None:
-        return query_embedder(model_id, backend)
-    return minilm_embedder(backend)
+    try:
+        return make_embedder(name, backend, model_id=model_id)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def _add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
@@ -459,6 +456,7 @@ def _filters(args: argparse.Namespace) -> str:
 
 
 def _search(args: argparse.Namespace) -> int:
+    from convlab.embed import manifest_embedder
     from convlab.retrieval.search import search
     from convlab.store import Store
 
@@ -470,7 +468,7 @@ def _search(args: argparse.Namespace) -> int:
     store = Store(args.store)
     manifest = store.manifest()
     index = store.index()
-    name = args.embedder or _embedder_name(manifest)
+    name = args.embedder or manifest_embedder(manifest)
     embedder = _embedder(name, args.backend, model_id=str(manifest.get("model_id", "")))
     bm25 = None
     if options.retrieval.needs_bm25:
@@ -489,10 +487,6 @@ def _search(args: argparse.Namespace) -> int:
         for line in hit_lines(rows, terminal_width()):
             print(line)
     return EXIT_OK
-
-
-def _embedder_name(manifest: dict[str, Any]) -> str:
-    return "hash" if "hash" in str(manifest.get("model_id", "")).lower() else "minilm"
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -42,7 +42,7 @@ def highlight(text: str, query: str) -> str:
         >>> highlight("Use <b>flock</b> here", "the flock")
         'Use &lt;b&gt;<mark>flock</mark>&lt;/b&gt; here'
     """
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    from convlab.stopwords import ENGLISH_STOP_WORDS
 
     escaped = html.escape(text)
     words = sorted(

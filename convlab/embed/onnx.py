@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from convlab.atomic import fsync_dir
-from convlab.model import MAX_TOKENS, MODEL_DIMENSION, MODEL_ID, model_path
+from convlab.extras import require
+from convlab.model import MAX_TOKENS, MODEL_DIMENSION, MODEL_ID, load_transformer, model_path
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -46,7 +47,7 @@ EXPORT_FORMAT = 1
 """Bumped when the export or quantization recipe changes (old exports are then ignored)."""
 
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
-_EXTRA = "convlab[onnx]"
+_FEATURE = "the ONNX embedding backends"
 
 
 def cache_root() -> Path:
@@ -80,17 +81,6 @@ def onnx_model_file(quantized: bool, cache_dir: str | Path | None = None) -> Pat
     return folder / ("model-int8.onnx" if quantized else "model.onnx")
 
 
-def _require(module: str) -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(
-            f"the ONNX embedding backends need {module!r}: pip install '{_EXTRA}'"
-        ) from exc
-
-
 def _write_atomically(final: Path, write: Callable[[Path], None]) -> None:
     """Run ``write(tmp)`` on a temporary name beside ``final``, fsync it, rename it into place."""
     tmp = final.with_name(f".tmp-{uuid.uuid4().hex}-{final.name}")
@@ -106,9 +96,8 @@ def _write_atomically(final: Path, write: Callable[[Path], None]) -> None:
 
 def _export_fp32(target: Path) -> None:
     """Trace the bundled BERT encoder to ONNX (inputs ids/mask/types, output the token states)."""
-    torch = _require("torch")
-    transformers = _require("transformers")
-    _require("onnx")  # the exporter serialises through it
+    torch = require("torch", "model", feature="exporting the ONNX model")
+    require("onnx", "onnx", feature=_FEATURE)  # the exporter serialises through it
 
     class _Encoder(torch.nn.Module):  # type: ignore[name-defined]
         def __init__(self, bert: Any) -> None:
@@ -120,7 +109,7 @@ def _export_fp32(target: Path) -> None:
                 input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
             ).last_hidden_state
 
-    bert = transformers.AutoModel.from_pretrained(str(model_path())).eval()
+    bert = load_transformer()
     ids = torch.tensor([[101, 7592, 2088, 102], [101, 7592, 102, 0]], dtype=torch.long)
     mask = (ids != 0).long()
     axes = {n: {0: "batch", 1: "sequence"} for n in (*_INPUTS, "last_hidden_state")}
@@ -145,7 +134,7 @@ def _kept_in_fp32(source: Path) -> list[str]:
     0.9901 / 0.962; this one node kept in fp32 0.9921 / 0.970 (about 1/18 of the MatMul work);
     any other single layer's node 0.9900-0.9908. Embedding lookups stay fp32 too (no speed cost).
     """
-    onnx = _require("onnx")
+    onnx = require("onnx", "onnx", feature=_FEATURE)
     graph = onnx.load(str(source), load_external_data=False).graph
     return [
         n.name for n in graph.node if n.op_type == "MatMul" and "layer.0/output/dense" in n.name
@@ -154,7 +143,7 @@ def _kept_in_fp32(source: Path) -> list[str]:
 
 def _quantize(source: Path, target: Path) -> None:
     """Dynamic int8 quantization: weights per output channel, 7-bit range (``reduce_range``)."""
-    quantization = _require("onnxruntime.quantization")
+    quantization = require("onnxruntime.quantization", "onnx", feature=_FEATURE)
     import logging
 
     keep = _kept_in_fp32(source)
@@ -220,6 +209,7 @@ class OnnxEmbedder:
         (1, 384)
     """
 
+    name = "minilm"
     dimension = MODEL_DIMENSION
 
     def __init__(
@@ -258,7 +248,7 @@ class OnnxEmbedder:
         return path
 
     def _load(self) -> None:
-        ort = _require("onnxruntime")
+        ort = require("onnxruntime", "onnx", feature=_FEATURE)
         from tokenizers import Tokenizer
 
         path = self.path

@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from convlab.registry import Registry
+
 if TYPE_CHECKING:
     from convlab.embed import CachedEmbedder
 
@@ -53,8 +55,8 @@ class Engine(Protocol):
 
 E = TypeVar("E", bound=Engine)
 
-ENGINES: dict[str, Callable[..., Engine]] = {}
-"""Engine name -> factory taking the engine's keyword options."""
+ENGINES: Registry[Callable[..., Engine]] = Registry("engine")
+"""Engine name -> factory taking the engine's keyword options: the ``--engine`` choices."""
 
 
 def register_engine(name: str) -> Callable[[Callable[..., E]], Callable[..., E]]:
@@ -63,14 +65,7 @@ def register_engine(name: str) -> Callable[[Callable[..., E]], Callable[..., E]]
     Raises:
         ValueError: ``name`` is registered already.
     """
-
-    def deco(factory: Callable[..., E]) -> Callable[..., E]:
-        if name in ENGINES:
-            raise ValueError(f"engine {name!r} is registered twice")
-        ENGINES[name] = factory
-        return factory
-
-    return deco
+    return ENGINES.register(name)
 
 
 def get_engine(name: str | Engine, **options: Any) -> Engine:
@@ -83,10 +78,7 @@ def get_engine(name: str | Engine, **options: Any) -> Engine:
         if options:
             raise ValueError("engine options are given to the engine's constructor, not here")
         return name
-    factory = ENGINES.get(name)
-    if factory is None:
-        raise ValueError(f"unknown engine {name!r}; valid: {', '.join(sorted(ENGINES))}")
-    return factory(**options)
+    return ENGINES.get(name)(**options)
 
 
 # the built-in engines register themselves (convlab.engines.ray imports Ray only when used)

@@ -41,6 +41,7 @@ import numpy as np
 
 from convlab.embed import HashEmbedder, MiniLMEmbedder, embed_texts
 from convlab.engines import register_engine
+from convlab.extras import require
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -49,15 +50,12 @@ if TYPE_CHECKING:
 
 __all__ = ["EMBEDDER_SPECS", "EmbedderSpec", "RayEngine", "embedder_spec"]
 
-EXTRA_HINT = "the Ray engine needs Ray Data: pip install 'convlab[ray]'"
+_FEATURE = "engine='ray' (Ray Data)"
 
 
 def _import_ray() -> Any:
-    try:
-        import ray
-        import ray.data
-    except ImportError as exc:
-        raise ImportError(f"{EXTRA_HINT} ({exc})") from exc
+    ray = require("ray", "ray", feature=_FEATURE)
+    require("ray.data", "ray", feature=_FEATURE)
     return ray
 
 

@@ -129,9 +129,10 @@ def unit_map(
     title: str = "Units in 2-D (PCA), coloured by conversation",
 ) -> Figure:
     """A PCA map of unit vectors, coloured by conversation, with a query and its hits marked."""
-    from sklearn.decomposition import PCA
+    from convlab.extras import require
 
-    pca = PCA(n_components=2, random_state=0).fit(vectors)
+    decomposition = require("sklearn.decomposition", "eval", feature="the PCA map")
+    pca = decomposition.PCA(n_components=2, random_state=0).fit(vectors)
     xy = pca.transform(vectors)
     fig, ax = plt.subplots(figsize=(7, 6))
     convs = sorted(set(conversations))

@@ -4,25 +4,43 @@ BM25 (Robertson & Zaragoza, 2009) with bm25s's defaults (Lucene variant, k1=1.5,
 ``score(q, d) = sum_t idf(t) * tf(t,d) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))`` with
 ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``.
 On LoCoMo lexical search is a serious baseline, not a formality.
+
+bm25s and PyStemmer are the ``convlab[index]`` extra, imported when an index is built or loaded.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-import bm25s
 import numpy as np
 import polars as pl
-import Stemmer
+
+from convlab.extras import require
+
+if TYPE_CHECKING:
+    import bm25s
 
 __all__ = ["BM25Index"]
 
-_STEMMER = Stemmer.Stemmer("english")
+_FEATURE = "BM25 (lexical and hybrid search)"
+
+
+def _bm25s() -> ModuleType:
+    return require("bm25s", "index", feature=_FEATURE)
+
+
+@cache
+def _stemmer() -> Any:
+    """The English Snowball stemmer (PyStemmer), made once."""
+    return require("Stemmer", "index", feature=_FEATURE).Stemmer("english")
 
 
 def _tokenize(texts: list[str]) -> list[list[str]]:
-    return bm25s.tokenize(
-        texts, stopwords="en", stemmer=_STEMMER, show_progress=False, return_ids=False
+    return _bm25s().tokenize(
+        texts, stopwords="en", stemmer=_stemmer(), show_progress=False, return_ids=False
     )
 
 
@@ -36,9 +54,10 @@ class BM25Index:
     @classmethod
     def build(cls, units: pl.DataFrame) -> BM25Index:
         """Index the units' texts."""
-        retriever = bm25s.BM25()
+        lib = _bm25s()
+        retriever = lib.BM25()
         texts = units["text"].to_list()
-        tokens = bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, show_progress=False)
+        tokens = lib.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
         retriever.index(tokens, show_progress=False)
         return cls(retriever, len(texts))
 
@@ -69,5 +88,5 @@ class BM25Index:
     @classmethod
     def load(cls, directory: str | Path) -> BM25Index:
         """Load what :meth:`save` wrote."""
-        r = bm25s.BM25.load(str(directory), allow_pickle=False)
+        r = _bm25s().BM25.load(str(directory), allow_pickle=False)
         return cls(r, int(r.scores["num_docs"]))

@@ -7,9 +7,9 @@ memory-mapped. A query probes ``nprobe`` of the ``nlist`` inverted lists, takes 
 arithmetic), so the scores returned are cosines, as with the other kinds.
 
 The index is built in three passes over shards
-(:meth:`convlab.index.VectorIndex.build_from_shards`): count and check the rows, draw the training
-sample, then add each shard and write its float16 vectors into the memory-mapped file; at most one
-shard of float32 vectors is held at a time.
+(:meth:`convlab.index.vector.VectorIndex.build_from_shards`): count and check the rows, draw the
+training sample, then add each shard and write its float16 vectors into the memory-mapped file; at
+most one shard of float32 vectors is held at a time.
 The training sample depends only on the global row numbers and the seed (each row gets a
 pseudo-random key; the ``train_size`` smallest keys win), so the same vectors cut into different
 shards give the same index.
@@ -23,9 +23,10 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import faiss
 import numpy as np
 import polars as pl
+
+from convlab.index.faisslib import FaissIndex, load_faiss
 
 __all__ = [
     "IVFPQParams",
@@ -122,13 +123,14 @@ class IVFPQParams:
         return IVFPQParams(**out)
 
 
-def make_ivfpq(d: int, params: IVFPQParams) -> Any:
+def make_ivfpq(d: int, params: IVFPQParams) -> FaissIndex:
     """An untrained FAISS index for resolved ``params``.
 
     L2 on unit vectors ranks exactly as cosine; candidates are re-scored by cosine anyway.
     """
     if params.nlist is None or params.train_size is None:
         raise ValueError("ivfpq parameters must be resolved (IVFPQParams.resolved) first")
+    faiss = load_faiss()
     # FAISS's Python wrapper keeps the quantizer and the transform alive with the index
     ivf = faiss.IndexIVFPQ(faiss.IndexFlatL2(d), d, params.nlist, params.m, params.nbits)
     ivf.nprobe = params.nprobe
@@ -137,9 +139,9 @@ def make_ivfpq(d: int, params: IVFPQParams) -> Any:
     return faiss.IndexPreTransform(faiss.OPQMatrix(d, params.m), ivf)
 
 
-def set_nprobe(index: Any, nprobe: int) -> None:
+def set_nprobe(index: FaissIndex, nprobe: int) -> None:
     """Set ``nprobe`` on an IVF index, wrapped in an OPQ transform or not."""
-    faiss.extract_index_ivf(index).nprobe = nprobe
+    load_faiss().extract_index_ivf(index).nprobe = nprobe
 
 
 def _row_keys(start: int, count: int, seed: int) -> np.ndarray:

@@ -52,7 +52,7 @@ def query_terms(query: str) -> tuple[str, ...]:
         >>> query_terms("when did we fix the flaky Fixture")
         ('fix', 'fixture', 'flaky')
     """
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    from convlab.stopwords import ENGLISH_STOP_WORDS
 
     words = {w for w in re.findall(r"\w{3,}", query.lower()) if w not in ENGLISH_STOP_WORDS}
     return tuple(sorted(words))

@@ -230,7 +230,11 @@ def agreement(a: str | Path | Iterable[Judgment], b: str | Path | Iterable[Judgm
     Raises:
         ValueError: the two share no graded doc.
     """
-    from sklearn.metrics import cohen_kappa_score
+    from convlab.extras import require
+
+    cohen_kappa_score = require(
+        "sklearn.metrics", "judge", feature="Cohen's kappa"
+    ).cohen_kappa_score
 
     def grades(x: str | Path | Iterable[Judgment]) -> dict[tuple[str, str], int]:
         js = read_judgments(x)[0] if isinstance(x, str | Path) else list(x)

@@ -1,0 +1,122 @@
+"""Embedders by name: :data:`EMBEDDERS` (``minilm``, ``hash``) and :func:`make_embedder`.
+
+Callers (the CLI, ``eval.run``, the store) pick an embedder by its registered name, and a
+manifest records that name in its ``embedder`` field, so the embedder that searches a store is
+chosen from the record, never guessed from the model id. Manifests written before the field
+existed are still read: :func:`manifest_embedder` falls back to the old rule for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from convlab.embed.backends import BACKENDS, minilm_embedder, query_embedder
+from convlab.embed.hashing import HashEmbedder
+from convlab.protocols import Embedder
+from convlab.registry import Registry
+
+__all__ = ["EMBEDDERS", "EmbedderFactory", "embedder_name", "make_embedder", "manifest_embedder"]
+
+
+class EmbedderFactory(Protocol):
+    """Makes an embedder: ``backend`` and the ``model_id`` of stored vectors may be None."""
+
+    def __call__(self, *, backend: str | None, model_id: str | None, **options: Any) -> Embedder:
+        """A new embedder; ``options`` are its own keyword arguments."""
+        ...
+
+
+EMBEDDERS: Registry[EmbedderFactory] = Registry("embedder")
+"""Embedder name -> factory: the ``--embedder`` choices."""
+
+
+@EMBEDDERS.register("minilm")
+def _minilm(*, backend: str | None, model_id: str | None, **options: Any) -> Embedder:
+    """all-MiniLM-L6-v2; for a search (``model_id`` given), the backend fit for those vectors."""
+    if model_id is not None:
+        if options:
+            raise ValueError(f"a query embedder takes no options ({', '.join(sorted(options))})")
+        return query_embedder(model_id, backend)
+    return minilm_embedder(backend or "torch", **options)
+
+
+@EMBEDDERS.register("hash")
+def _hash(*, backend: str | None, model_id: str | None, **options: Any) -> Embedder:
+    """The hashed bag of words, for tests of the commands.
+
+    It runs one way only: a valid MiniLM backend name is accepted and has no effect (so the
+    commands' ``--backend`` handling can be tested without the model); an unknown one fails.
+    """
+    if backend is not None:
+        BACKENDS.get(backend)  # an unknown name fails here, listing the valid ones
+    if model_id is not None and "dimension" not in options and model_id.startswith("hash-"):
+        options["dimension"] = int(model_id.removeprefix("hash-"))
+    return HashEmbedder(**options)
+
+
+def make_embedder(
+    name: str = "minilm",
+    backend: str | None = None,
+    *,
+    model_id: str | None = None,
+    **options: Any,
+) -> Embedder:
+    """The embedder registered as ``name`` (one of :data:`EMBEDDERS`).
+
+    Args:
+        name: ``minilm`` or ``hash``.
+        backend: for ``minilm``, one of :data:`convlab.embed.BACKENDS` (None: torch to build,
+            or the best fit for ``model_id`` to search).
+        model_id: the ``model_id`` recorded with stored vectors: the embedder is then one whose
+            queries match them.
+        **options: the embedder's own keyword arguments (``batch_size``, ``dimension``, ...).
+
+    Raises:
+        ValueError: an unknown name or backend (listing the valid ones), or a backend that does
+            not make vectors of ``model_id``'s space.
+
+    Example:
+        >>> make_embedder("hash").model_id
+        'hash-64'
+        >>> make_embedder("minilm", "onnx-int8").model_id
+        'sentence-transformers/all-MiniLM-L6-v2@onnx-int8'
+    """
+    return EMBEDDERS.get(name)(backend=backend, model_id=model_id, **options)
+
+
+def embedder_name(embedder: Embedder) -> str:
+    """The registered name of ``embedder`` (its ``name`` attribute), for manifests.
+
+    Raises:
+        ValueError: the embedder has no ``name`` that is registered in :data:`EMBEDDERS`.
+    """
+    name = getattr(embedder, "name", None)
+    if not isinstance(name, str) or name not in EMBEDDERS:
+        raise ValueError(
+            f"{type(embedder).__qualname__} has no registered name (its `name` attribute is "
+            f"{name!r}); valid: {', '.join(EMBEDDERS.names())}"
+        )
+    return name
+
+
+def manifest_embedder(manifest: Mapping[str, Any]) -> str:
+    """The name of the embedder that made a manifest's vectors.
+
+    The ``embedder`` field when the manifest has one; for manifests written before it existed,
+    the old rule: ``hash`` when the model id contains "hash", else ``minilm``.
+
+    Raises:
+        ValueError: the ``embedder`` field names no registered embedder.
+
+    Example:
+        >>> manifest_embedder({"model_id": "hash-64"})
+        'hash'
+        >>> manifest_embedder({"embedder": "minilm", "model_id": "x"})
+        'minilm'
+    """
+    name = manifest.get("embedder")
+    if name is None:
+        return "hash" if "hash" in str(manifest.get("model_id", "")).lower() else "minilm"
+    EMBEDDERS.get(str(name))  # an unknown name fails here, listing the valid ones
+    return str(name)

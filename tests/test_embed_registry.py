@@ -1,0 +1,132 @@
+"""Embedders and index kinds by name: the registries, make_embedder, the manifest's embedder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from convlab.embed import (
+    EMBEDDERS,
+    CachedEmbedder,
+    HashEmbedder,
+    MiniLMEmbedder,
+    embedder_name,
+    make_embedder,
+    manifest_embedder,
+)
+from convlab.embed.onnx import OnnxEmbedder
+from convlab.extras import missing_extra, require
+from convlab.index import INDEX_KINDS, VectorIndex
+from convlab.model import MODEL_ID
+
+
+def test_embedders_are_picked_by_name() -> None:
+    assert EMBEDDERS.names() == ("hash", "minilm")
+    assert make_embedder("hash").model_id == "hash-64"
+    assert isinstance(make_embedder("minilm"), MiniLMEmbedder)  # torch by default, no load
+    int8 = make_embedder("minilm", "onnx-int8")
+    assert isinstance(int8, OnnxEmbedder)
+    assert int8.model_id == f"{MODEL_ID}@onnx-int8"
+    assert make_embedder("minilm", batch_size=8).batch_size == 8  # type: ignore[attr-defined]
+
+
+def test_unknown_names_list_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match=r"^unknown embedder 'bert'; valid: hash, minilm$"):
+        make_embedder("bert")
+    with pytest.raises(ValueError, match=r"backend 'cuda'; valid: onnx, onnx-int8, torch$"):
+        make_embedder("minilm", "cuda")
+    with pytest.raises(ValueError, match=r"backend 'cuda'; valid: onnx, onnx-int8, torch$"):
+        make_embedder("hash", "cuda")
+
+
+def test_a_query_embedder_matches_the_stored_vectors() -> None:
+    # vectors made by onnx-int8 are searched with onnx-int8 (no other backend shares its space)
+    q = make_embedder("minilm", model_id=f"{MODEL_ID}@onnx-int8")
+    assert isinstance(q, OnnxEmbedder)
+    assert q.quantized
+    with pytest.raises(ValueError, match="made by the onnx-int8 backend"):
+        make_embedder("minilm", "torch", model_id=f"{MODEL_ID}@onnx-int8")
+    # the hash embedder takes its dimension from the stored model id; a valid backend is a no-op
+    assert make_embedder("hash", "onnx", model_id="hash-32").dimension == 32
+
+
+def test_embedder_name_is_the_registered_name() -> None:
+    assert embedder_name(HashEmbedder(8)) == "hash"
+    assert embedder_name(MiniLMEmbedder()) == "minilm"
+    assert embedder_name(OnnxEmbedder(quantized=True)) == "minilm"
+
+    class Anonymous(HashEmbedder):
+        name = "mine"
+
+    with pytest.raises(ValueError, match=r"Anonymous has no registered name.*'mine'"):
+        embedder_name(Anonymous())
+
+
+def test_the_cache_carries_its_inner_embedder_s_name(tmp_path: Path) -> None:
+    assert embedder_name(CachedEmbedder(HashEmbedder(8), tmp_path)) == "hash"
+
+
+@pytest.mark.parametrize(
+    ("manifest", "name"),
+    [
+        ({"model_id": "hash-64"}, "hash"),  # old manifests: the old rule
+        ({"model_id": "HASH-16"}, "hash"),
+        ({"model_id": MODEL_ID}, "minilm"),
+        ({"model_id": f"{MODEL_ID}@onnx"}, "minilm"),
+        ({}, "minilm"),
+        ({"embedder": "hash", "model_id": MODEL_ID}, "hash"),  # the field wins over the rule
+        ({"embedder": "minilm", "model_id": "hash-64"}, "minilm"),
+    ],
+)
+def test_manifest_embedder(manifest: dict[str, str], name: str) -> None:
+    assert manifest_embedder(manifest) == name
+
+
+def test_manifest_embedder_refuses_an_unknown_name() -> None:
+    with pytest.raises(ValueError, match=r"unknown embedder 'bert'; valid: hash, minilm"):
+        manifest_embedder({"embedder": "bert", "model_id": MODEL_ID})
+
+
+def test_the_index_manifest_records_the_embedder(tmp_path: Path) -> None:
+    units = pl.DataFrame({"unit_id": ["a", "b"], "text": ["x", "y"]})
+    vectors = np.eye(2, dtype=np.float32)
+    built = VectorIndex.build(units, vectors, model_id="hash-2", embedder="hash")
+    assert built.manifest["embedder"] == "hash"
+    built.save(tmp_path / "ix")
+    back = VectorIndex.load(tmp_path / "ix")
+    assert manifest_embedder(back.manifest) == "hash"
+    assert VectorIndex.build(units, vectors, model_id="m").manifest["embedder"] is None
+
+
+def test_index_kinds_are_a_registry() -> None:
+    assert INDEX_KINDS.names() == ("flat", "hnsw", "ivf", "ivfpq")
+    with pytest.raises(ValueError, match="index kind 'flat' is registered twice"):
+        INDEX_KINDS.add("flat", INDEX_KINDS.get("flat"))
+    units = pl.DataFrame({"unit_id": ["a"]})
+    with pytest.raises(
+        ValueError, match=r"^unknown index kind 'lsh'; valid: flat, hnsw, ivf, ivfpq$"
+    ):
+        VectorIndex.build(units, np.ones((1, 2), dtype=np.float32), model_id="m", kind="lsh")
+
+
+def test_require_names_the_extra() -> None:
+    assert require("json", "eval").__name__ == "json"
+    with pytest.raises(ImportError) as info:
+        require("no_such_module_xyz", "ray", feature="engine='ray'")
+    assert str(info.value).startswith(
+        "convlab[ray] is needed for engine='ray': pip install 'convlab[ray]' ("
+    )
+    assert missing_extra("faiss", "index") == (
+        "convlab[index] is needed (faiss): pip install 'convlab[index]'"
+    )
+
+
+def test_vendored_stopwords_are_scikit_learn_s() -> None:
+    text = pytest.importorskip("sklearn.feature_extraction.text")
+    from convlab.stopwords import ENGLISH_STOP_WORDS
+
+    assert ENGLISH_STOP_WORDS == text.ENGLISH_STOP_WORDS
+    assert len(ENGLISH_STOP_WORDS) == 318
