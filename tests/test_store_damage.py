@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from convlab import store as store_module
+from convlab.store import manifest as store_manifest
 from convlab.app.cli import main
 from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig, StoreDamaged
@@ -84,8 +84,8 @@ def _not_unit_norm(version: Path) -> None:
     path = version / "index" / "vectors.npy"
     np.save(path, np.load(path) * 3, allow_pickle=False)
     m = json.loads((version / "manifest.json").read_text())
-    m["version_files"] = store_module._version_files(version)
-    m["checksum"] = store_module._manifest_checksum(m)
+    m["version_files"] = store_manifest.version_files(version)
+    m["checksum"] = store_manifest.manifest_checksum(m)
     (version / "manifest.json").write_text(json.dumps(m))
 
 
@@ -177,20 +177,20 @@ def test_sampled_check_on_index_finds_a_flipped_block(tmp_path: Path) -> None:
     # a 20-block file: the sampled check always reads the first and the last block
     version = tmp_path / "v1"
     version.mkdir()
-    (version / "big.bin").write_bytes(bytes(range(256)) * (20 * store_module.BLOCK // 256))
-    files = store_module._version_files(version)
+    (version / "big.bin").write_bytes(bytes(range(256)) * (20 * store_manifest.BLOCK // 256))
+    files = store_manifest.version_files(version)
     assert len(files["big.bin"]["blocks"]) == 20
-    s = Store(tmp_path)
     manifest = {"version_files": files}
-    assert s._check_files(version, manifest, check="sample").files == 1
+    check = store_manifest.check_files
+    assert check(tmp_path, version, manifest, check="sample").files == 1
     data = bytearray((version / "big.bin").read_bytes())
     data[-1] ^= 1  # in the last block
     (version / "big.bin").write_bytes(bytes(data))
-    assert s._check_files(version, manifest, check="sizes").files == 1  # sizes cannot tell
+    assert check(tmp_path, version, manifest, check="sizes").files == 1  # sizes cannot tell
     with pytest.raises(StoreDamaged, match=r"big\.bin: content does not match"):
-        s._check_files(version, manifest, check="sample")
+        check(tmp_path, version, manifest, check="sample")
     with pytest.raises(StoreDamaged, match=r"big\.bin: content does not match"):
-        s._check_files(version, manifest, check="full")
+        check(tmp_path, version, manifest, check="full")
 
 
 def test_store_without_checksums_opens_says_so_and_index_adds_them(
@@ -212,4 +212,4 @@ def test_store_without_checksums_opens_says_so_and_index_adds_them(
     assert "before stores recorded checksums" in summary.repaired
     assert emb.texts == 0
     assert main(["stats", "--store", str(directory), "--verify"]) == 0
-    assert "verified: all 9 files OK" in capsys.readouterr().out
+    assert "verified: all 14 files OK" in capsys.readouterr().out  # 9 + the 5 of BM25

@@ -454,11 +454,7 @@ def _search(args: argparse.Namespace) -> int:
     index = store.index()
     name = args.embedder or _embedder_name(manifest)
     embedder = _embedder(name, args.backend, model_id=str(manifest.get("model_id", "")))
-    bm25 = None
-    if args.hybrid:
-        from convlab.index.bm25 import BM25Index
-
-        bm25 = BM25Index.build(index.units)
+    bm25 = store.bm25() if args.hybrid else None  # saved with the store: not rebuilt here
     hits = search(index, args.query, embedder=embedder, options=options, bm25=bm25)
     if hits.height == 0:
         print(f"convlab search: no results for {args.query!r}{_filters(args)}", file=sys.stderr)
