@@ -16,10 +16,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from convlab.store import manifest as store_manifest
 from convlab.app.cli import main
 from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig, StoreDamaged
+from convlab.store import manifest as store_manifest
 from tests.helpers import small_history
 
 CONFIG = StoreConfig(strategy="turn_pair")

@@ -33,9 +33,10 @@ and the index of one ``Store`` come from that one directory, however many writer
 **A self-checking store.** The manifest records the size and SHA-256 of every file of its version
 and a checksum of itself. Opening a version checks the manifest's checksum and every file's size;
 :meth:`Store.verify` (``convlab stats --verify``) and every ``update`` also check the hashes
-(:data:`convlab.store.manifest.CHECK_ON_INDEX`); loading the index checks that its vectors are unit length. A damaged,
-missing or truncated file raises :class:`StoreDamaged` with one line naming it, and the next
-``update`` rebuilds the version from the transcripts, its vectors from the embedding cache.
+(:data:`convlab.store.manifest.CHECK_ON_INDEX`); loading the index checks that its vectors are
+unit length. A damaged, missing or truncated file raises :class:`StoreDamaged` with one line
+naming it, and the next ``update`` rebuilds the version from the transcripts, its vectors from
+the embedding cache.
 
 The modules: :mod:`~convlab.store.config` (:class:`StoreConfig`, :class:`IndexSummary`, the
 errors), :mod:`~convlab.store.manifest` (checksums, version files, checks),

@@ -234,7 +234,9 @@ class Store:
                 f"another `convlab index` is writing {self.directory}; wait for it or pass --wait"
             ) from None
         try:
-            return run_update(self, paths, config, embedder, rebuild, log or (lambda _: None), engine)
+            return run_update(
+                self, paths, config, embedder, rebuild, log or (lambda _: None), engine
+            )
         finally:
             lock.release()
 

@@ -105,7 +105,9 @@ def _update(
             raise FileNotFoundError(f"no such file or directory: {r}")
     old_files: Files = (old_manifest or {}).get("files", {})
     scan = _scan(roots, old_files, summary)
-    corpus = redact_corpus(load_files(scan.changed) if scan.changed else load_empty(), config.redact)
+    corpus = redact_corpus(
+        load_files(scan.changed) if scan.changed else load_empty(), config.redact
+    )
     new_prints = _fingerprints(corpus)
     old_prints: dict[str, str] = (old_manifest or {}).get("fingerprints", {})
     _record_conversations(scan, corpus)
@@ -237,8 +239,7 @@ def _scan(roots: list[Path], old_files: Files, summary: IndexSummary) -> _Scan:
     scan.gone = [
         p
         for p in old_files
-        if p not in scan.files
-        and any(Path(p).is_relative_to(r) or Path(p) == r for r in roots)
+        if p not in scan.files and any(Path(p).is_relative_to(r) or Path(p) == r for r in roots)
     ]
     scan.files.update(
         {p: rec for p, rec in old_files.items() if p not in scan.files and p not in scan.gone}

@@ -1,5 +1,7 @@
-"""Versions of a store on disk: written whole beside the live one, switched by one rename, pinned
-by readers with a shared lock, and removed only when no reader holds them.
+"""Versions of a store on disk: written whole, switched by one rename, removed when unread.
+
+A version is written beside the live one, pinned by readers with a shared lock, and removed
+only when no reader holds it.
 
 A version is a directory ``v<N>``; ``current`` is a symlink to the live one. A version is written
 as ``.tmp-v<N>``, flushed (:func:`convlab.store.manifest.fsync_tree`), renamed, and made live by
