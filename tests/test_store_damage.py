@@ -120,6 +120,8 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str, str]] = {
     "manifest truncated": (_truncate("manifest.json"), "manifest.json", "open"),
     "vectors not unit length": (_not_unit_norm, "vectors.npy", "verify"),
     "current dangling": (_dangling_current, "current", "open"),
+    "bm25 vocabulary flipped": (_flip("bm25/vocab.index.json"), "vocab.index.json", "verify"),
+    "bm25 scores truncated": (_truncate("bm25/data.csc.index.npy"), "data.csc.index.npy", "open"),
 }
 
 
@@ -162,6 +164,11 @@ def test_damage_is_detected_and_repaired(
     a, b = repaired.index(), reference.index()
     assert a.units.equals(b.units)
     assert np.array_equal(a.vectors(np.arange(len(a))), b.vectors(np.arange(len(b))))
+    lexical, lexical_ref = repaired.bm25(), reference.bm25()
+    assert lexical is not None and lexical_ref is not None
+    query = " ".join(a.units["text"][0].split()[:6])
+    assert lexical.scores(query).max() > 0
+    assert np.array_equal(lexical.scores(query), lexical_ref.scores(query))
 
 
 def test_damaged_frame_read_names_the_file(clean: Path, tmp_path: Path) -> None:

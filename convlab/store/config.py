@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.redact import REDACT_MODES
 
@@ -59,7 +60,8 @@ class StoreConfig:
 
     Attributes:
         strategy: the embedding strategy (a key of ``convlab.STRATEGIES``).
-        budget: the unit token budget (at least :data:`MIN_BUDGET`).
+        budget: the unit token budget, :data:`MIN_BUDGET` to the model's
+            :data:`convlab.model.MAX_TOKENS` (256).
         index_kind: a key of ``convlab.index.INDEX_KINDS`` (``flat`` exact, ``hnsw``, ``ivf``,
             ``ivfpq``).
         redact: a key of :data:`convlab.pipeline.redact.REDACT_MODES`: ``all`` (every text stored or
@@ -68,7 +70,7 @@ class StoreConfig:
 
     Raises:
         ValueError: an unknown strategy, index kind or redaction mode (listing the valid
-            names), a budget under :data:`MIN_BUDGET`, or a policy field
+            names), a budget out of its range, or a policy field
             :class:`ContentPolicy` does not have (listing its fields) or rejects.
     """
 
@@ -90,8 +92,8 @@ class StoreConfig:
             raise ValueError(f"redact must be one of {', '.join(REDACT_CHOICES)}")
         if isinstance(self.budget, bool) or not isinstance(self.budget, int):
             raise ValueError(f"budget must be an integer, not {self.budget!r}")
-        if self.budget < MIN_BUDGET:
-            raise ValueError(f"budget must be at least {MIN_BUDGET} tokens")
+        if not MIN_BUDGET <= self.budget <= MAX_TOKENS:
+            raise ValueError(f"budget must be between {MIN_BUDGET} and {MAX_TOKENS} tokens")
         valid = [f.name for f in fields(ContentPolicy)]
         unknown = sorted(set(self.policy) - set(valid))
         if unknown:
