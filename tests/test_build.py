@@ -68,7 +68,8 @@ def test_kept_units_come_first_and_only_the_new_corpus_is_embedded(tmp_path: Pat
     assert step.manifest["counts"]["units"] == 4
     assert step.manifest["counts"]["conversations"] == 1
     assert len(step.index) == 4
-    assert step.bm25 is not None and step.bm25.n == 4
+    assert step.bm25 is not None
+    assert step.bm25.n == 4
     # BM25 over all four rows: "logrotate" is only in a's assistant unit (row 1)
     scores = step.bm25.scores("logrotate")
     assert np.flatnonzero(scores).tolist() == [1]

@@ -134,7 +134,8 @@ def test_an_old_store_gets_bm25_on_its_next_index_without_embedding(
     a, b = upgraded.index(), reference.index()
     assert np.array_equal(a.vectors(np.arange(len(a))), b.vectors(np.arange(len(b))))
     stored, ref = upgraded.bm25(), reference.bm25()
-    assert stored is not None and ref is not None
+    assert stored is not None
+    assert ref is not None
     for q in QUERIES:
         assert np.array_equal(stored.scores(q), ref.scores(q))
         assert np.array_equal(stored.scores(q), in_memory.scores(q))

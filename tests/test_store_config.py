@@ -6,8 +6,8 @@ import pytest
 
 from convlab.index import INDEX_KINDS
 from convlab.pipeline.policy import ContentPolicy
-from convlab.strategies import STRATEGIES
 from convlab.store import REDACT_CHOICES, StoreConfig
+from convlab.strategies import STRATEGIES
 
 
 def test_the_error_lists_every_valid_name() -> None:

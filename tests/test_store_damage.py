@@ -165,7 +165,8 @@ def test_damage_is_detected_and_repaired(
     assert a.units.equals(b.units)
     assert np.array_equal(a.vectors(np.arange(len(a))), b.vectors(np.arange(len(b))))
     lexical, lexical_ref = repaired.bm25(), reference.bm25()
-    assert lexical is not None and lexical_ref is not None
+    assert lexical is not None
+    assert lexical_ref is not None
     query = " ".join(a.units["text"][0].split()[:6])
     assert lexical.scores(query).max() > 0
     assert np.array_equal(lexical.scores(query), lexical_ref.scores(query))
