@@ -191,18 +191,12 @@ def build_index(
         corpus = load(corpus)
     derived = derive(corpus, strategy, policy=policy, budget=budget, chunks=chunks)
     derive_done = time.perf_counter()
-    before = asdict(cached.stats)
-    texts = derived.units["text"].to_list()
     try:
-        if dense:
-            new_vectors = eng.embed(texts, cached)
-        else:
-            new_vectors = np.zeros((len(texts), cached.dimension), dtype=np.float32)
+        new_vectors, stats = _embed(derived.units["text"].to_list(), cached, eng, dense=dense)
     finally:
-        if isinstance(engine, str):
+        if isinstance(engine, str):  # an engine made here is stopped here
             eng.close()
     embed_done = time.perf_counter()
-    stats = {k: v - before[k] for k, v in asdict(cached.stats).items()}
     units, vectors = _with_kept(keep, derived.units, new_vectors, cached.dimension)
     fingerprint = units_fingerprint(units)
     index = VectorIndex.build(
@@ -260,6 +254,18 @@ def _cached(embedder: Embedder, cache_dir: str | Path | None) -> CachedEmbedder:
     if cache_dir is None:
         raise ValueError("pass cache_dir, or an embedder wrapped in convlab.CachedEmbedder")
     return CachedEmbedder(embedder, Path(cache_dir).expanduser())
+
+
+def _embed(
+    texts: list[str], cached: CachedEmbedder, eng: Engine, *, dense: bool
+) -> tuple[np.ndarray, dict[str, int]]:
+    """The texts' vectors (zeros when not ``dense``) and the cache's counts for this call."""
+    before = asdict(cached.stats)
+    if dense:
+        vectors = eng.embed(texts, cached)
+    else:
+        vectors = np.zeros((len(texts), cached.dimension), dtype=np.float32)
+    return vectors, {k: v - before[k] for k, v in asdict(cached.stats).items()}
 
 
 def _with_kept(

@@ -19,7 +19,7 @@ from convlab.embed import CachedEmbedder, HashEmbedder, embed_texts
 from convlab.index.bm25 import BM25Index
 from convlab.pipeline.policy import ContentPolicy
 from convlab.store.update import load_empty
-from tests.helpers import corpus
+from tests.helpers import CountingHash, corpus
 
 CORPUS = corpus(
     {
@@ -27,18 +27,6 @@ CORPUS = corpus(
         "b": [("user", "Why is the cache cold?"), ("assistant", "The deploy wiped it.")],
     }
 )
-
-
-class CountingHash(HashEmbedder):
-    """HashEmbedder that keeps the texts it embeds."""
-
-    def __init__(self) -> None:
-        super().__init__(16)
-        self.seen: list[str] = []
-
-    def encode(self, texts):  # type: ignore[no-untyped-def]
-        self.seen += list(texts)
-        return super().encode(texts)
 
 
 def test_kept_units_come_first_and_only_the_new_corpus_is_embedded(tmp_path: Path) -> None:
@@ -51,7 +39,7 @@ def test_kept_units_come_first_and_only_the_new_corpus_is_embedded(tmp_path: Pat
         ("isolated:b:t0:assistant:s0", "The deploy wiped it."),
     ]
     kept = Embedded(whole.units.head(2), whole.vectors[:2])
-    emb = CountingHash()
+    emb = CountingHash(16)
     step = build_index(
         CORPUS.filter_conversations({"b"}),
         "isolated",
@@ -119,7 +107,7 @@ def test_chunks_made_once_serve_every_strategy(
 
 
 def test_bm25_only_and_dense_only_builds(tmp_path: Path) -> None:
-    emb = CachedEmbedder(CountingHash(), tmp_path)
+    emb = CachedEmbedder(CountingHash(16), tmp_path)
     lexical = build_index(CORPUS, "turn_pair", embedder=emb, dense=False)
     assert emb.inner.seen == []  # type: ignore[attr-defined]
     assert lexical.vectors.shape == (4, 16)

@@ -22,21 +22,10 @@ from convlab.index.bm25 import BM25Index
 from convlab.paths import sample_data_path
 from convlab.store import Store, StoreConfig
 from convlab.store import manifest as store_manifest
+from tests.helpers import CountingHash
 
 CONFIG = StoreConfig(strategy="turn_pair")
 QUERIES = ("postgres index concurrently", "docker layer cache npm", "sqlite database is locked")
-
-
-class CountingHash(HashEmbedder):
-    """HashEmbedder that counts the texts it embeds."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts = 0
-
-    def encode(self, texts):  # type: ignore[no-untyped-def]
-        self.texts += len(texts)
-        return super().encode(texts)
 
 
 @pytest.fixture(scope="module")

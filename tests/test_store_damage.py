@@ -20,22 +20,10 @@ from convlab.app.cli import main
 from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig, StoreDamaged
 from convlab.store import manifest as store_manifest
-from tests.helpers import small_history
+from tests.helpers import CountingHash, small_history
 
 CONFIG = StoreConfig(strategy="turn_pair")
 FRAMES = ("conversations", "messages", "turns", "sentences", "units")
-
-
-class CountingHash(HashEmbedder):
-    """HashEmbedder that counts the texts it embeds."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts = 0
-
-    def encode(self, texts):  # type: ignore[no-untyped-def]
-        self.texts += len(texts)
-        return super().encode(texts)
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,23 @@ class _Scan:
     stale: set[str] = field(default_factory=set)
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What an update changes: the conversations to build and to drop, and what it keeps."""
+
+    old_manifest: dict[str, Any] | None
+    roots: list[Path]
+    scan: _Scan
+    corpus: Corpus
+    fresh: set[str]
+    drop: set[str]
+    prints: dict[str, str]
+
+    def nothing_to_do(self) -> bool:
+        """No conversation added, changed or removed (``drop`` holds them all), no file gone."""
+        return not self.drop and self.old_manifest is not None and not self.scan.gone
+
+
 def run_update(
     store: Store,
     paths: Sequence[str | Path],
@@ -68,23 +85,46 @@ def run_update(
 
     eng = get_engine(engine)  # an unknown name or a missing extra fails before any work
     try:
-        return _update(store, paths, config, embedder, rebuild, log, eng)
+        started = time.perf_counter()
+        summary = IndexSummary()
+        old_manifest = _open(store, config, embedder, rebuild, log, summary)
+        plan = _plan(old_manifest, paths, config, summary)
+        needs_bm25 = old_manifest is not None and "bm25" not in old_manifest
+        if needs_bm25:
+            log("this store has no BM25 index yet: adding one (no text is embedded again)")
+        if plan.nothing_to_do() and not needs_bm25:
+            if plan.scan.changed:  # content identical (a transcript rewritten in place)
+                store._write_manifest_only(old_manifest or {}, plan.scan.files)
+            summary.seconds = time.perf_counter() - started
+            store._fill_counts(summary)
+            return summary
+        crash_point("after_load")
+        _write(store, plan, config, embedder, eng, summary)
+        summary.seconds = time.perf_counter() - started
+        store._fill_counts(summary)
+        summary.skipped += [
+            (r["source_path"], r["source_line"], r["reason"])
+            for r in plan.corpus.report.skipped.iter_rows(named=True)
+        ]
+        return summary
     finally:
         if isinstance(engine, str):
             eng.close()
 
 
-def _update(
+def _open(
     store: Store,
-    paths: Sequence[str | Path],
     config: StoreConfig,
     embedder: Embedder,
     rebuild: bool,
     log: Callable[[str], None],
-    eng: Engine,
-) -> IndexSummary:
-    started = time.perf_counter()
-    summary = IndexSummary()
+    summary: IndexSummary,
+) -> dict[str, Any] | None:
+    """Check the live version; its manifest when the update may build on it, else None.
+
+    None after ``rebuild``, when the live version is damaged (it is rebuilt) or when the
+    redaction rules changed (every file is read again).
+    """
     live_manifest, damage = store._open_for_update(log)
     if live_manifest is not None and not rebuild:  # before anything is removed
         check_settings(store.directory, live_manifest, config, embedder)
@@ -98,16 +138,24 @@ def _update(
     if rules_changed and not (rebuild or damage):
         log("the redaction rules changed since the last index: every file is read again")
         summary.reread = "redaction rules changed"
-    old_manifest = None if (rebuild or damage or rules_changed) else live_manifest
+    return None if (rebuild or damage or rules_changed) else live_manifest
+
+
+def _plan(
+    old_manifest: dict[str, Any] | None,
+    paths: Sequence[str | Path],
+    config: StoreConfig,
+    summary: IndexSummary,
+) -> _Plan:
+    """Read the changed files and decide, by content fingerprint, what to keep and rebuild."""
     roots = [Path(p).expanduser().resolve() for p in paths]
     for r in roots:
         if not r.exists():
             raise FileNotFoundError(f"no such file or directory: {r}")
     old_files: Files = (old_manifest or {}).get("files", {})
     scan = _scan(roots, old_files, summary)
-    corpus = redact_corpus(
-        load_files(scan.changed) if scan.changed else load_empty(), config.redact
-    )
+    loaded = load_files(scan.changed) if scan.changed else load_empty()
+    corpus = redact_corpus(loaded, config.redact)
     new_prints = _fingerprints(corpus)
     old_prints: dict[str, str] = (old_manifest or {}).get("fingerprints", {})
     _record_conversations(scan, corpus)
@@ -119,24 +167,25 @@ def _update(
     summary.conversations_changed = len(fresh & set(old_prints))
     removed = (scan.stale - set(new_prints)) | (fresh & set(old_prints))
     summary.conversations_removed = len(scan.stale - set(new_prints))
-    needs_bm25 = old_manifest is not None and "bm25" not in old_manifest
-    if needs_bm25:
-        log("this store has no BM25 index yet: adding one (no text is embedded again)")
-    if not fresh and not removed and old_manifest is not None and not scan.gone and not needs_bm25:
-        if scan.changed:  # content identical (e.g. a transcript rewritten in place): update stats
-            store._write_manifest_only(old_manifest, scan.files)
-        summary.seconds = time.perf_counter() - started
-        store._fill_counts(summary)
-        return summary
-    crash_point("after_load")
-
     drop = removed | fresh
-    frames, keep = _kept(store, drop) if old_manifest is not None else ({}, None)
     prints = {c: fp for c, fp in old_prints.items() if c not in drop}
     prints.update({c: new_prints[c] for c in fresh})
-    fresh_corpus = corpus.filter_conversations(fresh) if fresh else load_empty()
+    return _Plan(old_manifest, roots, scan, corpus, fresh, drop, prints)
+
+
+def _write(
+    store: Store,
+    plan: _Plan,
+    config: StoreConfig,
+    embedder: Embedder,
+    eng: Engine,
+    summary: IndexSummary,
+) -> None:
+    """Build the fresh conversations on the kept rows (one recipe) and write a new version."""
+    frames, keep = _kept(store, plan.drop) if plan.old_manifest is not None else ({}, None)
+    fresh = plan.corpus.filter_conversations(plan.fresh) if plan.fresh else load_empty()
     built = build_index(
-        fresh_corpus,
+        fresh,
         config.strategy,
         embedder=CachedEmbedder(embedder, store.directory / "cache"),
         policy=config.content_policy(),
@@ -144,15 +193,17 @@ def _update(
         engine=eng,
         budget=config.budget,
         keep=keep,
-        corpus_fingerprint=hashlib.sha256(json.dumps(prints, sort_keys=True).encode()).hexdigest(),
+        corpus_fingerprint=hashlib.sha256(
+            json.dumps(plan.prints, sort_keys=True).encode()
+        ).hexdigest(),
     )
     summary.texts_embedded = int(built.manifest["embedding"]["embedded"])
     summary.texts_from_cache = int(built.manifest["embedding"]["from_cache"])
     crash_point("after_embed")
 
     new = {
-        "conversations": fresh_corpus.conversations,
-        "messages": fresh_corpus.messages,
+        "conversations": fresh.conversations,
+        "messages": fresh.messages,
         "turns": built.turns,
         "sentences": built.chunks,
     }
@@ -167,22 +218,15 @@ def _update(
         "dimension": int(embedder.dimension),
         "config": asdict(config),
         "redact_rules": RULES_VERSION,
-        "roots": sorted({*map(str, roots), *(old_manifest or {}).get("roots", [])}),
-        "files": scan.files,
-        "fingerprints": prints,
+        "roots": sorted({*map(str, plan.roots), *(plan.old_manifest or {}).get("roots", [])}),
+        "files": plan.scan.files,
+        "fingerprints": plan.prints,
         "counts": {n: frames[n].height for n in FRAMES},
         "bm25": built.bm25 is not None,
         "updated_at": time.time(),
     }
     store._write_version(manifest, {n: frames[n] for n in FRAMES}, built.index, built.bm25)
     summary.wrote_version = True
-    summary.seconds = time.perf_counter() - started
-    store._fill_counts(summary)
-    summary.skipped += [
-        (r["source_path"], r["source_line"], r["reason"])
-        for r in corpus.report.skipped.iter_rows(named=True)
-    ]
-    return summary
 
 
 def check_settings(
