@@ -141,6 +141,7 @@ def build_index(
     keep: Embedded | None = None,
     dense: bool = True,
     lexical: bool = True,
+    vectors: np.ndarray | None = None,
     corpus_fingerprint: str | None = None,
     **index_params: Any,
 ) -> BuiltIndex:
@@ -162,6 +163,9 @@ def build_index(
             incremental build: only ``corpus`` is embedded).
         dense: embed the units; False leaves zero vectors (a BM25-only system).
         lexical: build the BM25 index over the units.
+        vectors: the new units' vectors, already computed (an evaluation embeds the texts of
+            several strategies in one pass); nothing is embedded then. Row i is unit i of
+            :func:`derive` for the same corpus, strategy, policy and budget.
         corpus_fingerprint: recorded in the index's manifest (default: a hash of the unit ids
             and texts).
         **index_params: passed to :meth:`VectorIndex.build` (e.g. ``ef_search``).
@@ -169,7 +173,8 @@ def build_index(
     Raises:
         ValueError: an unknown strategy, kind or engine (listing the valid ones), or an
             uncached embedder without ``cache_dir``.
-        RuntimeError: duplicate unit ids (within the new units or against ``keep``).
+        RuntimeError: duplicate unit ids (within the new units or against ``keep``), or
+            ``vectors`` of another shape than the new units.
         ImportError: ``engine="ray"`` without the ``convlab[ray]`` extra.
 
     Example:
@@ -191,17 +196,21 @@ def build_index(
         corpus = load(corpus)
     derived = derive(corpus, strategy, policy=policy, budget=budget, chunks=chunks)
     derive_done = time.perf_counter()
+    stats: dict[str, int] = {}
     try:
-        new_vectors, stats = _embed(derived.units["text"].to_list(), cached, eng, dense=dense)
+        if vectors is not None:
+            new_vectors = _given(vectors, derived.units.height, cached.dimension)
+        else:
+            new_vectors, stats = _embed(derived.units["text"].to_list(), cached, eng, dense=dense)
     finally:
         if isinstance(engine, str):  # an engine made here is stopped here
             eng.close()
     embed_done = time.perf_counter()
-    units, vectors = _with_kept(keep, derived.units, new_vectors, cached.dimension)
+    units, all_vectors = _with_kept(keep, derived.units, new_vectors, cached.dimension)
     fingerprint = units_fingerprint(units)
     index = VectorIndex.build(
         units,
-        vectors,
+        all_vectors,
         model_id=cached.model_id,
         kind=kind,
         strategy=strategy,
@@ -238,7 +247,7 @@ def build_index(
     }
     return BuiltIndex(
         units=units,
-        vectors=vectors,
+        vectors=all_vectors,
         index=index,
         bm25=bm25,
         turns=derived.turns,
@@ -266,6 +275,14 @@ def _embed(
     else:
         vectors = np.zeros((len(texts), cached.dimension), dtype=np.float32)
     return vectors, {k: v - before[k] for k, v in asdict(cached.stats).items()}
+
+
+def _given(vectors: np.ndarray, rows: int, dimension: int) -> np.ndarray:
+    """Vectors passed in for the new units, their shape checked."""
+    out = np.asarray(vectors, dtype=np.float32)
+    if out.shape != (rows, dimension):
+        raise RuntimeError(f"vectors of shape {out.shape} for {rows} units of {dimension} dims")
+    return out
 
 
 def _with_kept(

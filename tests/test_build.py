@@ -135,3 +135,15 @@ def test_bm25_of_the_build_equals_one_built_from_its_units(tmp_path: Path) -> No
     ref = BM25Index.build(built.units)
     for q in ("nginx logs", "cold cache deploy"):
         assert np.array_equal(built.bm25.scores(q), ref.scores(q))
+
+
+def test_vectors_computed_beforehand_are_used_as_given(tmp_path: Path) -> None:
+    emb = CountingHash(16)
+    texts = derive(CORPUS, "message").units["text"].to_list()
+    given = embed_texts(texts, HashEmbedder(16))[::-1].copy()  # any unit-length rows will do
+    built = build_index(CORPUS, "message", embedder=emb, cache_dir=tmp_path, vectors=given)
+    assert emb.texts == 0
+    assert np.array_equal(built.vectors, given)
+    assert built.manifest["embedding"] == {}
+    with pytest.raises(RuntimeError, match=r"vectors of shape \(3, 16\) for 4 units of 16 dims"):
+        build_index(CORPUS, "message", embedder=emb, cache_dir=tmp_path, vectors=given[:3])
