@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from convlab.atomic import fsync_dir
 from convlab.store.config import StoreDamaged
 
 __all__ = [
@@ -31,7 +29,6 @@ __all__ = [
     "check_files",
     "check_norms",
     "damaged",
-    "fsync_tree",
     "manifest_checksum",
     "read_manifest",
     "version_files",
@@ -224,21 +221,3 @@ def check_norms(store: Path, version: Path, *, rows: int | None) -> None:
         problem = norm_problem(np.asarray(vectors[start : start + NORM_CHUNK]), start)
         if problem:
             raise damaged(store, path, problem)
-
-
-def fsync_tree(path: Path) -> None:
-    """Flush every file under ``path``, then every directory (deepest first), then ``path``."""
-    if not path.is_dir():
-        return
-    dirs = []
-    for p in path.rglob("*"):
-        if p.is_symlink():
-            continue
-        if p.is_file():
-            with p.open("rb") as fh:
-                os.fsync(fh.fileno())
-        elif p.is_dir():
-            dirs.append(p)
-    for d in sorted(dirs, key=lambda d: len(d.parts), reverse=True):
-        fsync_dir(d)
-    fsync_dir(path)

@@ -4,7 +4,7 @@ A version is written beside the live one, pinned by readers with a shared lock, 
 only when no reader holds it.
 
 A version is a directory ``v<N>``; ``current`` is a symlink to the live one. A version is written
-as ``.tmp-v<N>``, flushed (:func:`convlab.store.manifest.fsync_tree`), renamed, and made live by
+as ``.tmp-v<N>``, flushed (:func:`fsync_tree`), renamed, and made live by
 replacing ``current`` with a symlink made as ``.current-v<N>``: a run killed at any point leaves
 the previous version live, and the leftovers are removed by the next run.
 """
@@ -23,7 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 import polars as pl
 
 from convlab.atomic import fsync_dir, write_text_atomic
-from convlab.store.manifest import MANIFEST, READERS, fsync_tree, manifest_checksum, version_files
+from convlab.store.manifest import MANIFEST, READERS, manifest_checksum, version_files
 
 if TYPE_CHECKING:
     from convlab.index import VectorIndex
@@ -36,6 +36,7 @@ except ImportError:  # pragma: no cover - Windows: versions are deleted without 
 
 __all__ = [
     "crash_point",
+    "fsync_tree",
     "hold_shared",
     "remove_leftovers",
     "remove_version",
@@ -118,6 +119,24 @@ def remove_leftovers(directory: Path, keep: tuple[Path | None, ...]) -> None:
             and p.resolve() not in keep
         ):
             remove_version(p)
+
+
+def fsync_tree(path: Path) -> None:
+    """Flush every file under ``path``, then every directory (deepest first), then ``path``."""
+    if not path.is_dir():
+        return
+    dirs = []
+    for p in path.rglob("*"):
+        if p.is_symlink():
+            continue
+        if p.is_file():
+            with p.open("rb") as fh:
+                os.fsync(fh.fileno())
+        elif p.is_dir():
+            dirs.append(p)
+    for d in sorted(dirs, key=lambda d: len(d.parts), reverse=True):
+        fsync_dir(d)
+    fsync_dir(path)
 
 
 def write_version(
