@@ -1,9 +1,18 @@
-"""``build_index``: the one build recipe, load -> chunks -> units -> embed -> index.
+"""``build_index``: the one build recipe, corpus -> turns -> chunks -> units -> embed -> index.
+
+Every caller that turns transcripts into something searchable goes through here: the store's
+incremental update (:mod:`convlab.store.update`), the notebook panel
+(:meth:`convlab.app.widgets.SearchPanel.from_data`) and the notebooks. The result,
+:class:`BuiltIndex`, holds the units, their vectors, the dense :class:`VectorIndex`, the
+:class:`BM25Index` over the same rows, and a manifest of what made them.
 
 The embedding step runs on an engine (:mod:`convlab.engines`): ``"local"`` (this process, the
 default) or ``"ray"`` (Ray Data, the ``convlab[ray]`` extra); the recipe and its result are the
 same whichever engine embeds. Every text goes through a :class:`convlab.embed.CachedEmbedder`, so
 a text embedded once (by any strategy, any earlier build) is not embedded again.
+
+An incremental build passes ``keep``: units embedded before (with their vectors), placed first,
+so only the new corpus is chunked, unitised and embedded.
 """
 
 from __future__ import annotations
@@ -12,20 +21,39 @@ import hashlib
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import polars as pl
 
 from convlab import __version__
-from convlab.embed import CachedEmbedder, Embedder
-from convlab.engines import Engine, get_engine
+from convlab.embed import CachedEmbedder, embedder_name
 from convlab.index import VectorIndex
 from convlab.loaders import Corpus
+from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
-from convlab.pipeline.units import MAX_TOKENS
+from convlab.protocols import Embedder
 
-__all__ = ["BuiltIndex", "build_index"]
+if TYPE_CHECKING:
+    from convlab.engines import Engine
+    from convlab.index.bm25 import BM25Index
+
+__all__ = ["BuiltIndex", "Derived", "Embedded", "build_index", "derive"]
+
+
+class Embedded(NamedTuple):
+    """Units embedded before, kept by an incremental build: row i of ``units`` is ``vectors[i]``."""
+
+    units: pl.DataFrame
+    vectors: np.ndarray
+
+
+class Derived(NamedTuple):
+    """The frames :func:`derive` makes from a corpus: turns, chunks and the strategy's units."""
+
+    turns: pl.DataFrame
+    chunks: pl.DataFrame
+    units: pl.DataFrame
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,19 +61,28 @@ class BuiltIndex:
     """What :func:`build_index` made.
 
     Attributes:
-        units: the :data:`convlab.schema.UNITS` frame, row i embedded as ``vectors[i]``.
-        vectors: ``(len(units), dimension)`` float32, L2-normalised.
+        units: the :data:`convlab.schema.UNITS` frame, row i embedded as ``vectors[i]`` (the
+            kept units first, then the new ones).
+        vectors: ``(len(units), dimension)`` float32, L2-normalised (zeros when built with
+            ``dense=False``).
         index: the searchable :class:`convlab.index.VectorIndex` over them.
-        manifest: what made it (strategy, budget, policy, model, kind, engine, counts, times).
+        bm25: the :class:`convlab.index.bm25.BM25Index` over the same rows (None when built
+            with ``lexical=False`` or when there is no unit: BM25 needs a document).
+        turns: the :data:`convlab.schema.TURNS` frame of the new corpus.
+        chunks: the :data:`convlab.schema.CHUNKS` frame of the new corpus.
+        manifest: what made it (strategy, max_tokens, policy, model, kind, engine, counts, times).
     """
 
     units: pl.DataFrame
     vectors: np.ndarray
     index: VectorIndex
+    bm25: BM25Index | None
+    turns: pl.DataFrame
+    chunks: pl.DataFrame
     manifest: dict[str, Any]
 
 
-def _units_fingerprint(units: pl.DataFrame) -> str:
+def units_fingerprint(units: pl.DataFrame) -> str:
     """sha256 of the unit ids and texts, in order: what the index holds."""
     h = hashlib.sha256()
     for uid, text in units.select("unit_id", "text").iter_rows():
@@ -54,6 +91,41 @@ def _units_fingerprint(units: pl.DataFrame) -> str:
         h.update(str(text).encode("utf-8", "surrogatepass"))
         h.update(b"\x1e")
     return h.hexdigest()
+
+
+def derive(
+    corpus: Corpus,
+    strategy: str,
+    *,
+    policy: ContentPolicy | None = None,
+    max_tokens: int = MAX_TOKENS,
+    chunks: pl.DataFrame | None = None,
+) -> Derived:
+    """Turns, chunks and the units of ``strategy`` over ``corpus``: no embedding.
+
+    Args:
+        corpus: the loaded corpus.
+        strategy: a key of :data:`convlab.STRATEGIES`.
+        policy: what text each block contributes (default :class:`ContentPolicy`).
+        max_tokens: the unit's token limit, [CLS] and [SEP] included.
+        chunks: the corpus's chunks when already made with ``policy`` (several strategies
+            over one corpus chunk it once).
+
+    Raises:
+        ValueError: an unknown strategy.
+        RuntimeError: the strategy produced duplicate unit ids.
+    """
+    from convlab.pipeline.chunks import chunks as make_chunks
+    from convlab.pipeline.turns import turns as make_turns
+    from convlab.pipeline.units import units as make_units
+
+    turns = make_turns(corpus)
+    if chunks is None:
+        chunks = make_chunks(corpus, policy or ContentPolicy())
+    units = make_units(chunks, strategy, max_tokens=max_tokens)
+    if units["unit_id"].is_duplicated().any():
+        raise RuntimeError(f"strategy {strategy!r} produced duplicate unit ids")
+    return Derived(turns, chunks, units)
 
 
 def build_index(
@@ -66,6 +138,12 @@ def build_index(
     engine: str | Engine = "local",
     max_tokens: int = MAX_TOKENS,
     cache_dir: str | Path | None = None,
+    chunks: pl.DataFrame | None = None,
+    keep: Embedded | None = None,
+    dense: bool = True,
+    lexical: bool = True,
+    vectors: np.ndarray | None = None,
+    corpus_fingerprint: str | None = None,
     **index_params: Any,
 ) -> BuiltIndex:
     """Build the units of ``strategy`` over ``corpus``, embed them on ``engine`` and index them.
@@ -81,11 +159,23 @@ def build_index(
             engine object (e.g. ``RayEngine(address=...)``; the caller closes it).
         max_tokens: the unit's token limit, [CLS] and [SEP] included.
         cache_dir: the embedding cache root, when ``embedder`` is not cached already.
+        chunks: ``corpus``'s chunks, when already made with ``policy`` (see :func:`derive`).
+        keep: units embedded before and their vectors, placed before the new units (an
+            incremental build: only ``corpus`` is embedded).
+        dense: embed the units; False leaves zero vectors (a BM25-only system).
+        lexical: build the BM25 index over the units.
+        vectors: the new units' vectors, already computed (an evaluation embeds the texts of
+            several strategies in one pass); nothing is embedded then. Row i is unit i of
+            :func:`derive` for the same corpus, strategy, policy and max_tokens.
+        corpus_fingerprint: recorded in the index's manifest (default: a hash of the unit ids
+            and texts).
         **index_params: passed to :meth:`VectorIndex.build` (e.g. ``ef_search``).
 
     Raises:
         ValueError: an unknown strategy, kind or engine (listing the valid ones), or an
             uncached embedder without ``cache_dir``.
+        RuntimeError: duplicate unit ids (within the new units or against ``keep``), or
+            ``vectors`` of another shape than the new units.
         ImportError: ``engine="ray"`` without the ``convlab[ray]`` extra.
 
     Example:
@@ -93,70 +183,130 @@ def build_index(
         ...                     cache_dir="~/.cache/convlab", engine="ray")  # doctest: +SKIP
         >>> built.index.search(query_vectors, 5)  # doctest: +SKIP
     """
+    from convlab.engines import get_engine
     from convlab.index import INDEX_KINDS
     from convlab.loaders import load
-    from convlab.pipeline.chunks import chunks as make_chunks
-    from convlab.pipeline.units import units as make_units
 
     if kind not in INDEX_KINDS:
         raise ValueError(f"unknown index kind {kind!r}; valid: {', '.join(INDEX_KINDS)}")
-    if isinstance(embedder, CachedEmbedder):
-        cached = embedder
-    elif cache_dir is None:
-        raise ValueError("pass cache_dir, or an embedder wrapped in convlab.CachedEmbedder")
-    else:
-        cached = CachedEmbedder(embedder, Path(cache_dir).expanduser())
+    cached = _cached(embedder, cache_dir)
     eng = get_engine(engine)
-    owned = isinstance(engine, str)
     policy = policy or ContentPolicy()
     started = time.perf_counter()
     if not isinstance(corpus, Corpus):
         corpus = load(corpus)
-    chunks = make_chunks(corpus, policy)
-    units = make_units(chunks, strategy, max_tokens=max_tokens)
-    if units["unit_id"].is_duplicated().any():
-        raise RuntimeError(f"strategy {strategy!r} produced duplicate unit ids")
-    derived = time.perf_counter()
-    before = asdict(cached.stats)
+    derived = derive(corpus, strategy, policy=policy, max_tokens=max_tokens, chunks=chunks)
+    derive_done = time.perf_counter()
+    stats: dict[str, int] = {}
     try:
-        vectors = eng.embed(units["text"].to_list(), cached)
+        if vectors is not None:
+            new_vectors = _given(vectors, derived.units.height, cached.dimension)
+        else:
+            new_vectors, stats = _embed(derived.units["text"].to_list(), cached, eng, dense=dense)
     finally:
-        if owned:
+        if isinstance(engine, str):  # an engine made here is stopped here
             eng.close()
-    embedded = time.perf_counter()
-    stats = {k: v - before[k] for k, v in asdict(cached.stats).items()}
-    fingerprint = _units_fingerprint(units)
+    embed_done = time.perf_counter()
+    units, all_vectors = _with_kept(keep, derived.units, new_vectors, cached.dimension)
+    fingerprint = units_fingerprint(units)
     index = VectorIndex.build(
         units,
-        vectors,
+        all_vectors,
         model_id=cached.model_id,
+        embedder=embedder_name(cached),
         kind=kind,
         strategy=strategy,
         policy=policy.as_dict(),
-        corpus_fingerprint=fingerprint,
+        corpus_fingerprint=corpus_fingerprint or fingerprint,
         **index_params,
     )
+    bm25 = _bm25(units) if lexical else None
     manifest = {
         "convlab_version": __version__,
         "strategy": strategy,
         "max_tokens": max_tokens,
         "policy": policy.as_dict(),
         "model_id": cached.model_id,
+        "embedder": embedder_name(cached),
         "dimension": int(cached.dimension),
         "kind": kind,
         "index_params": index_params,
         "engine": eng.describe(),
         "counts": {
             "conversations": corpus.conversations.height,
-            "chunks": chunks.height,
+            "chunks": derived.chunks.height,
             "units": units.height,
+            "kept_units": 0 if keep is None else keep.units.height,
         },
         "embedding": stats,
+        "dense": dense,
+        "bm25": bm25 is not None,
         "units_fingerprint": fingerprint,
         "seconds": {
-            "derive": derived - started,
-            "embed": embedded - derived,
-            "index": time.perf_counter() - embedded,
+            "derive": derive_done - started,
+            "embed": embed_done - derive_done,
+            "index": time.perf_counter() - embed_done,
         },
     }
-    return BuiltIndex(units=units, vectors=vectors, index=index, manifest=manifest)
+    return BuiltIndex(
+        units=units,
+        vectors=all_vectors,
+        index=index,
+        bm25=bm25,
+        turns=derived.turns,
+        chunks=derived.chunks,
+        manifest=manifest,
+    )
+
+
+def _cached(embedder: Embedder, cache_dir: str | Path | None) -> CachedEmbedder:
+    """``embedder`` itself when cached, else wrapped in a cache under ``cache_dir``."""
+    if isinstance(embedder, CachedEmbedder):
+        return embedder
+    if cache_dir is None:
+        raise ValueError("pass cache_dir, or an embedder wrapped in convlab.CachedEmbedder")
+    return CachedEmbedder(embedder, Path(cache_dir).expanduser())
+
+
+def _embed(
+    texts: list[str], cached: CachedEmbedder, eng: Engine, *, dense: bool
+) -> tuple[np.ndarray, dict[str, int]]:
+    """The texts' vectors (zeros when not ``dense``) and the cache's counts for this call."""
+    before = asdict(cached.stats)
+    if dense:
+        vectors = eng.embed(texts, cached)
+    else:
+        vectors = np.zeros((len(texts), cached.dimension), dtype=np.float32)
+    return vectors, {k: v - before[k] for k, v in asdict(cached.stats).items()}
+
+
+def _given(vectors: np.ndarray, rows: int, dimension: int) -> np.ndarray:
+    """Vectors passed in for the new units, their shape checked."""
+    out = np.asarray(vectors, dtype=np.float32)
+    if out.shape != (rows, dimension):
+        raise RuntimeError(f"vectors of shape {out.shape} for {rows} units of {dimension} dims")
+    return out
+
+
+def _with_kept(
+    keep: Embedded | None, units: pl.DataFrame, vectors: np.ndarray, dimension: int
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """The kept units and vectors followed by the new ones."""
+    if keep is None:
+        return units, np.asarray(vectors, dtype=np.float32)
+    if keep.units.height != len(keep.vectors):
+        raise ValueError(f"keep has {keep.units.height} units but {len(keep.vectors)} vectors")
+    parts = [f for f in (keep.units, units) if f.height]
+    all_units = pl.concat(parts) if parts else units
+    kept = np.asarray(keep.vectors, dtype=np.float32).reshape(-1, dimension)
+    all_vectors = np.vstack([kept, np.asarray(vectors, dtype=np.float32).reshape(-1, dimension)])
+    if all_units["unit_id"].is_duplicated().any():
+        raise RuntimeError("duplicate unit ids between the kept and the new units")
+    return all_units, all_vectors
+
+
+def _bm25(units: pl.DataFrame) -> BM25Index | None:
+    """BM25 over the units' texts (None for no unit: bm25s cannot index an empty corpus)."""
+    from convlab.index.bm25 import BM25Index
+
+    return BM25Index.build(units) if units.height else None

@@ -59,22 +59,21 @@ NOTEBOOKS = {
         ("code", CONFIG),
         (
             "code",
-            "import numpy as np\nimport polars as pl\nimport convlab\nfrom convlab.evaluation import plots\n"
+            "import polars as pl\nimport convlab\nfrom convlab.evaluation import plots\n"
             "from convlab.pipeline.anatomy import turn_anatomy\nfrom convlab.evaluation.datasets import load_labelled\n"
-            "from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts\n\n"
+            "from convlab.build import derive\n"
+            "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n\n"
             "data = load_labelled(DATA)\ncorpus = data.corpus\n"
             "chunks = convlab.chunks(corpus, convlab.ContentPolicy())\n"
             "TURN = chunks['conversation_id'][0] + ':t1'",
         ),
         (
             "code",
-            "pl.Config.set_fmt_str_lengths(120)\n"
-            "turn_anatomy(chunks, TURN, STRATEGIES)",
+            "pl.Config.set_fmt_str_lengths(120)\nturn_anatomy(chunks, TURN, STRATEGIES)",
         ),
         (
             "code",
-            "units = {s: convlab.units(chunks, s) "
-            "for s in STRATEGIES}\n"
+            "units = {s: derive(corpus, s, chunks=chunks).units for s in STRATEGIES}\n"
             "pl.DataFrame({'strategy': list(units), 'units': [u.height for u in units.values()],"
             " 'mean tokens': [u['n_tokens'].mean() for u in units.values()],"
             " 'max tokens': [u['n_tokens'].max() for u in units.values()]})",
@@ -82,9 +81,9 @@ NOTEBOOKS = {
         ("code", "plots.unit_lengths(units);"),
         (
             "code",
-            "emb = CachedEmbedder(MiniLMEmbedder(), CACHE)\nu = units['turn_pair']\n"
-            "vectors = embed_texts(u['text'].to_list(), emb)\n"
-            "index = convlab.VectorIndex.build(u, vectors, model_id=emb.model_id)\n"
+            "emb = CachedEmbedder(MiniLMEmbedder(), CACHE)\n"
+            "built = convlab.build_index(corpus, 'turn_pair', embedder=emb, chunks=sents)\n"
+            "u, vectors, index = built.units, built.vectors, built.index\n"
             "query = data.queries['text'][0]\n"
             "hits = convlab.search(index, query, 5, embedder=emb)\n"
             "rows = [u['unit_id'].to_list().index(x) for x in hits['unit_id']]\n"

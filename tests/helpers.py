@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from convlab import schema
+from convlab.embed import HashEmbedder
 from convlab.loaders.base import BlockRow, CorpusBuilder
 from convlab.loaders.corpus import Corpus
 
@@ -74,3 +75,17 @@ def small_history(transcripts: Path, base: Path) -> Path:
         root / "sample_session.jsonl",
     )
     return root.parent
+
+
+class CountingHash(HashEmbedder):
+    """HashEmbedder that counts (``texts``) and keeps (``seen``) the texts it embeds."""
+
+    def __init__(self, dimension: int = 64) -> None:
+        super().__init__(dimension)
+        self.texts = 0
+        self.seen: list[str] = []
+
+    def encode(self, texts):  # type: ignore[no-untyped-def]
+        self.texts += len(texts)
+        self.seen += list(texts)
+        return super().encode(texts)

@@ -16,26 +16,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from convlab import store as store_module
 from convlab.app.cli import main
 from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig, StoreDamaged
-from tests.helpers import small_history
+from convlab.store import manifest as store_manifest
+from tests.helpers import CountingHash, small_history
 
 CONFIG = StoreConfig(strategy="turn_pair")
 FRAMES = ("conversations", "messages", "turns", "sentences", "units")
-
-
-class CountingHash(HashEmbedder):
-    """HashEmbedder that counts the texts it embeds."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts = 0
-
-    def encode(self, texts):  # type: ignore[no-untyped-def]
-        self.texts += len(texts)
-        return super().encode(texts)
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +72,8 @@ def _not_unit_norm(version: Path) -> None:
     path = version / "index" / "vectors.npy"
     np.save(path, np.load(path) * 3, allow_pickle=False)
     m = json.loads((version / "manifest.json").read_text())
-    m["version_files"] = store_module._version_files(version)
-    m["checksum"] = store_module._manifest_checksum(m)
+    m["version_files"] = store_manifest.version_files(version)
+    m["checksum"] = store_manifest.manifest_checksum(m)
     (version / "manifest.json").write_text(json.dumps(m))
 
 
@@ -120,6 +108,8 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str, str]] = {
     "manifest truncated": (_truncate("manifest.json"), "manifest.json", "open"),
     "vectors not unit length": (_not_unit_norm, "vectors.npy", "verify"),
     "current dangling": (_dangling_current, "current", "open"),
+    "bm25 vocabulary flipped": (_flip("bm25/vocab.index.json"), "vocab.index.json", "verify"),
+    "bm25 scores truncated": (_truncate("bm25/data.csc.index.npy"), "data.csc.index.npy", "open"),
 }
 
 
@@ -162,6 +152,12 @@ def test_damage_is_detected_and_repaired(
     a, b = repaired.index(), reference.index()
     assert a.units.equals(b.units)
     assert np.array_equal(a.vectors(np.arange(len(a))), b.vectors(np.arange(len(b))))
+    lexical, lexical_ref = repaired.bm25(), reference.bm25()
+    assert lexical is not None
+    assert lexical_ref is not None
+    query = " ".join(a.units["text"][0].split()[:6])
+    assert lexical.scores(query).max() > 0
+    assert np.array_equal(lexical.scores(query), lexical_ref.scores(query))
 
 
 def test_damaged_frame_read_names_the_file(clean: Path, tmp_path: Path) -> None:
@@ -177,20 +173,20 @@ def test_sampled_check_on_index_finds_a_flipped_block(tmp_path: Path) -> None:
     # a 20-block file: the sampled check always reads the first and the last block
     version = tmp_path / "v1"
     version.mkdir()
-    (version / "big.bin").write_bytes(bytes(range(256)) * (20 * store_module.BLOCK // 256))
-    files = store_module._version_files(version)
+    (version / "big.bin").write_bytes(bytes(range(256)) * (20 * store_manifest.BLOCK // 256))
+    files = store_manifest.version_files(version)
     assert len(files["big.bin"]["blocks"]) == 20
-    s = Store(tmp_path)
     manifest = {"version_files": files}
-    assert s._check_files(version, manifest, check="sample").files == 1
+    check = store_manifest.check_files
+    assert check(tmp_path, version, manifest, check="sample").files == 1
     data = bytearray((version / "big.bin").read_bytes())
     data[-1] ^= 1  # in the last block
     (version / "big.bin").write_bytes(bytes(data))
-    assert s._check_files(version, manifest, check="sizes").files == 1  # sizes cannot tell
+    assert check(tmp_path, version, manifest, check="sizes").files == 1  # sizes cannot tell
     with pytest.raises(StoreDamaged, match=r"big\.bin: content does not match"):
-        s._check_files(version, manifest, check="sample")
+        check(tmp_path, version, manifest, check="sample")
     with pytest.raises(StoreDamaged, match=r"big\.bin: content does not match"):
-        s._check_files(version, manifest, check="full")
+        check(tmp_path, version, manifest, check="full")
 
 
 def test_store_without_checksums_opens_says_so_and_index_adds_them(
@@ -212,4 +208,4 @@ def test_store_without_checksums_opens_says_so_and_index_adds_them(
     assert "before stores recorded checksums" in summary.repaired
     assert emb.texts == 0
     assert main(["stats", "--store", str(directory), "--verify"]) == 0
-    assert "verified: all 9 files OK" in capsys.readouterr().out
+    assert "verified: all 14 files OK" in capsys.readouterr().out  # 9 + the 5 of BM25

@@ -264,7 +264,7 @@ def test_killed_first_index_keeps_the_flushed_segments(history: Path, tmp_path: 
 def test_a_file_gone_or_turned_into_a_fifo_after_the_walk_is_a_skip(
     history: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import convlab.store as store_module
+    import convlab.store.update as store_module
 
     gone = tmp_path / "gone.jsonl"
     fifo = tmp_path / "late.jsonl"
@@ -287,7 +287,7 @@ def test_a_file_gone_or_turned_into_a_fifo_after_the_walk_is_a_skip(
 def test_changed_redaction_rules_read_every_file_again(
     history: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import convlab.store as store_module
+    import convlab.store.update as store_module
 
     store = Store(tmp_path / "store")
     first = store.update([history], config=CONFIG, embedder=HashEmbedder())

@@ -71,6 +71,15 @@ def test_stats_verify_hashes_every_file(store: Path, capsys: pytest.CaptureFixtu
     ]
     hashed.append(version / "index" / "manifest.json")  # the index's own manifest is hashed
     n = len(set(hashed))
-    assert n == 9  # 5 frames (messages included); index: units, vectors, FAISS file, its manifest
+    # 5 frames (messages included); index: units, vectors, FAISS file, its manifest; and the
+    # 5 files of the BM25 index bm25s writes (saved with the store since issue 12)
+    assert n == 14
+    assert sorted(p.name for p in (version / "bm25").iterdir()) == [
+        "data.csc.index.npy",
+        "indices.csc.index.npy",
+        "indptr.csc.index.npy",
+        "params.index.json",
+        "vocab.index.json",
+    ]
     total = sum(p.stat().st_size for p in set(hashed))
     assert f"verified: all {n} files OK ({total:,} bytes hashed)" in out

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from convlab.app.widgets import SearchPanel, highlight
 from convlab.embed import HashEmbedder
 from convlab.paths import sample_data_path
@@ -84,3 +86,67 @@ def test_panel_shows_hits_as_describe_hits_describes_them(tmp_path: Path) -> Non
     with pytest.raises(KeyError):
         panel.data.frame("messages")  # none held: hits point to the conversation's file
     assert rows[0]["source_path"] is not None
+
+
+def test_the_panel_builds_with_the_callers_policy_and_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # issue 12: the panel used ContentPolicy() and budget 256 whatever the caller wanted
+    from convlab.build import build_index
+    from convlab.index.bm25 import BM25Index
+    from convlab.pipeline.policy import ContentPolicy
+
+    source = sample_data_path() / "transcripts"
+    policy = ContentPolicy(tool_calls=False)
+    panel = SearchPanel.from_data(
+        source,
+        strategies=("whole_turn",),
+        embedder=HashEmbedder(64),
+        cache_dir=tmp_path,
+        policy=policy,
+        max_tokens=64,
+    )
+    assert panel.data is not None
+    units = panel.data.indexes["whole_turn"].units
+    want = build_index(
+        source,
+        "whole_turn",
+        embedder=HashEmbedder(64),
+        cache_dir=tmp_path,
+        policy=policy,
+        max_tokens=64,
+    ).units
+    assert units.equals(want)
+    assert units["n_tokens"].max() <= 64
+    default = build_index(source, "whole_turn", embedder=HashEmbedder(64), cache_dir=tmp_path)
+    assert default.units["n_tokens"].max() > 64  # so the max_tokens above made a difference
+    assert default.chunks["text"].str.contains("command:").any()  # tool calls by default
+    assert not panel.data.chunks["text"].str.contains("command:").any()  # and none here
+
+    def refuse(cls, units):  # type: ignore[no-untyped-def]
+        raise AssertionError("BM25 was built by the panel, not taken from the build")
+
+    monkeypatch.setattr(BM25Index, "build", classmethod(refuse))
+    panel.hybrid.value = True
+    panel.query.value = "postgres index concurrently"
+    assert panel.last_hits is not None
+    assert panel.last_hits["conversation_id"][0] == "cc-pg-index"
+
+
+def test_a_panel_on_a_store(tmp_path: Path) -> None:
+    from convlab.store import Store, StoreConfig
+
+    store = Store(tmp_path / "store")
+    store.update(
+        [sample_data_path() / "transcripts"],
+        config=StoreConfig(strategy="isolated"),
+        embedder=HashEmbedder(256),
+    )
+    panel = SearchPanel.from_store(store.directory, embedder=HashEmbedder(256))
+    assert panel.strategy.value == "isolated"
+    panel.hybrid.value = True
+    hits = panel.run()
+    assert hits is None  # no query yet
+    panel.query.value = "postgres index concurrently without locking"
+    assert panel.last_hits is not None
+    assert panel.last_hits["doc_id"][0] == "cc-pg-index:t0"

@@ -470,11 +470,7 @@ def _search(args: argparse.Namespace) -> int:
     index = store.index()
     name = args.embedder or manifest_embedder(manifest)
     embedder = _embedder(name, args.backend, model_id=str(manifest.get("model_id", "")))
-    bm25 = None
-    if options.retrieval.needs_bm25:
-        from convlab.index.bm25 import BM25Index
-
-        bm25 = BM25Index.build(index.units)
+    bm25 = store.bm25() if options.retrieval.needs_bm25 else None  # saved with the store
     hits = search(index, args.query, embedder=embedder, options=options, bm25=bm25)
     if hits.height == 0:
         print(f"convlab search: no results for {args.query!r}{_filters(args)}", file=sys.stderr)
@@ -530,9 +526,7 @@ def _show(args: argparse.Namespace) -> int:
         units = store.frame("units").filter(pl.col("conversation_id") == args.conversation)
         if args.turn is not None:
             units = units.filter(pl.col("turn_index") == args.turn)
-        res = resurrect(
-            units["unit_id"], args.budget, units=units, chunks=store.frame("sentences")
-        )
+        res = resurrect(units["unit_id"], args.budget, units=units, chunks=store.frame("sentences"))
         print(f"== resurrected context: {res.tokens_used}/{args.budget} tokens (* = a target)")
         for r in res.context.iter_rows(named=True):
             mark = "*" if r["is_target"] else " "

@@ -16,16 +16,21 @@ import html
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from convlab.app.display import clip, describe_hits
+from convlab.model import MAX_TOKENS
 
 if TYPE_CHECKING:
     from convlab.index import VectorIndex
+    from convlab.index.bm25 import BM25Index
+    from convlab.pipeline.policy import ContentPolicy
+    from convlab.protocols import Embedder
     from convlab.retrieval import SearchOptions
 
 __all__ = ["JudgePanel", "PanelData", "SearchPanel", "highlight"]
@@ -58,13 +63,24 @@ def highlight(text: str, query: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PanelData:
-    """What the panel searches: per strategy, an index; plus the frames to describe hits."""
+    """What the panel searches: per strategy, an index (and its BM25); the frames to describe hits.
 
-    indexes: Mapping[str, Any]  # strategy name -> convlab.index.VectorIndex
+    Attributes:
+        indexes: strategy name -> :class:`convlab.index.VectorIndex`.
+        chunks: the chunks the units were made of (what a hit resurrects).
+        conversations: titles and ids.
+        turns: when each turn started.
+        embedder: embeds the queries (the model the indexes were built with).
+        bm25: strategy name -> BM25 over the same units (hybrid search); a strategy missing
+            here gets its BM25 built on its first hybrid search.
+    """
+
+    indexes: Mapping[str, VectorIndex]
     chunks: pl.DataFrame
     conversations: pl.DataFrame
     turns: pl.DataFrame
-    embedder: Any
+    embedder: Embedder
+    bm25: Mapping[str, BM25Index | None] = field(default_factory=dict)
 
     def frame(self, name: str) -> pl.DataFrame:
         """The frame ``name`` as :func:`convlab.app.display.describe_hits` reads it.
@@ -92,6 +108,7 @@ class SearchPanel:
         import ipywidgets as w
 
         self.data = data
+        self._bm25_of: dict[str, BM25Index | None] = dict(data.bm25) if data is not None else {}
         strategies = sorted(data.indexes) if data is not None else []
         # the value reaches Python on Enter (or when the box loses focus), and a new value searches
         self.query = w.Text(
@@ -141,32 +158,80 @@ class SearchPanel:
     @classmethod
     def from_data(
         cls,
-        path: Any,
+        path: str | Path,
         *,
         strategies: tuple[str, ...] = ("turn_pair", "isolated"),
-        embedder: Any = None,
-        cache_dir: Any = "runs/cache",
+        embedder: Embedder | None = None,
+        cache_dir: str | Path = "runs/cache",
+        policy: ContentPolicy | None = None,
+        max_tokens: int = MAX_TOKENS,
+        kind: str = "flat",
     ) -> SearchPanel:
-        """Load transcripts, build units and an index per strategy, and open a panel on them."""
-        from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts
-        from convlab.index import VectorIndex
+        """Load transcripts, build an index per strategy and open a panel on them.
+
+        Each index is built by :func:`convlab.build.build_index` (the one build recipe, BM25
+        included); the transcripts are chunked once for all strategies.
+
+        Args:
+            path: a transcript file or folder (anything :func:`convlab.load` reads).
+            strategies: the strategies to build; the first is selected at start.
+            embedder: the embedder (default MiniLM), cached under ``cache_dir``.
+            cache_dir: the embedding cache root.
+            policy: what text each block contributes (default :class:`ContentPolicy`).
+            max_tokens: the unit's token limit, [CLS] and [SEP] included.
+            kind: the index kind (a key of :data:`convlab.index.INDEX_KINDS`).
+        """
+        from convlab.build import build_index
+        from convlab.embed import CachedEmbedder, MiniLMEmbedder
         from convlab.loaders import load
-        from convlab.pipeline.chunks import chunks as make_chunks
-        from convlab.pipeline.policy import ContentPolicy
-        from convlab.pipeline.turns import turns as make_turns
-        from convlab.pipeline.units import units as make_units
 
         corpus = load(path)
-        turns = make_turns(corpus)
-        chunks = make_chunks(corpus, ContentPolicy())
         emb = CachedEmbedder(embedder or MiniLMEmbedder(), cache_dir)
-        indexes = {}
+        indexes: dict[str, VectorIndex] = {}
+        bm25: dict[str, BM25Index | None] = {}
+        chunks: pl.DataFrame | None = None  # chunked once, shared by every strategy
+        turns = None
         for name in strategies:
-            units = make_units(chunks, name)
-            vectors = embed_texts(units["text"].to_list(), emb)
-            indexes[name] = VectorIndex.build(units, vectors, model_id=emb.model_id, strategy=name)
-        data = PanelData(indexes, chunks, corpus.conversations, turns, emb)
+            built = build_index(
+                corpus,
+                name,
+                embedder=emb,
+                policy=policy,
+                max_tokens=max_tokens,
+                kind=kind,
+                chunks=chunks,
+            )
+            chunks, turns = built.chunks, built.turns
+            indexes[name], bm25[name] = built.index, built.bm25
+        if chunks is None or turns is None:
+            raise ValueError("pass at least one strategy")
+        data = PanelData(indexes, chunks, corpus.conversations, turns, emb, bm25=bm25)
         return cls(data, default_strategy=strategies[0])
+
+    @classmethod
+    def from_store(cls, directory: str | Path, *, embedder: Embedder | None = None) -> SearchPanel:
+        """Open a panel on a store written by ``convlab index`` (its index, BM25 and frames).
+
+        Args:
+            directory: the store directory.
+            embedder: the query embedder (default: the one for the store's model).
+        """
+        from convlab.embed import make_embedder, manifest_embedder
+        from convlab.store import Store
+
+        store = Store(directory)
+        manifest = store.manifest()
+        strategy = str(manifest["config"]["strategy"])
+        data = PanelData(
+            {strategy: store.index()},
+            store.frame("sentences"),
+            store.frame("conversations"),
+            store.frame("turns"),
+            embedder
+            or make_embedder(manifest_embedder(manifest), model_id=str(manifest["model_id"])),
+            bm25={strategy: store.bm25()},
+        )
+        return cls(data, default_strategy=strategy)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
@@ -231,17 +296,14 @@ class SearchPanel:
         self.results.children = tuple(self._render(hits, query, index))
         return hits
 
-    _bm25_cache: dict[str, Any]
-
-    def _bm25(self, strategy: str) -> Any:
+    def _bm25(self, strategy: str) -> BM25Index | None:
+        """The strategy's BM25: from the built data, else built once on first use."""
         from convlab.index.bm25 import BM25Index
 
-        if not hasattr(self, "_bm25_cache"):
-            self._bm25_cache = {}
-        if strategy not in self._bm25_cache:
-            assert self.data is not None
-            self._bm25_cache[strategy] = BM25Index.build(self.data.indexes[strategy].units)
-        return self._bm25_cache[strategy]
+        if strategy not in self._bm25_of and self.data is not None:
+            units = self.data.indexes[strategy].units
+            self._bm25_of[strategy] = BM25Index.build(units) if units.height else None
+        return self._bm25_of.get(strategy)
 
     def _render(self, hits: pl.DataFrame, query: str, index: VectorIndex) -> list[Any]:
         import ipywidgets as w

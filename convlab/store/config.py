@@ -1,0 +1,150 @@
+"""What a store is built with (:class:`StoreConfig`), what an update did, and the store's errors."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from convlab.model import MAX_TOKENS
+from convlab.pipeline.policy import ContentPolicy
+from convlab.pipeline.redact import REDACT_MODES
+
+__all__ = [
+    "REDACT_CHOICES",
+    "IndexSummary",
+    "StoreConfig",
+    "StoreDamaged",
+    "StoreLocked",
+    "StoreMismatch",
+    "default_history_paths",
+]
+
+REDACT_CHOICES: tuple[str, ...] = tuple(REDACT_MODES)
+MIN_TOKENS = 8
+"""The smallest unit token limit a store accepts."""
+
+
+class StoreLocked(RuntimeError):
+    """Another indexer holds the store's lock."""
+
+
+class StoreMismatch(ValueError):
+    """The store was built with another model or other settings (``--rebuild`` starts over)."""
+
+
+class StoreDamaged(RuntimeError):
+    """A file of the live version is missing, truncated or fails its content hash.
+
+    The message is one line naming the file and what to do (``convlab index`` repairs it).
+    """
+
+
+def default_history_paths() -> list[Path]:
+    """The usual homes of Claude Code, Codex and Amplifier histories that exist on this machine."""
+    home = Path.home()
+    codex_home = Path(os.environ.get("CODEX_HOME", home / ".codex"))
+    candidates = [
+        home / ".claude" / "projects",
+        codex_home / "sessions",
+        codex_home / "archived_sessions",
+        home / ".amplifier" / "projects",
+    ]
+    return [p for p in candidates if p.is_dir()]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreConfig:
+    """What a store is built with; changing any of these needs ``rebuild=True``.
+
+    Attributes:
+        strategy: the embedding strategy (a key of ``convlab.STRATEGIES``).
+        max_tokens: the unit's token limit, [CLS] and [SEP] included, :data:`MIN_TOKENS` to
+            the model's
+            :data:`convlab.model.MAX_TOKENS` (256).
+        index_kind: a key of ``convlab.index.INDEX_KINDS`` (``flat`` exact, ``hnsw``, ``ivf``,
+            ``ivfpq``).
+        redact: a key of :data:`convlab.pipeline.redact.REDACT_MODES`: ``all`` (every text stored or
+            embedded, titles included; the default), ``tool-output`` or ``none``.
+        policy: the content policy as a dict (``ContentPolicy.as_dict()``; empty = the default).
+
+    Raises:
+        ValueError: an unknown strategy, index kind or redaction mode (listing the valid
+            names), a max_tokens out of its range, or a policy field
+            :class:`ContentPolicy` does not have (listing its fields) or rejects.
+    """
+
+    strategy: str = "turn_pair"
+    max_tokens: int = 256
+    index_kind: str = "flat"
+    redact: str = "all"
+    policy: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from convlab.index import INDEX_KINDS
+        from convlab.strategies import STRATEGIES
+
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {', '.join(sorted(STRATEGIES))}")
+        if self.index_kind not in INDEX_KINDS:
+            raise ValueError(f"index_kind must be one of {', '.join(INDEX_KINDS)}")
+        if self.redact not in REDACT_CHOICES:
+            raise ValueError(f"redact must be one of {', '.join(REDACT_CHOICES)}")
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int):
+            raise ValueError(f"max_tokens must be an integer, not {self.max_tokens!r}")
+        if not MIN_TOKENS <= self.max_tokens <= MAX_TOKENS:
+            raise ValueError(f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS} tokens")
+        valid = [f.name for f in fields(ContentPolicy)]
+        unknown = sorted(set(self.policy) - set(valid))
+        if unknown:
+            raise ValueError(
+                f"policy has unknown field(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
+            )
+        self.content_policy()  # the policy's own checks (ValueError)
+
+    def content_policy(self) -> ContentPolicy:
+        """The :class:`ContentPolicy` that :attr:`policy` describes."""
+        return ContentPolicy(**self.policy) if self.policy else ContentPolicy()
+
+
+@dataclass(slots=True)
+class IndexSummary:
+    """What one ``update`` did."""
+
+    conversations: int = 0
+    turns: int = 0
+    units: int = 0
+    files_read: int = 0
+    files_unchanged: int = 0
+    conversations_added: int = 0
+    conversations_changed: int = 0
+    conversations_removed: int = 0
+    texts_embedded: int = 0
+    texts_from_cache: int = 0
+    skipped: list[tuple[str, int, str]] = field(default_factory=list)
+    seconds: float = 0.0
+    wrote_version: bool = False
+    repaired: str = ""
+    reread: str = ""
+
+    def lines(self) -> list[str]:
+        """A human-readable closing summary."""
+        out = [
+            f"{self.conversations} conversations, {self.turns} turns, {self.units} units",
+            f"files: {self.files_read} read, {self.files_unchanged} unchanged",
+            f"conversations: {self.conversations_added} added, {self.conversations_changed} "
+            f"changed, {self.conversations_removed} removed",
+            f"texts: {self.texts_embedded} embedded, {self.texts_from_cache} from cache",
+            f"skipped records: {len(self.skipped)}",
+        ]
+        reasons: dict[str, int] = {}
+        for _, _, reason in self.skipped:
+            reasons[reason] = reasons.get(reason, 0) + 1
+        out += [f"  {n} x {r}" for r, n in sorted(reasons.items(), key=lambda kv: -kv[1])[:10]]
+        if self.repaired:
+            out.append(f"repaired: {self.repaired}")
+        if self.reread:
+            out.append(f"every file read again: {self.reread}")
+        out.append(f"time: {self.seconds:.1f} s" + ("" if self.wrote_version else " (unchanged)"))
+        return out

@@ -1,0 +1,223 @@
+"""A version's manifest: checksums of itself and of every file, and the checks that read them.
+
+A file's digest is the SHA-256 of its 1 MiB blocks' digests (one read of the file); files of more
+than :data:`SAMPLED_BLOCKS` blocks also keep their block digests, so a sample of blocks can be
+checked without reading the whole file. Every check raises :class:`StoreDamaged` with one line
+naming the file and what to do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from convlab.store.config import StoreDamaged
+
+__all__ = [
+    "CHECKS",
+    "CHECK_ON_INDEX",
+    "FRAMES",
+    "MANIFEST",
+    "READERS",
+    "Verified",
+    "check_files",
+    "check_norms",
+    "damaged",
+    "manifest_checksum",
+    "read_manifest",
+    "version_files",
+]
+
+STORE_FORMAT = 2
+MANIFEST = "manifest.json"
+READERS = ".readers"
+FRAMES = ("conversations", "messages", "turns", "sentences", "units")
+"""The frames a version stores, one parquet file each (messages: source file and line)."""
+NORM_TOLERANCE = 1e-3
+"""How far from 1 a stored vector's length may be before the index counts as damaged."""
+NORM_ROWS = 1024
+"""Rows whose length the sampled check of every ``update`` checks."""
+NORM_CHUNK = 100_000
+"""Rows checked at a time (bounded memory at 1M units)."""
+CHECK_ON_INDEX = "sample"
+"""What every ``update`` checks of the live version before using it: ``sizes`` (what every open
+checks), ``sample`` (sizes, the hash of every file up to :data:`SAMPLED_BLOCKS` blocks, and that
+many random blocks of each larger file: the vectors and the FAISS file) or ``full`` (every byte).
+
+Chosen from eval/bench_verify.py at 1M units (3.09 GB, 99% of it vectors.npy and index.faiss):
+hashing every byte took 7.8 s against 0.11 s for an unchanged index; ``convlab stats --verify``
+hashes every byte."""
+CHECKS = ("sizes", "sample", "full")
+BLOCK = 1 << 20
+"""Files are hashed in blocks of 1 MiB: a file's digest is the SHA-256 of its blocks' digests."""
+SAMPLED_BLOCKS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """What :meth:`Store.verify` checked.
+
+    Attributes:
+        version: the version directory checked.
+        files: how many files were checked.
+        bytes: their total size.
+        hashed: False for a store written before checksums (sizes and hashes unknown).
+    """
+
+    version: Path
+    files: int
+    bytes: int
+    hashed: bool
+
+    def line(self) -> str:
+        """One line for ``convlab stats --verify``."""
+        if not self.hashed:
+            return (
+                f"not verified: {self.version.name} was written before stores recorded "
+                "checksums; `convlab index` adds them"
+            )
+        return f"verified: all {self.files} files OK ({self.bytes:,} bytes hashed)"
+
+
+def damaged(store: Path, path: Path, what: str) -> StoreDamaged:
+    """The one-line error for a damaged ``path`` of the store in directory ``store``."""
+    return StoreDamaged(f"{path}: {what}; run `convlab index --store {store}` to repair")
+
+
+def manifest_checksum(manifest: dict[str, Any]) -> str:
+    """The SHA-256 of a manifest's canonical JSON, its ``checksum`` key left out."""
+    body = {k: v for k, v in manifest.items() if k != "checksum"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def block_digests(path: Path, blocks: Iterable[int] | None = None) -> list[str]:
+    """SHA-256 (first 128 bits, hex) of each 1 MiB block of ``path``, or of the given blocks."""
+    out = []
+    with path.open("rb") as fh:
+        if blocks is None:
+            while chunk := fh.read(BLOCK):
+                out.append(hashlib.sha256(chunk).hexdigest()[:32])
+            return out
+        for b in blocks:
+            fh.seek(b * BLOCK)
+            out.append(hashlib.sha256(fh.read(BLOCK)).hexdigest()[:32])
+    return out
+
+
+def tree_digest(blocks: list[str]) -> str:
+    """A file's digest from its blocks' digests."""
+    return hashlib.sha256("".join(blocks).encode()).hexdigest()
+
+
+def version_files(version: Path) -> dict[str, dict[str, Any]]:
+    """Size and digest of every file of a version but its manifest and the readers' lock."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in sorted(version.rglob("*")):
+        rel = p.relative_to(version).as_posix()
+        if p.is_file() and rel not in (MANIFEST, READERS):
+            blocks = block_digests(p)
+            rec: dict[str, Any] = {"size": p.stat().st_size, "sha256": tree_digest(blocks)}
+            if len(blocks) > SAMPLED_BLOCKS:
+                rec["blocks"] = blocks
+            out[rel] = rec
+    return out
+
+
+def read_manifest(store: Path, version: Path) -> dict[str, Any]:
+    """A version's manifest, its checksum checked (manifests of format 1 have none).
+
+    Raises:
+        StoreDamaged: unreadable, not a JSON object, or not matching its checksum.
+    """
+    path = version / MANIFEST
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise damaged(store, path, f"unreadable ({type(exc).__name__})") from exc
+    if not isinstance(manifest, dict):
+        raise damaged(store, path, "not a JSON object")
+    legacy = manifest.get("format", 1) < 2 and "checksum" not in manifest
+    if not legacy and manifest.get("checksum") != manifest_checksum(manifest):
+        raise damaged(store, path, "does not match its checksum (edited or corrupted)")
+    return manifest
+
+
+def check_files(store: Path, version: Path, manifest: dict[str, Any], *, check: str) -> Verified:
+    """Check every file's size, and its content as ``check`` says (see :data:`CHECK_ON_INDEX`).
+
+    Raises:
+        ValueError: ``check`` is not one of :data:`CHECKS`.
+        StoreDamaged: the first file missing, of the wrong size or content.
+    """
+    if check not in CHECKS:
+        raise ValueError(f"check must be one of {', '.join(CHECKS)}")
+    files: dict[str, dict[str, Any]] | None = manifest.get("version_files")
+    if files is None:
+        return Verified(version=version, files=0, bytes=0, hashed=False)
+    total = 0
+    for rel, rec in files.items():
+        path = version / rel
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            raise damaged(store, path, "missing") from None
+        if size != rec["size"]:
+            raise damaged(store, path, f"{size} bytes, {rec['size']} expected (truncated?)")
+        total += size
+        if check == "sizes":
+            continue
+        blocks = rec.get("blocks")
+        if check == "sample" and blocks:
+            rng = np.random.default_rng()
+            picked = {0, len(blocks) - 1}
+            picked.update(rng.choice(len(blocks), SAMPLED_BLOCKS - 2, replace=False).tolist())
+            order = sorted(picked)
+            digests = block_digests(path, order)
+            ok = all(d == blocks[b] for b, d in zip(order, digests, strict=True))
+        else:
+            ok = tree_digest(block_digests(path)) == rec["sha256"]
+        if not ok:
+            raise damaged(store, path, "content does not match its SHA-256 (corrupted)")
+    return Verified(version=version, files=len(files), bytes=total, hashed=check == "full")
+
+
+def norm_problem(vectors: np.ndarray, offset: int = 0) -> str:
+    """What is wrong with rows that are not of unit length ('' when none is)."""
+    if vectors.ndim != 2:
+        return f"vectors of shape {vectors.shape}, not a matrix"
+    v = np.asarray(vectors, dtype=np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", v, v))
+    bad = np.flatnonzero(~(np.abs(norms - 1.0) <= NORM_TOLERANCE))
+    if not bad.size:
+        return ""
+    return f"{bad.size} vectors are not of unit length (row {offset + bad[0]}: {norms[bad[0]]:.4g})"
+
+
+def check_norms(store: Path, version: Path, *, rows: int | None) -> None:
+    """Check that the stored vectors are of unit length: all, or ``rows`` random ones.
+
+    Raises:
+        StoreDamaged: the vectors file is unreadable or a checked row is not of unit length.
+    """
+    path = version / "index" / "vectors.npy"
+    try:
+        vectors = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise damaged(store, path, f"unreadable ({exc})") from exc
+    n = len(vectors)
+    if rows is not None and n > rows:
+        picked = np.unique(np.random.default_rng().choice(n, rows, replace=False))
+        problem = norm_problem(np.asarray(vectors[picked]))
+        if problem:
+            raise damaged(store, path, problem + " in a sample of rows")
+        return
+    for start in range(0, n, NORM_CHUNK):
+        problem = norm_problem(np.asarray(vectors[start : start + NORM_CHUNK]), start)
+        if problem:
+            raise damaged(store, path, problem)

@@ -1,0 +1,297 @@
+"""The :class:`Store` object: one pinned version of a store directory, read and updated.
+
+**One version per Store object.** The first read pins the live version: the manifest, every frame
+and the index of one ``Store`` come from that one directory, however many writers switch
+``current`` meanwhile (the pinned version holds a shared lock that keeps writers from deleting it);
+:meth:`Store.update` re-pins to the version it wrote, :meth:`Store.refresh` to the live one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import polars as pl
+from filelock import FileLock, Timeout
+
+from convlab.protocols import Embedder
+from convlab.store import manifest as mf
+from convlab.store.config import IndexSummary, StoreConfig, StoreDamaged, StoreLocked
+from convlab.store.manifest import CHECK_ON_INDEX, FRAMES, MANIFEST, NORM_ROWS, READERS, Verified
+from convlab.store.versions import (
+    hold_shared,
+    remove_leftovers,
+    write_manifest,
+    write_version,
+)
+
+if TYPE_CHECKING:
+    from convlab.engines import Engine
+    from convlab.index import VectorIndex
+    from convlab.index.bm25 import BM25Index
+
+__all__ = ["Store"]
+
+
+class Store:
+    """An on-disk index of transcripts (a directory); see :mod:`convlab.store` for its layout.
+
+    Every read of one ``Store`` object comes from one version, pinned by the first read.
+
+    Args:
+        directory: the store directory (created on the first update).
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory).expanduser()
+        self._pinned: Path | None = None
+        self._pin_handle: IO[bytes] | None = None
+        self._manifest: dict[str, Any] = {}
+
+    # -- reading ------------------------------------------------------------------------------
+    @property
+    def current(self) -> Path | None:
+        """The live version directory on disk now (resolved), or None for an empty store."""
+        link = self.directory / "current"
+        if not link.is_symlink() and not link.exists():
+            return None
+        target = link.resolve()
+        return target if (target / MANIFEST).is_file() else None
+
+    @property
+    def version(self) -> Path:
+        """The version this object reads (pinned by its first read)."""
+        return self._pin()
+
+    def exists(self) -> bool:
+        """Whether the store holds a complete version."""
+        return self.current is not None
+
+    def manifest(self) -> dict[str, Any]:
+        """The pinned version's manifest.
+
+        Raises:
+            FileNotFoundError: the store is empty or missing.
+            StoreDamaged: the manifest or the size of a file of the version is wrong.
+        """
+        self._pin()
+        return json.loads(json.dumps(self._manifest))  # a copy: callers cannot edit the pin
+
+    def frame(self, name: str) -> pl.DataFrame:
+        """One of the stored frames: conversations, messages, turns, sentences, units."""
+        if name not in FRAMES:
+            raise ValueError(f"unknown frame {name!r}; valid: {', '.join(FRAMES)}")
+        path = self._pin() / f"{name}.parquet"
+        try:
+            return pl.read_parquet(path)
+        except Exception as exc:  # polars reports corruption with several exception types
+            raise self._damaged(path, f"unreadable ({type(exc).__name__})") from exc
+
+    def index(self) -> VectorIndex:
+        """The stored :class:`convlab.index.VectorIndex`, its vectors checked to be unit length."""
+        from convlab.index import VectorIndex
+
+        version = self._pin()
+        directory = version / "index"
+        mf.check_norms(self.directory, version, rows=None)  # in slices: no copy of the vectors
+        try:
+            return VectorIndex.load(directory)
+        except Exception as exc:  # numpy, FAISS and polars each raise their own types
+            raise self._damaged(directory, f"unreadable ({type(exc).__name__}: {exc})") from exc
+
+    def bm25(self) -> BM25Index | None:
+        """The stored :class:`convlab.index.bm25.BM25Index` over the index's units.
+
+        A store written before stores kept BM25 gets one built here, in memory, from its units
+        (the next ``convlab index`` writes it); None for a store without units.
+
+        Raises:
+            StoreDamaged: the stored BM25 files cannot be read.
+        """
+        from convlab.index.bm25 import BM25Index
+
+        version = self._pin()
+        directory = version / "bm25"
+        if "bm25" not in self._manifest:
+            units = self.frame("units")
+            return BM25Index.build(units) if units.height else None
+        if not self._manifest["bm25"]:
+            return None
+        try:
+            return BM25Index.load(directory)
+        except Exception as exc:  # bm25s raises numpy, json and OS errors
+            raise self._damaged(directory, f"unreadable ({type(exc).__name__}: {exc})") from exc
+
+    def verify(self) -> Verified:
+        """Check the size and SHA-256 of every file of the pinned version.
+
+        Raises:
+            StoreDamaged: the first file that is missing, of the wrong size or content.
+        """
+        version = self._pin()
+        verified = mf.check_files(self.directory, version, self._manifest, check="full")
+        mf.check_norms(self.directory, version, rows=None)
+        return verified
+
+    def refresh(self) -> None:
+        """Release the pinned version: the next read pins the version live then."""
+        if self._pin_handle is not None:
+            self._pin_handle.close()
+        self._pinned, self._pin_handle, self._manifest = None, None, {}
+
+    close = refresh
+
+    def _damaged(self, path: Path, what: str) -> StoreDamaged:
+        return mf.damaged(self.directory, path, what)
+
+    def _live(self) -> Path:
+        """The live version (resolved), whose manifest exists."""
+        link = self.directory / "current"
+        if not link.is_symlink() and not link.exists():
+            raise FileNotFoundError(
+                f"no index at {self.directory}; build one with `convlab index PATH --store "
+                f"{self.directory}`"
+            )
+        target = link.resolve()
+        if not (target / MANIFEST).is_file():
+            raise self._damaged(link, f"points to {target.name}, which is missing or incomplete")
+        return target
+
+    def _pin(self) -> Path:
+        if self._pinned is not None:
+            return self._pinned
+        for _ in range(1000):  # a writer may delete the version between resolve and lock
+            version = self._live()
+            handle = hold_shared(version / READERS)
+            if (version / MANIFEST).is_file():
+                try:
+                    manifest = mf.read_manifest(self.directory, version)
+                    mf.check_files(self.directory, version, manifest, check="sizes")
+                except BaseException:
+                    if handle is not None:
+                        handle.close()
+                    raise
+                self._pinned, self._pin_handle, self._manifest = version, handle, manifest
+                return version
+            if handle is not None:
+                handle.close()
+        raise RuntimeError(f"{self.directory}: the live version kept changing; try again")
+
+    # -- writing ------------------------------------------------------------------------------
+    def lock(self, *, wait: bool = False) -> FileLock:
+        """The store's write lock (acquire it with ``with``)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(self.directory / ".lock"), timeout=-1 if wait else 0)
+
+    def update(
+        self,
+        paths: Sequence[str | Path],
+        *,
+        config: StoreConfig,
+        embedder: Embedder,
+        rebuild: bool = False,
+        wait: bool = False,
+        progress: bool | None = None,
+        log: Callable[[str], None] | None = None,
+        engine: str | Engine = "local",
+    ) -> IndexSummary:
+        """Bring the store up to date with the transcripts under ``paths``.
+
+        The live version is checked first: its manifest and file sizes always, its contents as
+        :data:`convlab.store.manifest.CHECK_ON_INDEX` says (by default every small file whole,
+        sampled blocks of the vectors and the FAISS file). A damaged version (or one written
+        before checksums) is rebuilt from the transcripts, its vectors taken from the embedding
+        cache; a version written before stores kept BM25 gets it, nothing embedded again.
+        Afterwards this object reads the version written (or the live one if nothing changed).
+
+        Args:
+            paths: files or directories to index.
+            config: strategy, max_tokens, index kind, redaction and content policy.
+            embedder: the :class:`convlab.protocols.Embedder` (wrapped here in the store's cache).
+            rebuild: start from scratch even when settings match.
+            wait: wait for another indexer instead of refusing.
+            progress: show progress bars (None = when attached to a terminal).
+            log: where to send progress lines.
+            engine: where the embedding runs (a key of ``convlab.engines.ENGINES`` or an
+                engine object); the store is the same whichever engine embeds.
+
+        Raises:
+            StoreLocked: another indexer is writing this store and ``wait`` is False.
+            StoreMismatch: the store was built with other settings (pass ``rebuild=True``).
+        """
+        from convlab.store.update import run_update
+
+        for p in paths:
+            if not Path(p).expanduser().exists():
+                raise FileNotFoundError(f"no such file or directory: {p}")
+        lock = self.lock(wait=wait)
+        try:
+            lock.acquire()
+        except Timeout:
+            raise StoreLocked(
+                f"another `convlab index` is writing {self.directory}; wait for it or pass --wait"
+            ) from None
+        try:
+            return run_update(
+                self, paths, config, embedder, rebuild, log or (lambda _: None), engine
+            )
+        finally:
+            lock.release()
+
+    def _open_for_update(self, log: Callable[[str], None]) -> tuple[dict[str, Any] | None, str]:
+        """The live manifest (None: none or unreadable) and what is damaged ('' if nothing)."""
+        self.refresh()
+        try:
+            version = self._pin()
+            mf.check_files(self.directory, version, self._manifest, check=CHECK_ON_INDEX)
+            if self._manifest.get("version_files") is not None and CHECK_ON_INDEX != "sizes":
+                rows = None if CHECK_ON_INDEX == "full" else NORM_ROWS
+                mf.check_norms(self.directory, version, rows=rows)
+        except FileNotFoundError:
+            return None, ""
+        except StoreDamaged as exc:
+            log(f"repairing: {exc}")
+            try:
+                manifest: dict[str, Any] | None = mf.read_manifest(self.directory, self._live())
+            except (StoreDamaged, FileNotFoundError):
+                manifest = None
+            self.refresh()
+            return manifest, str(exc).split("; run `convlab index")[0]
+        manifest = self._manifest
+        if manifest.get("version_files") is None:
+            what = f"{self._pinned}: written before stores recorded checksums; rebuilding"
+            log(what)
+            return manifest, what
+        return manifest, ""
+
+    def _write_version(
+        self,
+        manifest: dict[str, Any],
+        frames: dict[str, pl.DataFrame],
+        index: VectorIndex,
+        bm25: BM25Index | None,
+    ) -> None:
+        write_version(self.directory, manifest, frames, index, bm25)
+        self.refresh()  # release the old version, read the new one from now on
+        self._pin()
+        self._remove_leftovers()
+
+    def _write_manifest_only(self, manifest: dict[str, Any], files: dict[str, Any]) -> None:
+        self._manifest = write_manifest(self._pin(), {**manifest, "files": files})
+
+    def _remove_leftovers(self) -> None:
+        """Delete temporary versions of killed runs and versions no longer live nor being read."""
+        try:
+            live: Path | None = self._live()
+        except (FileNotFoundError, StoreDamaged):
+            live = None
+        remove_leftovers(self.directory, (live, self._pinned))
+
+    def _fill_counts(self, summary: IndexSummary) -> None:
+        if self.exists():
+            counts = self.manifest().get("counts", {})
+            summary.conversations = int(counts.get("conversations", 0))
+            summary.turns = int(counts.get("turns", 0))
+            summary.units = int(counts.get("units", 0))

@@ -1,0 +1,187 @@
+"""Versions of a store on disk: written whole, switched by one rename, removed when unread.
+
+A version is written beside the live one, pinned by readers with a shared lock, and removed
+only when no reader holds it.
+
+A version is a directory ``v<N>``; ``current`` is a symlink to the live one. A version is written
+as ``.tmp-v<N>``, flushed (:func:`fsync_tree`), renamed, and made live by
+replacing ``current`` with a symlink made as ``.current-v<N>``: a run killed at any point leaves
+the previous version live, and the leftovers are removed by the next run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import time
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import polars as pl
+
+from convlab.atomic import fsync_dir, write_text_atomic
+from convlab.store.manifest import MANIFEST, READERS, manifest_checksum, version_files
+
+if TYPE_CHECKING:
+    from convlab.index import VectorIndex
+    from convlab.index.bm25 import BM25Index
+
+try:  # shared locks that keep a version in use from being deleted (POSIX)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: versions are deleted without checking readers
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "crash_point",
+    "fsync_tree",
+    "hold_shared",
+    "remove_leftovers",
+    "remove_version",
+    "write_manifest",
+    "write_version",
+]
+
+VERSION = re.compile(r"^v\d+$")
+LEFTOVER = re.compile(r"^\.(?:tmp|current)-v\d+$")
+
+
+def crash_point(name: str) -> None:
+    """Kill this process with SIGKILL at a named point when ``CONVLAB_CRASH_AT`` names it.
+
+    Used only by the crash-safety tests, which run ``convlab index`` in a subprocess.
+    """
+    if os.environ.get("CONVLAB_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def hold_shared(path: Path) -> IO[bytes] | None:
+    """Open ``path`` and take a shared lock on it (None when it does not exist or no fcntl)."""
+    if fcntl is None:
+        return None
+    try:
+        fh = path.open("rb")
+    except OSError:
+        return None
+    fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
+    return fh
+
+
+def remove_version(version: Path) -> bool:
+    """Delete a version unless a reader holds it; returns whether it was deleted."""
+    fh = None
+    readers = version / READERS
+    if fcntl is not None and readers.is_file():
+        fh = readers.open("rb")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            fh.close()
+            return False  # pinned by a reader: the next run removes it
+    try:
+        (version / MANIFEST).unlink(missing_ok=True)  # first: a reader that waited sees it gone
+        shutil.rmtree(version, ignore_errors=True)
+    finally:
+        if fh is not None:
+            fh.close()
+    return True
+
+
+def remove_leftovers(directory: Path, keep: tuple[Path | None, ...]) -> None:
+    """Delete temporary versions of killed runs and versions that are neither live nor kept.
+
+    Only names the store writes are touched (``v<digits>``, ``.tmp-v<digits>``,
+    ``.current-v<digits>``), and paths are compared resolved on both sides, so a store given as a
+    relative path, ``.`` or through a symlink never loses its live version. Nothing but
+    leftovers is removed when ``keep`` holds no live version (the first element: None).
+
+    Args:
+        directory: the store directory.
+        keep: the live version first (resolved, or None when there is none), then any other
+            version to keep (the one this process reads).
+    """
+    if not directory.is_dir():
+        return
+    live = keep[0]
+    for p in directory.iterdir():
+        if LEFTOVER.match(p.name):
+            if p.is_symlink() or p.is_file():
+                p.unlink(missing_ok=True)
+            else:
+                shutil.rmtree(p, ignore_errors=True)
+        elif (
+            VERSION.match(p.name)
+            and live is not None
+            and p.is_dir()
+            and not p.is_symlink()
+            and p.resolve() not in keep
+        ):
+            remove_version(p)
+
+
+def fsync_tree(path: Path) -> None:
+    """Flush every file under ``path``, then every directory (deepest first), then ``path``."""
+    if not path.is_dir():
+        return
+    dirs = []
+    for p in path.rglob("*"):
+        if p.is_symlink():
+            continue
+        if p.is_file():
+            with p.open("rb") as fh:
+                os.fsync(fh.fileno())
+        elif p.is_dir():
+            dirs.append(p)
+    for d in sorted(dirs, key=lambda d: len(d.parts), reverse=True):
+        fsync_dir(d)
+    fsync_dir(path)
+
+
+def write_version(
+    directory: Path,
+    manifest: dict[str, Any],
+    frames: dict[str, pl.DataFrame],
+    index: VectorIndex,
+    bm25: BM25Index | None,
+) -> Path:
+    """Write a new version whole, then make it live; returns its directory.
+
+    The manifest gets ``version_files`` (size and digest of every file written) and its
+    checksum. Crash points (``CONVLAB_CRASH_AT``): ``during_write``, ``before_switch``,
+    ``after_switch``.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"v{time.time_ns()}"
+    tmp = directory / f".tmp-{name}"
+    tmp.mkdir()
+    for n, f in frames.items():
+        f.write_parquet(tmp / f"{n}.parquet")
+    crash_point("during_write")
+    index.save(tmp / "index")
+    if bm25 is not None:  # None: no unit to index (bm25s cannot index an empty corpus)
+        bm25.save(tmp / "bm25")
+    (tmp / READERS).touch()
+    manifest = {**manifest, "version_files": version_files(tmp)}
+    manifest["checksum"] = manifest_checksum(manifest)
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    fsync_tree(tmp)
+    final = directory / name
+    tmp.rename(final)
+    crash_point("before_switch")
+    link_tmp = directory / f".current-{name}"
+    link_tmp.symlink_to(name)
+    os.replace(link_tmp, directory / "current")
+    fsync_dir(directory)
+    crash_point("after_switch")
+    return final
+
+
+def write_manifest(version: Path, manifest: dict[str, Any]) -> dict[str, Any]:
+    """Replace a version's manifest (its checksum renewed when it has one); returns it."""
+    updated = dict(manifest)
+    if "checksum" in updated:
+        updated["checksum"] = manifest_checksum(updated)
+    write_text_atomic(version / MANIFEST, json.dumps(updated, indent=1, sort_keys=True))
+    return updated
