@@ -92,7 +92,7 @@ def test_chunks_made_once_serve_every_strategy(
     def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
         raise AssertionError("chunked again")
 
-    monkeypatch.setattr(chunks_module, "sentences", refuse)
+    monkeypatch.setattr(chunks_module, "chunks", refuse)
     second = build_index(
         CORPUS,
         "turn_pair",

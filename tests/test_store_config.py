@@ -22,17 +22,17 @@ def test_the_error_lists_every_valid_name() -> None:
     assert all(name in str(e.value) for name in REDACT_CHOICES)
 
 
-@pytest.mark.parametrize("budget", [7, 0, -256, 257, 1024])
-def test_a_budget_outside_8_to_256_tokens_is_refused(budget: int) -> None:
-    # before issue 12 a budget over 256 passed here and failed only when units were built
-    with pytest.raises(ValueError, match="budget must be between 8 and 256 tokens"):
-        StoreConfig(budget=budget)
+@pytest.mark.parametrize("max_tokens", [7, 0, -256, 257, 1024])
+def test_a_max_tokens_outside_8_to_256_tokens_is_refused(max_tokens: int) -> None:
+    # before issue 12 a budget (now max_tokens) over 256 passed here and failed at units()
+    with pytest.raises(ValueError, match="max_tokens must be between 8 and 256 tokens"):
+        StoreConfig(max_tokens=max_tokens)
 
 
-@pytest.mark.parametrize("budget", ["256", 256.0, True])
-def test_a_budget_that_is_not_an_integer_is_refused(budget: object) -> None:
-    with pytest.raises(ValueError, match="budget must be an integer"):
-        StoreConfig(budget=budget)  # type: ignore[arg-type]
+@pytest.mark.parametrize("max_tokens", ["256", 256.0, True])
+def test_a_max_tokens_that_is_not_an_integer_is_refused(max_tokens: object) -> None:
+    with pytest.raises(ValueError, match="max_tokens must be an integer"):
+        StoreConfig(max_tokens=max_tokens)  # type: ignore[arg-type]
 
 
 def test_a_policy_field_that_does_not_exist_is_named() -> None:
@@ -48,4 +48,7 @@ def test_a_policy_value_the_policy_refuses_is_a_value_error() -> None:
 def test_the_content_policy_is_the_one_described() -> None:
     assert StoreConfig().content_policy() == ContentPolicy()
     assert StoreConfig(policy={"thinking": True}).content_policy() == ContentPolicy(thinking=True)
-    assert (StoreConfig(budget=8).budget, StoreConfig(budget=256).budget) == (8, 256)
+    assert (StoreConfig(max_tokens=8).max_tokens, StoreConfig(max_tokens=256).max_tokens) == (
+        8,
+        256,
+    )
