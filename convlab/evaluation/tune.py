@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,8 +72,10 @@ class TuneResult:
     """What :func:`tune` found.
 
     Attributes:
-        per_query: ``query_id, group, fold, value``: each query's metric under its fold's
-            choice (held-out values only), in the order of the qrels' queries.
+        metric: the metric the choice maximised.
+        per_query: ``query_id, group, fold, metric, value``: each query's value of the tuned
+            metric (and of the reported ones) under its fold's choice: held-out values only,
+            in the order of the qrels' queries.
         choices: one row per fold: ``fold, setting`` (index into the space), ``params`` (JSON),
             ``train_mean`` (the chosen setting's mean on the training queries), ``test_mean``,
             ``train_queries``, ``test_queries``, ``test_groups`` (comma-separated).
@@ -82,14 +83,16 @@ class TuneResult:
             it is choosing on the test queries.
     """
 
+    metric: str
     per_query: pl.DataFrame
     choices: pl.DataFrame
     scores: pl.DataFrame
 
     @property
     def mean(self) -> float:
-        """The cross-validated mean of the metric (held-out values only)."""
-        return float(self.per_query["value"].mean())  # type: ignore[arg-type]
+        """The cross-validated mean of the tuned metric (held-out values only)."""
+        values = self.per_query.filter(pl.col("metric") == self.metric)["value"]
+        return float(values.mean())  # type: ignore[arg-type]
 
 
 def conversation_groups(query_ids: Sequence[str]) -> list[str]:
@@ -138,16 +141,23 @@ def random_space(
     return [full[i] for i in picked]
 
 
-def _values(run: pl.DataFrame, queries: pl.DataFrame, metric: str, k: int | None) -> np.ndarray:
-    """The metric of ``run`` per query of ``queries`` (0 for a query the run does not rank)."""
+def _values(
+    run: pl.DataFrame, queries: pl.DataFrame, metrics: Sequence[str], k: int | None
+) -> dict[str, np.ndarray]:
+    """Each metric of ``run`` per query of ``queries`` (0 for a query the run does not rank)."""
     if "rank" not in run.columns:
         run = run.sort(["query_id", "score", "doc_id"], descending=[False, True, False])
         run = run.with_columns(pl.int_range(1, pl.len() + 1).over("query_id").alias("rank"))
     if k is not None:
         run = run.filter(pl.col("rank") <= k)
-    pq = per_query(run.select("query_id", "doc_id", "rank"), queries, [metric])
-    got = dict(zip(pq["query_id"].to_list(), pq["value"].to_list(), strict=True))
-    return np.array([got.get(q, 0.0) for q in queries["query_id"].to_list()], dtype=np.float64)
+    pq = per_query(run.select("query_id", "doc_id", "rank"), queries, metrics)
+    ids = queries["query_id"].to_list()
+    out = {}
+    for m in metrics:
+        part = pq.filter(pl.col("metric") == parse_metric(m).name)
+        got = dict(zip(part["query_id"].to_list(), part["value"].to_list(), strict=True))
+        out[m] = np.array([got.get(q, 0.0) for q in ids], dtype=np.float64)
+    return out
 
 
 def tune(
@@ -157,6 +167,7 @@ def tune(
     config: TuneConfig | None = None,
     *,
     groups: Sequence[str] | None = None,
+    report: Sequence[str] = (),
 ) -> TuneResult:
     """Cross-validate the choice of a setting of ``system`` from ``space``.
 
@@ -168,6 +179,7 @@ def tune(
         config: the metric and the number of folds.
         groups: the group of each scored query, in the order of the queries' first appearance
             in ``qrels`` (default: :func:`conversation_groups`).
+        report: more metrics reported for each fold's choice (never used to choose).
 
     Returns:
         The held-out values per query, the choice per fold and each setting's overall mean.
@@ -191,8 +203,11 @@ def tune(
         raise ValueError(f"{len(group)} groups for {len(ids)} scored queries")
     if len(set(group)) < config.folds:
         raise ValueError(f"{len(set(group))} groups cannot make {config.folds} folds")
-    k = parse_metric(config.metric).k
-    scores = np.vstack([_values(system(p), queries, config.metric, k) for p in space])
+    metrics = list(dict.fromkeys([config.metric, *report]))
+    cutoffs = [parse_metric(m).k for m in metrics]
+    k = None if None in cutoffs else max(c for c in cutoffs if c is not None)
+    values_by = [_values(system(p), queries, metrics, k) for p in space]
+    scores = np.vstack([v[config.metric] for v in values_by])
     fold_of = np.empty(len(ids), dtype=np.int64)
     rows = []
     splits = GroupKFold(n_splits=config.folds).split(np.zeros(len(ids)), groups=group)
@@ -214,10 +229,27 @@ def tune(
         )
     choices = pl.DataFrame(rows)
     chosen = choices["setting"].to_numpy()[fold_of]
-    values = scores[chosen, np.arange(len(ids))]
-    per_q = pl.DataFrame(
-        {"query_id": ids, "group": group, "fold": fold_of, "value": values},
-        schema={"query_id": pl.String, "group": pl.String, "fold": pl.Int64, "value": pl.Float64},
+    schema = {
+        "query_id": pl.String,
+        "group": pl.String,
+        "fold": pl.Int64,
+        "metric": pl.String,
+        "value": pl.Float64,
+    }
+    per_q = pl.concat(
+        [
+            pl.DataFrame(
+                {
+                    "query_id": ids,
+                    "group": group,
+                    "fold": fold_of,
+                    "metric": [parse_metric(m).name] * len(ids),
+                    "value": np.vstack([v[m] for v in values_by])[chosen, np.arange(len(ids))],
+                },
+                schema=schema,
+            )
+            for m in metrics
+        ]
     )
     overall = pl.DataFrame(
         {
@@ -226,6 +258,6 @@ def tune(
             "mean": scores.mean(axis=1),
         }
     )
-    if not math.isfinite(float(values.mean())):
-        raise ValueError("the metric gave a non-finite value")
-    return TuneResult(per_query=per_q, choices=choices, scores=overall)
+    return TuneResult(
+        metric=parse_metric(config.metric).name, per_query=per_q, choices=choices, scores=overall
+    )
