@@ -34,6 +34,7 @@ from typing import Any
 
 import polars as pl
 
+from convlab.atomic import fsync_dir
 from convlab.evaluation.metrics import per_query
 from convlab.evaluation.queries import read_qrels, read_run, write_run
 from convlab.evaluation.significance import compare
@@ -127,14 +128,16 @@ def lexical_runs(locomo: Path, out: Path) -> dict[str, pl.DataFrame]:
 
 
 def _atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Write ``path`` through a temp file in its folder: fsync, then rename."""
+    """Write ``path`` through a temp file in its folder: fsync, rename, fsync the folder."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     os.close(fd)
     try:
         write(Path(tmp))
         with open(tmp, "rb+") as fh:
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+        fsync_dir(path.parent)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
