@@ -32,13 +32,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from convlab.atomic import fsync_dir
 from convlab.evaluation.metrics import per_query
 from convlab.evaluation.queries import read_qrels, read_run, write_run
 from convlab.evaluation.significance import compare
-from convlab.evaluation.tune import TuneConfig, random_space, tune
+from convlab.evaluation.tune import TuneConfig, cross_validate, random_space, tune
 from convlab.fusion import fuse
 
 METRICS = ("recall@5", "ndcg@10")
@@ -191,6 +192,7 @@ def study(args: argparse.Namespace) -> dict[str, Any]:
     combos = list(COMBOS) + [c for c in LEXICAL_COMBOS if all(n in runs for n in c)]
     config = TuneConfig(metric="recall@5", folds=args.folds)
     choices = []
+    tunes: list[tuple[str, Any, Any]] = []
     for combo in combos:
         for label, method, fixed, tuned in METHODS:
             system_name = f"cv {label} " + "+".join(combo)
@@ -209,6 +211,7 @@ def study(args: argparse.Namespace) -> dict[str, Any]:
                 file=sys.stderr,
                 flush=True,
             )
+            tunes.append((system_name, res, space))
             choices.append(res.choices.with_columns(pl.lit(system_name).alias("system")))
             pq.append(res.per_query.with_columns(pl.lit(system_name).alias("system")))
             best_in_sample = res.scores.sort("mean", descending=True).row(0, named=True)
@@ -222,6 +225,29 @@ def study(args: argparse.Namespace) -> dict[str, Any]:
                 }
             )
 
+    if len(tunes) > 1:
+        # nested: the combination and the method are chosen per fold too, among all of the above
+        name = "cv nested: combination, method and weights chosen per fold"
+        nested_space = [{"system": s, **p} for s, _, space in tunes for p in space]
+        first = tunes[0][1].per_query.filter(pl.col("metric") == config.metric)
+        res = cross_validate(
+            nested_space,
+            {m: np.vstack([r.values[m] for _, r, _ in tunes]) for m in tunes[0][1].values},
+            first["query_id"].to_list(),
+            first["group"].to_list(),
+            config,
+        )
+        print(f"{name}: {len(nested_space)} settings, CV recall@5 {res.mean:.4f}", file=sys.stderr)
+        choices.append(res.choices.with_columns(pl.lit(name).alias("system")))
+        pq.append(res.per_query.with_columns(pl.lit(name).alias("system")))
+        rows.append(
+            {
+                "system": name,
+                "kind": "fusion",
+                "cv": True,
+                "params": f"{len(nested_space)} settings",
+            }
+        )
     per_q = pl.concat([p.select("system", "query_id", "metric", "value") for p in pq])
     sig = compare(per_q, BASELINE)
     by_cat = (

@@ -42,7 +42,15 @@ from sklearn.model_selection import GroupKFold
 
 from convlab.evaluation.metrics import parse_metric, per_query
 
-__all__ = ["TuneConfig", "TuneResult", "conversation_groups", "grid", "random_space", "tune"]
+__all__ = [
+    "TuneConfig",
+    "TuneResult",
+    "conversation_groups",
+    "cross_validate",
+    "grid",
+    "random_space",
+    "tune",
+]
 
 Params = Mapping[str, Any]
 System = Callable[[Params], pl.DataFrame]
@@ -81,12 +89,15 @@ class TuneResult:
             ``train_queries``, ``test_queries``, ``test_groups`` (comma-separated).
         scores: ``setting, params, mean`` over all queries, for reference only: choosing from
             it is choosing on the test queries.
+        values: per metric, the (settings x queries) matrix of per-query values, queries in
+            the order of ``per_query``.
     """
 
     metric: str
     per_query: pl.DataFrame
     choices: pl.DataFrame
     scores: pl.DataFrame
+    values: dict[str, np.ndarray]
 
     @property
     def mean(self) -> float:
@@ -207,7 +218,46 @@ def tune(
     cutoffs = [parse_metric(m).k for m in metrics]
     k = None if None in cutoffs else max(c for c in cutoffs if c is not None)
     values_by = [_values(system(p), queries, metrics, k) for p in space]
-    scores = np.vstack([v[config.metric] for v in values_by])
+    values = {parse_metric(m).name: np.vstack([v[m] for v in values_by]) for m in metrics}
+    return cross_validate(space, values, ids, group, config)
+
+
+def cross_validate(
+    space: Sequence[Params],
+    values: Mapping[str, np.ndarray],
+    ids: Sequence[str],
+    group: Sequence[str],
+    config: TuneConfig,
+) -> TuneResult:
+    """The fold logic of :func:`tune`, on per-query values already computed.
+
+    Also how to nest a choice among systems: stack several :attr:`TuneResult.values` (same
+    queries, same order) and cross-validate the union of their spaces.
+
+    Args:
+        space: the settings, one per row of each matrix.
+        values: per metric name, a (settings x queries) matrix; ``config.metric`` chooses.
+        ids: the query ids, one per column.
+        group: the group of each query.
+        config: the metric and the number of folds.
+
+    Raises:
+        ValueError: matrices whose shape does not match the space and the queries, or fewer
+            groups than folds.
+    """
+    metric = parse_metric(config.metric).name
+    if metric not in values:
+        raise ValueError(f"no values of the tuned metric {metric}")
+    for name, matrix in values.items():
+        if matrix.shape != (len(space), len(ids)):
+            raise ValueError(
+                f"{name} values are {matrix.shape}; expected ({len(space)}, {len(ids)})"
+            )
+    if len(group) != len(ids):
+        raise ValueError(f"{len(group)} groups for {len(ids)} scored queries")
+    if len(set(group)) < config.folds:
+        raise ValueError(f"{len(set(group))} groups cannot make {config.folds} folds")
+    scores = values[metric]
     fold_of = np.empty(len(ids), dtype=np.int64)
     rows = []
     splits = GroupKFold(n_splits=config.folds).split(np.zeros(len(ids)), groups=group)
@@ -243,12 +293,12 @@ def tune(
                     "query_id": ids,
                     "group": group,
                     "fold": fold_of,
-                    "metric": [parse_metric(m).name] * len(ids),
-                    "value": np.vstack([v[m] for v in values_by])[chosen, np.arange(len(ids))],
+                    "metric": [name] * len(ids),
+                    "value": matrix[chosen, np.arange(len(ids))],
                 },
                 schema=schema,
             )
-            for m in metrics
+            for name, matrix in values.items()
         ]
     )
     overall = pl.DataFrame(
@@ -259,5 +309,5 @@ def tune(
         }
     )
     return TuneResult(
-        metric=parse_metric(config.metric).name, per_query=per_q, choices=choices, scores=overall
+        metric=metric, per_query=per_q, choices=choices, scores=overall, values=dict(values)
     )
