@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import polars as pl
 import pytest
 
 from convlab.evaluation.tune import (
     TuneConfig,
     conversation_groups,
+    cross_validate,
     grid,
     random_space,
     tune,
@@ -155,3 +157,31 @@ def test_bad_configs() -> None:
         tune(lambda p: RUNS["p"], [], QRELS)
     with pytest.raises(ValueError, match="2 groups for 3 scored queries"):
         tune(lambda p: RUNS["p"], [{}], QRELS, TuneConfig(folds=2), groups=["a", "b"])
+
+
+def test_cross_validate_on_stacked_values_nests_a_choice() -> None:
+    # two "systems" with one setting each: the worked example's rows p and r, stacked
+    space = [{"system": "P"}, {"system": "R"}]
+    values = {"recall@1": np.array([[1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])}
+    res = cross_validate(
+        space,
+        values,
+        ["a:q0", "b:q0", "c:q0"],
+        ["a", "b", "c"],
+        TuneConfig(metric="recall@1", folds=3),
+    )
+    got = {g: json.loads(r["params"])["system"] for g, r in by_test_group(res.choices).items()}
+    assert got == {"a": "R", "b": "P", "c": "P"}
+    assert res.mean == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match=r"recall@1 values are \(2, 3\); expected \(3, 3\)"):
+        cross_validate(
+            [*space, {}],
+            values,
+            ["a:q0", "b:q0", "c:q0"],
+            ["a", "b", "c"],
+            TuneConfig(metric="recall@1", folds=3),
+        )
+    with pytest.raises(ValueError, match="no values of the tuned metric recall@5"):
+        cross_validate(
+            space, values, ["a:q0", "b:q0", "c:q0"], ["a", "b", "c"], TuneConfig(folds=3)
+        )
