@@ -1,0 +1,186 @@
+"""What every fusion method shares: the run frames it takes, per-query normalisation, ranking.
+
+A *run* is a polars frame of one system's scored docs, ``query_id, doc_id, score`` (higher is
+better), with an optional ``rank`` (1 is best; when absent it is derived from ``score``, ties
+broken by ``doc_id`` ascending). Runs may hold different docs for a query and different queries.
+
+Fusion methods live one per file (:mod:`convlab.fusion.rrf`, :mod:`convlab.fusion.convex`,
+:mod:`convlab.fusion.combsum`, :mod:`convlab.fusion.combmnz`) and register themselves in
+:data:`FUSIONS`; each is ``method(runs, weights=None, **params) -> run``. :func:`fuse` looks one up
+by name.
+
+The fused run has one row per (query, doc) retrieved by at least one run of non-zero weight:
+``query_id, doc_id, score, rank``, sorted by ``query_id`` then ``rank``. Ties of the fused score
+are broken by ``doc_id`` ascending (string order), so the same inputs always give the same
+ranking. A run of weight 0 is left out entirely: its docs enter the fused run only when another
+run retrieved them too.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import polars as pl
+
+from convlab.registry import Registry
+
+__all__ = [
+    "FUSIONS",
+    "NORMS",
+    "FusionMethod",
+    "aligned",
+    "check_weights",
+    "fuse",
+    "normalised",
+    "ranked",
+]
+
+FusionMethod = Callable[..., pl.DataFrame]
+FUSIONS: Registry[FusionMethod] = Registry("fusion")
+"""Fusion methods by name (``rrf``, ``convex``, ``combsum``, ``combmnz``)."""
+
+NORMS = ("none", "min-max", "z-score")
+"""Per-query score normalisations (see :func:`normalised`)."""
+
+_RUN_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64}
+FUSED_SCHEMA = {"query_id": pl.String, "doc_id": pl.String, "score": pl.Float64, "rank": pl.Int32}
+
+
+def check_weights(runs: Sequence[pl.DataFrame], weights: Sequence[float] | None) -> list[float]:
+    """The weights as a list of floats (all 1.0 when ``None``), checked against the runs.
+
+    Raises:
+        ValueError: no runs, a weight count that differs from the run count, a negative or
+            non-finite weight, or every weight zero.
+    """
+    if not runs:
+        raise ValueError("fusion needs at least one run")
+    if weights is None:
+        return [1.0] * len(runs)
+    out = [float(w) for w in weights]
+    if len(out) != len(runs):
+        raise ValueError(f"{len(out)} weights for {len(runs)} runs: give one weight per run")
+    for i, w in enumerate(out):
+        if not math.isfinite(w) or w < 0:
+            raise ValueError(f"weight {i} is {w}: weights must be finite and >= 0")
+    if not any(out):
+        raise ValueError("every weight is 0: at least one run must count")
+    return out
+
+
+def _checked(run: pl.DataFrame, index: int) -> pl.DataFrame:
+    """``query_id, doc_id, score, rank`` of run ``index``, validated, rank derived if absent."""
+    missing = [c for c in _RUN_SCHEMA if c not in run.columns]
+    if missing:
+        raise ValueError(
+            f"run {index} lacks column(s) {', '.join(missing)}: a run has query_id, doc_id, score"
+        )
+    frame = run.select(
+        pl.col("query_id").cast(pl.String),
+        pl.col("doc_id").cast(pl.String),
+        pl.col("score").cast(pl.Float64),
+        *([pl.col("rank").cast(pl.Int64)] if "rank" in run.columns else []),
+    )
+    if frame.select(pl.any_horizontal(pl.all().is_null().any())).item():
+        raise ValueError(f"run {index} has null query_id, doc_id, score or rank values")
+    bad = frame.filter(~pl.col("score").is_finite())
+    if bad.height:
+        q, d, s = bad.row(0)[:3]
+        raise ValueError(f"run {index}: score of ({q}, {d}) is {s}; scores must be finite")
+    dup = frame.filter(pl.struct("query_id", "doc_id").is_duplicated())
+    if dup.height:
+        q, d = dup.row(0)[:2]
+        raise ValueError(f"run {index} scores ({q}, {d}) more than once; one row per query and doc")
+    if "rank" not in frame.columns:
+        frame = frame.sort(
+            ["query_id", "score", "doc_id"], descending=[False, True, False]
+        ).with_columns(pl.int_range(1, pl.len() + 1).over("query_id").alias("rank"))
+    elif frame.filter(pl.col("rank") < 1).height:
+        raise ValueError(f"run {index} has a rank below 1; ranks start at 1")
+    return frame
+
+
+def normalised(score: pl.Expr, norm: str) -> pl.Expr:
+    """``score`` normalised within each query (to be used in a frame with ``query_id``).
+
+    - ``none``: the raw score;
+    - ``min-max``: (s - min) / (max - min), 0 when max == min (Lee, SIGIR 1997);
+    - ``z-score``: (s - mean) / sd, sd the population standard deviation, 0 when sd == 0
+      (Montague & Aslam, CIKM 2001).
+
+    Raises:
+        ValueError: an unknown ``norm``, listing the valid ones.
+    """
+    if norm == "none":
+        return score
+    if norm == "min-max":
+        lo, hi = score.min().over("query_id"), score.max().over("query_id")
+        return pl.when(hi > lo).then((score - lo) / (hi - lo)).otherwise(0.0)
+    if norm == "z-score":
+        mean, sd = score.mean().over("query_id"), score.std(ddof=0).over("query_id")
+        return pl.when(sd > 0).then((score - mean) / sd).otherwise(0.0)
+    raise ValueError(f"unknown norm {norm!r}; valid: {', '.join(NORMS)}")
+
+
+def aligned(
+    runs: Sequence[pl.DataFrame], weights: Sequence[float] | None, value: Callable[[], pl.Expr]
+) -> tuple[pl.DataFrame, list[float]]:
+    """Runs of non-zero weight side by side: one row per (query, doc) any of them retrieved.
+
+    Args:
+        runs: the runs.
+        weights: one per run (``None``: all 1).
+        value: builds the per-run value from the run's ``score`` and ``rank`` columns
+            (evaluated in a frame of that run alone, so ``.over("query_id")`` is per run).
+
+    Returns:
+        ``query_id, doc_id, v0, v1, ...`` (null where the run did not retrieve the doc) and the
+        weights of the runs kept, in the same order as the ``v`` columns.
+    """
+    ws = check_weights(runs, weights)
+    kept = [(i, w) for i, w in enumerate(ws) if w > 0]
+    frames = [
+        _checked(runs[i], i).select("query_id", "doc_id", value().alias(f"v{j}"))
+        for j, (i, _) in enumerate(kept)
+    ]
+    keys = pl.concat([f.select("query_id", "doc_id") for f in frames]).unique()
+    wide = keys
+    for f in frames:
+        wide = wide.join(f, on=["query_id", "doc_id"], how="left")
+    return wide, [w for _, w in kept]
+
+
+def ranked(frame: pl.DataFrame, score: pl.Expr) -> pl.DataFrame:
+    """``query_id, doc_id, score, rank`` ranked per query by ``score`` then ``doc_id``."""
+    return (
+        frame.select("query_id", "doc_id", score.cast(pl.Float64).alias("score"))
+        .sort(["query_id", "score", "doc_id"], descending=[False, True, False])
+        .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over("query_id").alias("rank"))
+    )
+
+
+def fuse(
+    runs: Sequence[pl.DataFrame],
+    weights: Sequence[float] | None = None,
+    *,
+    method: str = "rrf",
+    depth: int | None = None,
+    **params: object,
+) -> pl.DataFrame:
+    """Fuse ``runs`` with the method registered as ``method``, keeping ``depth`` docs per query.
+
+    Example:
+        >>> a = pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["d1", "d2"], "score": [2.0, 1.0]})
+        >>> b = pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["d2", "d3"], "score": [5.0, 4.0]})
+        >>> fuse([a, b], method="rrf", k=0)["doc_id"].to_list()
+        ['d2', 'd1', 'd3']
+
+    Raises:
+        ValueError: an unknown method (listing the valid ones), bad weights, bad runs, or a
+            ``depth`` below 1.
+    """
+    if depth is not None and depth < 1:
+        raise ValueError(f"depth is {depth}; it must be >= 1 (or None for every doc)")
+    out = FUSIONS.get(method)(runs, weights, **params)
+    return out if depth is None else out.filter(pl.col("rank") <= depth)
