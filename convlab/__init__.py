@@ -24,12 +24,12 @@ _EXPORTS = {
     "CachedEmbedder": "convlab.embed",
     "ContentPolicy": "convlab.pipeline.policy",
     "Corpus": "convlab.loaders",
-    "EvalConfig": "convlab.evaluation.evaluate",
+    "EvalConfig": "convlab.evaluation.config",
     "HashEmbedder": "convlab.embed",
     "LoadError": "convlab.loaders",
     "MiniLMEmbedder": "convlab.embed",
     "SearchOptions": "convlab.retrieval.options",
-    "System": "convlab.evaluation.evaluate",
+    "System": "convlab.evaluation.systems",
     "VectorIndex": "convlab.index",
     "build_index": "convlab.build",
     "chunks": "convlab.pipeline.chunks",
@@ -86,7 +86,9 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what type checkers and IDEs see
     from convlab.build import build_index
     from convlab.embed import CachedEmbedder, HashEmbedder, MiniLMEmbedder, make_embedder
-    from convlab.evaluation.evaluate import EvalConfig, System, evaluate
+    from convlab.evaluation.config import EvalConfig
+    from convlab.evaluation.evaluate import evaluate
+    from convlab.evaluation.systems import System
     from convlab.index import VectorIndex
     from convlab.loaders import Corpus, LoadError, load
     from convlab.pipeline.chunks import chunks

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -27,7 +28,7 @@ import numpy as np
 import polars as pl
 
 from convlab import __version__
-from convlab.embed import CachedEmbedder, embedder_name
+from convlab.embed import CachedEmbedder, embed_texts, embedder_name
 from convlab.index import VectorIndex
 from convlab.loaders import Corpus
 from convlab.model import MAX_TOKENS
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from convlab.engines import Engine
     from convlab.index.bm25 import BM25Index
 
-__all__ = ["BuiltIndex", "Derived", "Embedded", "build_index", "derive"]
+__all__ = ["BuiltIndex", "Derived", "Embedded", "build_index", "build_indexes", "derive"]
 
 
 class Embedded(NamedTuple):
@@ -208,49 +209,160 @@ def build_index(
             eng.close()
     embed_done = time.perf_counter()
     units, all_vectors = _with_kept(keep, derived.units, new_vectors, cached.dimension)
-    fingerprint = units_fingerprint(units)
-    index = VectorIndex.build(
-        units,
+    return _assemble(
+        corpus,
+        strategy,
+        derived._replace(units=units),
         all_vectors,
         model_id=cached.model_id,
         embedder=embedder_name(cached),
+        policy=policy,
+        max_tokens=max_tokens,
+        kind=kind,
+        lexical=lexical,
+        extra={
+            "engine": eng.describe(),
+            "kept_units": 0 if keep is None else keep.units.height,
+            "embedding": stats,
+            "dense": dense,
+            "corpus_fingerprint": corpus_fingerprint,
+            "seconds": {"derive": derive_done - started, "embed": embed_done - derive_done},
+        },
+        index_params=index_params,
+    )
+
+
+def build_indexes(
+    corpus: Corpus,
+    strategies: Sequence[str],
+    *,
+    embedder: Embedder,
+    policy: ContentPolicy | None = None,
+    max_tokens: int = MAX_TOKENS,
+    dense: Collection[str] | None = None,
+    lexical: Collection[str] = (),
+    kind: str = "flat",
+) -> dict[str, BuiltIndex]:
+    """Several strategies over one corpus, as an evaluation compares them.
+
+    The recipe of :func:`build_index`, with the work shared: the corpus is chunked once, and the
+    texts of every ``dense`` strategy are embedded in one pass, each distinct text once (a text
+    two strategies share is embedded once, whatever the embedder). Each strategy is then indexed
+    as :func:`build_index` indexes it.
+
+    Args:
+        corpus: the loaded corpus.
+        strategies: keys of :data:`convlab.STRATEGIES`, in the order of the result.
+        embedder: any embedder (wrap it in :class:`convlab.embed.CachedEmbedder` to reuse work
+            across runs).
+        policy: what text each block contributes (default :class:`ContentPolicy`).
+        max_tokens: the unit's token limit, [CLS] and [SEP] included.
+        dense: the strategies searched densely (None: all); the others get zero vectors.
+        lexical: the strategies that get a BM25 index.
+        kind: the index kind (a key of :data:`convlab.index.INDEX_KINDS`).
+
+    Raises:
+        ValueError: an unknown strategy or kind.
+    """
+    from convlab.index import INDEX_KINDS
+
+    if kind not in INDEX_KINDS:
+        raise ValueError(f"unknown index kind {kind!r}; valid: {', '.join(INDEX_KINDS)}")
+    policy = policy or ContentPolicy()
+    dense = set(strategies if dense is None else dense)
+    derived: dict[str, Derived] = {}
+    chunks = None
+    for strategy in strategies:
+        derived[strategy] = derive(
+            corpus, strategy, policy=policy, max_tokens=max_tokens, chunks=chunks
+        )
+        chunks = derived[strategy].chunks
+    texts = [t for s in strategies if s in dense for t in derived[s].units["text"].to_list()]
+    vectors = embed_texts(texts, embedder)
+    name = getattr(embedder, "name", None)
+    out: dict[str, BuiltIndex] = {}
+    offset = 0
+    for strategy in strategies:
+        d = derived[strategy]
+        if strategy in dense:
+            v = vectors[offset : offset + d.units.height]
+            offset += d.units.height
+        else:
+            v = np.zeros((d.units.height, embedder.dimension), dtype=np.float32)
+        out[strategy] = _assemble(
+            corpus,
+            strategy,
+            d,
+            v,
+            model_id=embedder.model_id,
+            embedder=name if isinstance(name, str) else None,
+            policy=policy,
+            max_tokens=max_tokens,
+            kind=kind,
+            lexical=strategy in lexical,
+            extra={"dense": strategy in dense},
+            index_params={},
+        )
+    return out
+
+
+def _assemble(
+    corpus: Corpus,
+    strategy: str,
+    derived: Derived,
+    vectors: np.ndarray,
+    *,
+    model_id: str,
+    embedder: str | None,
+    policy: ContentPolicy,
+    max_tokens: int,
+    kind: str,
+    lexical: bool,
+    extra: dict[str, Any],
+    index_params: dict[str, Any],
+) -> BuiltIndex:
+    """The last step of the recipe: the dense index, BM25 and the manifest over embedded units."""
+    started = time.perf_counter()
+    units = derived.units
+    fingerprint = units_fingerprint(units)
+    index = VectorIndex.build(
+        units,
+        vectors,
+        model_id=model_id,
+        embedder=embedder,
         kind=kind,
         strategy=strategy,
         policy=policy.as_dict(),
-        corpus_fingerprint=corpus_fingerprint or fingerprint,
+        corpus_fingerprint=extra.pop("corpus_fingerprint", None) or fingerprint,
         **index_params,
     )
     bm25 = _bm25(units) if lexical else None
+    seconds = extra.pop("seconds", {})
+    kept = extra.pop("kept_units", 0)
     manifest = {
         "convlab_version": __version__,
         "strategy": strategy,
         "max_tokens": max_tokens,
         "policy": policy.as_dict(),
-        "model_id": cached.model_id,
-        "embedder": embedder_name(cached),
-        "dimension": int(cached.dimension),
+        "model_id": model_id,
+        "embedder": embedder,
+        "dimension": int(vectors.shape[1]),
         "kind": kind,
         "index_params": index_params,
-        "engine": eng.describe(),
         "counts": {
             "conversations": corpus.conversations.height,
             "chunks": derived.chunks.height,
             "units": units.height,
-            "kept_units": 0 if keep is None else keep.units.height,
+            "kept_units": kept,
         },
-        "embedding": stats,
-        "dense": dense,
+        **extra,
         "bm25": bm25 is not None,
         "units_fingerprint": fingerprint,
-        "seconds": {
-            "derive": derive_done - started,
-            "embed": embed_done - derive_done,
-            "index": time.perf_counter() - embed_done,
-        },
+        "seconds": {**seconds, "index": time.perf_counter() - started},
     }
     return BuiltIndex(
         units=units,
-        vectors=all_vectors,
+        vectors=vectors,
         index=index,
         bm25=bm25,
         turns=derived.turns,

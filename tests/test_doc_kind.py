@@ -15,8 +15,10 @@ import pytest
 
 from convlab import schema
 from convlab.embed import HashEmbedder
+from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
-from convlab.evaluation.evaluate import EvalConfig, System, evaluate
+from convlab.evaluation.evaluate import evaluate
+from convlab.evaluation.systems import System
 from convlab.loaders import Corpus, CorpusBuilder
 from convlab.loaders.base import BlockRow
 

@@ -137,14 +137,15 @@ def build_pool(
 
     Args:
         data: labelled data (its queries' labels are not used).
-        systems: :class:`convlab.evaluation.evaluate.System` s to pool from.
+        systems: :class:`convlab.evaluation.systems.System` s to pool from.
         embedder: the embedder (a cached one saves work across runs).
         depth: docs taken from each system per query.
         seed: the shuffling seed.
         scope: ``corpus`` or ``conversation`` (each query inside its ``conversation_id``).
         budget: token budget of each candidate's resurrected context.
     """
-    from convlab.evaluation.evaluate import EvalConfig, evaluate
+    from convlab.evaluation.config import EvalConfig
+    from convlab.evaluation.evaluate import evaluate
     from convlab.pipeline.chunks import chunks as make_chunks
     from convlab.resurrection import resurrect
 
@@ -204,7 +205,7 @@ def systems_from_names(names: Sequence[str]) -> list[Any]:
     Raises:
         ValueError: an unknown strategy, naming the valid ones.
     """
-    from convlab.evaluation.evaluate import System
+    from convlab.evaluation.systems import System
     from convlab.retrieval import Retrieval
     from convlab.strategies import STRATEGIES
 

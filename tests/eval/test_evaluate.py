@@ -11,8 +11,10 @@ import polars as pl
 import pytest
 
 from convlab.embed import HashEmbedder
+from convlab.evaluation.config import HEADLINE, EvalConfig
 from convlab.evaluation.datasets import load_labelled
-from convlab.evaluation.evaluate import HEADLINE, EvalConfig, System, evaluate
+from convlab.evaluation.evaluate import evaluate
+from convlab.evaluation.systems import System
 from convlab.paths import sample_data_path
 from eval.check_thresholds import measured
 from eval.run import save
