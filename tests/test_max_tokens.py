@@ -9,7 +9,8 @@ import pytest
 
 from convlab.embed import HashEmbedder
 from convlab.pipeline.units import units
-from convlab.store import Store, StoreConfig, StoreMismatch
+from convlab.store import StoreConfig, StoreMismatch
+from convlab.store.update import check_settings
 from tests.helpers import chunks_frame
 
 ROWS = [(0, 0, "user", 0, 0, "U0", 10), (0, 1, "assistant", 0, 0, "A0", 30)]
@@ -38,11 +39,11 @@ def test_a_store_written_before_the_rename_still_matches_its_settings(tmp_path: 
     emb = HashEmbedder()
     old = asdict(StoreConfig())
     old["budget"] = old.pop("max_tokens")  # how stores of earlier versions saved the setting
-    store = Store(tmp_path / "s")
-    store._check_settings({"model_id": emb.model_id, "config": old}, StoreConfig(), emb)
+    where = tmp_path / "s"
+    check_settings(where, {"model_id": emb.model_id, "config": old}, StoreConfig(), emb)
     with pytest.raises(StoreMismatch, match=r"other settings \(max_tokens\)"):
-        store._check_settings(
-            {"model_id": emb.model_id, "config": old}, StoreConfig(max_tokens=128), emb
+        check_settings(
+            where, {"model_id": emb.model_id, "config": old}, StoreConfig(max_tokens=128), emb
         )
 
 
