@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
@@ -36,7 +35,7 @@ def read_queries(path: str | Path, *, strict: bool = True) -> pl.DataFrame:
             with a warning count in the frame's ``skipped`` attribute -- see the return note).
     """
     p = Path(path)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     skipped: list[tuple[int, str]] = []
     seen: set[str] = set()
     for number, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):

@@ -7,7 +7,7 @@ import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import polars as pl
 
@@ -74,6 +74,28 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class StoreInfo(TypedDict):
+    """What ``convlab stats --json`` prints (``config`` and ``counts`` as the manifest has them)."""
+
+    store: str
+    version: str
+    model_id: str
+    config: dict[str, Any]
+    counts: dict[str, int]
+    files: int
+    files_with_skips: int
+    skipped_records: int
+    messages_from: str | None
+    messages_to: str | None
+    updated: str | None
+    bytes_version: int
+    bytes_cache: int
+    unit_tokens_mean: float
+    units_by_role: dict[str, int]
+    verify: str
+    bytes_total: int
+
+
 def _size(n: int) -> str:
     """``n`` bytes for people: ``1.2 MB``."""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -93,12 +115,13 @@ def _mean(values: pl.Series) -> float:
     return float(mean) if isinstance(mean, int | float) else 0.0
 
 
-def store_info(store: Store, *, verify: bool) -> dict[str, Any]:
-    """What ``convlab stats`` prints, read from one pinned version of the store.
+def _day(value: object) -> str | None:
+    """The ISO date of a datetime; ``None`` for anything else (an empty or undated store)."""
+    return value.date().isoformat() if isinstance(value, datetime) else None
 
-    Returns:
-        A JSON-ready record (its values are the manifest's own, hence ``Any``).
-    """
+
+def store_info(store: Store, *, verify: bool) -> StoreInfo:
+    """What ``convlab stats`` prints, read from one pinned version of the store."""
     m = store.manifest()
     version = store.version
     status = store.verify().line() if verify else None
@@ -116,7 +139,9 @@ def store_info(store: Store, *, verify: bool) -> dict[str, Any]:
             else "not verifiable: written before stores recorded checksums; `convlab index` "
             "adds them"
         )
-    info = {
+    bytes_version = _bytes_under(version)
+    bytes_cache = _bytes_under(store.directory / "cache")
+    return {
         "store": str(store.directory),
         "version": version.name,
         "model_id": m["model_id"],
@@ -125,16 +150,15 @@ def store_info(store: Store, *, verify: bool) -> dict[str, Any]:
         "files": len(files),
         "files_with_skips": sum(1 for n in skips if n),
         "skipped_records": sum(skips),
-        "messages_from": first.date().isoformat() if first else None,  # type: ignore[union-attr]
-        "messages_to": last.date().isoformat() if last else None,  # type: ignore[union-attr]
+        "messages_from": _day(first),
+        "messages_to": _day(last),
         "updated": datetime.fromtimestamp(updated, UTC).strftime("%Y-%m-%d %H:%M UTC")
         if updated
         else None,
-        "bytes_version": _bytes_under(version),
-        "bytes_cache": _bytes_under(store.directory / "cache"),
+        "bytes_version": bytes_version,
+        "bytes_cache": bytes_cache,
         "unit_tokens_mean": _mean(units["n_tokens"]),
         "units_by_role": dict(units.group_by("role").len().sort("role").iter_rows()),
         "verify": status,
+        "bytes_total": bytes_version + bytes_cache,  # last, as --json has always printed it
     }
-    info["bytes_total"] = info["bytes_version"] + info["bytes_cache"]
-    return info
