@@ -23,6 +23,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     from convlab.store import StoreConfig
     from convlab.strategies import STRATEGIES
 
+    defaults = StoreConfig()  # one source of the defaults: the store's own config
     ix: argparse.ArgumentParser = sub.add_parser(
         NAME,
         help="load transcripts, build units, embed and write the store (incremental)",
@@ -33,13 +34,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     ix.add_argument("paths", nargs="*", type=Path, metavar="PATH")
     add_store(ix)
     ix.add_argument(
-        "--strategy", default="turn_pair", choices=sorted(STRATEGIES), help="(%(default)s)"
+        "--strategy", default=defaults.strategy, choices=sorted(STRATEGIES), help="(%(default)s)"
     )
-    ix.add_argument("--budget", type=int, default=256, help="unit token budget (%(default)s)")
-    ix.add_argument("--index", dest="index_kind", default="flat", choices=list(INDEX_KINDS))
+    ix.add_argument(
+        "--budget", type=int, default=defaults.budget, help="unit token budget (%(default)s)"
+    )
+    ix.add_argument(
+        "--index", dest="index_kind", default=defaults.index_kind, choices=list(INDEX_KINDS)
+    )
     ix.add_argument(
         "--redact",
-        default=StoreConfig().redact,
+        default=defaults.redact,
         choices=tuple(REDACT_MODES),
         help="replace secret-shaped strings (keys, tokens, private keys, passwords) before "
         "embedding or storing: 'all' covers prompts, replies, thinking, tool calls and outputs "
