@@ -37,6 +37,13 @@ def _env_path(name: str) -> Path | None:
     return Path(value).expanduser() if value else None
 
 
+def _given(path: str | Path | None, env: str) -> list[Path]:
+    """The places a caller named: ``path``, then the variable ``env``, when set."""
+    named = [Path(path).expanduser()] if path is not None else []
+    from_env = _env_path(env)
+    return [*named, from_env] if from_env is not None else named
+
+
 def shared_dir(path: str | Path | None = None) -> Path:
     """The project's ``shared`` folder: ``path``, ``CONVLAB_SHARED`` or a checkout's ``../shared``.
 
@@ -64,12 +71,7 @@ def locomo_path(path: str | Path | None = None) -> Path:
     Raises:
         FileNotFoundError: naming every place looked at, and how to point convlab at the file.
     """
-    candidates: list[Path] = []
-    if path is not None:
-        candidates.append(Path(path).expanduser())
-    env = _env_path("CONVLAB_DATA")
-    if env is not None:
-        candidates.append(env)
+    candidates = _given(path, "CONVLAB_DATA")
     with contextlib.suppress(FileNotFoundError):  # installed, no CONVLAB_SHARED: named below
         candidates.append(shared_dir() / "datasets")
     for c in candidates:
@@ -95,12 +97,7 @@ def sample_data_path(path: str | Path | None = None) -> Path:
     Raises:
         FileNotFoundError: none of those is a sample folder, naming each place looked at.
     """
-    candidates: list[Path] = []
-    if path is not None:
-        candidates.append(Path(path).expanduser())
-    env = _env_path("CONVLAB_SAMPLE")
-    if env is not None:
-        candidates.append(env)
+    candidates = _given(path, "CONVLAB_SAMPLE")
     root = repo_root()
     if root is not None:
         candidates.append(root / "data" / "sample")
