@@ -213,13 +213,9 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
     }
     result["within_limit"] = result["run"]["peak_rss_mb"] < result["limit_mb"]
-    target = out / "bench_longmemeval.json"
-    tmp = target.with_name(target.name + ".tmp")
-    with tmp.open("w") as fh:
-        fh.write(json.dumps(result, indent=1))
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(target)
+    from convlab.atomic import write_text_atomic
+
+    write_text_atomic(out / "bench_longmemeval.json", json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
     return 0
 
