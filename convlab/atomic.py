@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["fsync_dir", "write_text_atomic"]
+__all__ = ["fsync_dir", "write_file_atomic", "write_text_atomic"]
 
 
 def fsync_dir(path: str | Path) -> None:
@@ -41,6 +42,34 @@ def write_text_atomic(path: str | Path, text: str, *, mode: int = 0o644) -> None
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    fsync_dir(path.parent)
+
+
+def write_file_atomic(path: str | Path, write: Callable[[Path], object]) -> None:
+    """Let ``write`` make ``path`` whole or not at all, for writers that want a path of their own.
+
+    ``write`` gets a temporary name beside ``path`` (same suffix, so a format picked by suffix
+    still is) and writes the file there; it is fsynced and renamed into place.
+
+    Example:
+        >>> import tempfile
+        >>> p = Path(tempfile.mkdtemp()) / "r.txt"
+        >>> write_file_atomic(p, lambda tmp: tmp.write_text("ok"))
+        >>> p.read_text()
+        'ok'
+    """
+    path = Path(path)
+    tmp = path.with_name(f".tmp-{uuid.uuid4().hex}-{path.name}")
+    try:
+        write(tmp)
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -1,24 +1,68 @@
-"""Where convlab finds data it does not ship: LoCoMo and the shared transcript samples.
+"""Where convlab finds data it does not ship inside the package: the sample, LoCoMo, ``shared``.
 
-Order of look-up: an explicit path, then ``CONVLAB_DATA`` (a datasets folder holding
-``locomo/locomo10.json``, or the json file itself), then ``../shared/datasets`` beside the
-repository. Nothing is downloaded.
+Each look-up takes an explicit path first, then an environment variable, then the repository
+checkout the package runs from (when it runs from one), and raises a ``FileNotFoundError``
+naming every place it looked at when none holds the data. Nothing is downloaded.
+
+- the bundled sample corpus: ``CONVLAB_SAMPLE``, else ``data/sample`` of the checkout;
+- the ``shared`` folder (transcript samples, datasets): ``CONVLAB_SHARED``, else ``../shared``
+  beside the checkout;
+- LoCoMo: ``CONVLAB_DATA`` (a datasets folder holding ``locomo/locomo10.json``, or the json file
+  itself), else ``datasets`` of the shared folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
-__all__ = ["REPO_ROOT", "locomo_path", "sample_data_path", "shared_dir"]
+__all__ = ["REPO_ROOT", "locomo_path", "repo_root", "sample_data_path", "shared_dir"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+"""The folder above the package: the repository checkout when running from one (an installed
+package has site-packages here instead; :func:`repo_root` tells the two apart)."""
 
 
-def shared_dir() -> Path:
-    """The project's ``shared`` folder (``CONVLAB_SHARED`` or ``../shared`` beside the repo)."""
-    env = os.environ.get("CONVLAB_SHARED")
-    return Path(env) if env else REPO_ROOT.parent / "shared"
+def repo_root() -> Path | None:
+    """The repository checkout the package runs from, or ``None`` for an installed package.
+
+    A checkout is recognised by its ``pyproject.toml`` beside the ``convlab`` package.
+    """
+    return REPO_ROOT if (REPO_ROOT / "pyproject.toml").is_file() else None
+
+
+def _env_path(name: str) -> Path | None:
+    value = os.environ.get(name)
+    return Path(value).expanduser() if value else None
+
+
+def _given(path: str | Path | None, env: str) -> list[Path]:
+    """The places a caller named: ``path``, then the variable ``env``, when set."""
+    named = [Path(path).expanduser()] if path is not None else []
+    from_env = _env_path(env)
+    return [*named, from_env] if from_env is not None else named
+
+
+def shared_dir(path: str | Path | None = None) -> Path:
+    """The project's ``shared`` folder: ``path``, ``CONVLAB_SHARED`` or a checkout's ``../shared``.
+
+    The first of those that is given is returned as it is (a caller may check for its parts);
+    only when none is given and the package is not in a checkout is there nothing to return.
+
+    Raises:
+        FileNotFoundError: no path, no ``CONVLAB_SHARED`` and no checkout, saying how to set it.
+    """
+    given = Path(path).expanduser() if path is not None else _env_path("CONVLAB_SHARED")
+    if given is not None:
+        return given
+    root = repo_root()
+    if root is None:
+        raise FileNotFoundError(
+            f"no shared folder: convlab is installed (at {REPO_ROOT / 'convlab'}), not in a "
+            "checkout with ../shared beside it; set CONVLAB_SHARED to the folder"
+        )
+    return root.parent / "shared"
 
 
 def locomo_path(path: str | Path | None = None) -> Path:
@@ -27,13 +71,9 @@ def locomo_path(path: str | Path | None = None) -> Path:
     Raises:
         FileNotFoundError: naming every place looked at, and how to point convlab at the file.
     """
-    candidates: list[Path] = []
-    if path is not None:
-        candidates.append(Path(path).expanduser())
-    env = os.environ.get("CONVLAB_DATA")
-    if env:
-        candidates.append(Path(env).expanduser())
-    candidates.append(shared_dir() / "datasets")
+    candidates = _given(path, "CONVLAB_DATA")
+    with contextlib.suppress(FileNotFoundError):  # installed, no CONVLAB_SHARED: named below
+        candidates.append(shared_dir() / "datasets")
     for c in candidates:
         if c.is_file():
             return c
@@ -41,13 +81,34 @@ def locomo_path(path: str | Path | None = None) -> Path:
             return c / "locomo" / "locomo10.json"
         if (c / "locomo10.json").is_file():
             return c / "locomo10.json"
-    looked = ", ".join(str(c) for c in candidates)
+    looked = ", ".join(str(c) for c in candidates) or "nowhere: no path, no CONVLAB_DATA"
     raise FileNotFoundError(
         f"LoCoMo not found (looked at {looked}); pass its path or set CONVLAB_DATA to the "
         "folder holding locomo/locomo10.json"
     )
 
 
-def sample_data_path() -> Path:
-    """The bundled sample corpus written for convlab (``data/sample``)."""
-    return REPO_ROOT / "data" / "sample"
+def sample_data_path(path: str | Path | None = None) -> Path:
+    """The bundled sample corpus written for convlab (``data/sample`` of the checkout).
+
+    Looked for at ``path``, then ``CONVLAB_SAMPLE``, then the checkout's ``data/sample``; a
+    folder counts when it holds ``transcripts/`` or ``queries.jsonl``.
+
+    Raises:
+        FileNotFoundError: none of those is a sample folder, naming each place looked at.
+    """
+    candidates = _given(path, "CONVLAB_SAMPLE")
+    root = repo_root()
+    if root is not None:
+        candidates.append(root / "data" / "sample")
+    for c in candidates:
+        if (c / "transcripts").is_dir() or (c / "queries.jsonl").is_file():
+            return c
+    looked = ", ".join(str(c) for c in candidates) or (
+        f"nowhere: convlab is installed (at {REPO_ROOT / 'convlab'}), not in a checkout"
+    )
+    raise FileNotFoundError(
+        f"the sample corpus was not found (looked at {looked}); pass its path or set "
+        "CONVLAB_SAMPLE to a folder holding transcripts/ and queries.jsonl (data/sample of a "
+        "convlab checkout)"
+    )

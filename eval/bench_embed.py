@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import convlab
+from convlab.atomic import write_text_atomic
 from convlab.embed import CachedEmbedder, MiniLMEmbedder, embed_texts
 from convlab.model import load_sentence_transformer
 from convlab.paths import locomo_path
@@ -87,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_embed.json").write_text(json.dumps(result, indent=1))
+    write_text_atomic(args.out / "bench_embed.json", json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
     return 0
 

@@ -15,6 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from convlab.atomic import write_text_atomic
 from convlab.embed import MiniLMEmbedder
 from convlab.store import Store, StoreConfig
 from eval.bench_load import sentence
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_index.json").write_text(json.dumps(result, indent=1))
+    write_text_atomic(args.out / "bench_index.json", json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
     return 0
 

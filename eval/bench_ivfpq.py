@@ -37,6 +37,7 @@ import numpy as np
 import polars as pl
 
 from convlab import schema
+from convlab.atomic import write_text_atomic
 from convlab.index import VectorIndex
 from convlab.index.ivfpq import ShardLoader
 from convlab.paths import locomo_path
@@ -288,9 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"bench_ivfpq_{args.size}.json"
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(result, indent=1))
-    os.replace(tmp, out)
+    write_text_atomic(out, json.dumps(result, indent=1))
     print(json.dumps({k: v for k, v in result.items() if k != "search"}, indent=1))
     if not args.keep_shards:
         shutil.rmtree(shards_dir)

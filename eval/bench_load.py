@@ -26,6 +26,7 @@ from pathlib import Path
 import psutil
 
 import convlab
+from convlab.atomic import write_text_atomic
 
 WORDS = [
     "cache",
@@ -282,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         },
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_load.json").write_text(json.dumps(result, indent=1))
+    write_text_atomic(args.out / "bench_load.json", json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
     return 0
 

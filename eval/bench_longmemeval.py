@@ -134,8 +134,10 @@ def generate(
 def measure(path: Path, strategy: str) -> dict[str, Any]:
     """In this (fresh) process: load, evaluate one strategy; times, sizes and peak RSS."""
     from convlab.embed import HashEmbedder
+    from convlab.evaluation.config import LONGMEMEVAL_METRICS, EvalConfig
     from convlab.evaluation.datasets import load_labelled
-    from convlab.evaluation.evaluate import LONGMEMEVAL_METRICS, EvalConfig, System, evaluate
+    from convlab.evaluation.evaluate import evaluate
+    from convlab.evaluation.systems import System
 
     t0 = time.perf_counter()
     data = load_labelled(path, strict=True)
@@ -213,13 +215,9 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
     }
     result["within_limit"] = result["run"]["peak_rss_mb"] < result["limit_mb"]
-    target = out / "bench_longmemeval.json"
-    tmp = target.with_name(target.name + ".tmp")
-    with tmp.open("w") as fh:
-        fh.write(json.dumps(result, indent=1))
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(target)
+    from convlab.atomic import write_text_atomic
+
+    write_text_atomic(out / "bench_longmemeval.json", json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
     return 0
 

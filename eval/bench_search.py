@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from convlab import schema
+from convlab.atomic import write_text_atomic
 from convlab.embed import MiniLMEmbedder
 from convlab.index import VectorIndex
 from convlab.paths import locomo_path
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         "polars": pl.__version__,
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_search.json").write_text(json.dumps(result, indent=1))
+    write_text_atomic(args.out / "bench_search.json", json.dumps(result, indent=1))
     print(json.dumps(result, indent=1))
     return 0
 

@@ -32,6 +32,7 @@ import numpy as np
 import polars as pl
 
 import convlab.store as store_module
+from convlab.atomic import write_text_atomic
 from convlab.embed import HashEmbedder
 from convlab.index import VectorIndex
 from convlab.store import Store, StoreConfig
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     results["machine"] = {"platform": platform.platform(), "python": platform.python_version()}
     results["args"] = {k: str(v) for k, v in vars(args).items()}
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "bench_verify.json").write_text(json.dumps(results, indent=1))
+    write_text_atomic(args.out / "bench_verify.json", json.dumps(results, indent=1))
     for k, v in results.items():
         if k not in ("file_bytes", "machine", "args", "counts"):
             print(f"{k}: {v}")

@@ -107,8 +107,10 @@ def lexical_runs(locomo: Path, out: Path) -> dict[str, pl.DataFrame]:
     query vectors). Each run is written to ``out/runs/bm25_<strategy>.trec`` atomically.
     """
     from convlab.embed import HashEmbedder
+    from convlab.evaluation.config import EvalConfig
     from convlab.evaluation.datasets import load_labelled
-    from convlab.evaluation.evaluate import EvalConfig, System, evaluate
+    from convlab.evaluation.evaluate import evaluate
+    from convlab.evaluation.systems import System
 
     data = load_labelled(locomo)
     systems = [System(name=f"bm25:{s}", strategy=s, retrieval="bm25") for s in LEXICAL_STRATEGIES]

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from convlab.app.cli import EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE, main
+from convlab.app.cli import main
 from convlab.app.display import columns, hit_lines, short_path, skip_report, with_skip_report
+from convlab.app.exits import EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE
 from convlab.paths import sample_data_path
 
 FAISS = "amplifier/projects/-home-dev-amp-faiss-choice/sessions/amp-faiss-choice/transcript.jsonl"

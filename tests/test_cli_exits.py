@@ -16,14 +16,14 @@ from typing import Any
 
 import pytest
 
-from convlab.app.cli import (
+from convlab.app.cli import main
+from convlab.app.exits import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
     EXIT_INTERRUPTED,
     EXIT_NO_RESULTS,
     EXIT_OK,
     EXIT_USAGE,
-    main,
 )
 from convlab.paths import REPO_ROOT, sample_data_path
 from convlab.store import Store, StoreDamaged
@@ -193,9 +193,9 @@ def _break(command: str, monkeypatch: pytest.MonkeyPatch, exc: BaseException) ->
         monkeypatch.setattr(Store, "frame", boom)
         monkeypatch.setattr(Store, "manifest", boom)
     else:
-        import eval.run
+        import convlab.evaluation.compare
 
-        monkeypatch.setattr(eval.run, "main", boom)
+        monkeypatch.setattr(convlab.evaluation.compare, "run_comparison", boom)
 
 
 @pytest.mark.parametrize("command", ["index", "search", "show", "stats", "eval"])

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import convlab.embed.onnx as eo
-from convlab.app.cli import EXIT_OK, EXIT_USAGE, main
+from convlab.app.cli import main
+from convlab.app.exits import EXIT_OK, EXIT_USAGE
 from convlab.embed import (
     BACKENDS,
     CachedEmbedder,

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import polars as pl
 
 from convlab import schema
+from convlab.atomic import write_text_atomic
 from convlab.loaders.errors import LoadError
 
 __all__ = ["read_qrels", "read_queries", "read_run", "write_qrels", "write_queries", "write_run"]
@@ -35,7 +35,7 @@ def read_queries(path: str | Path, *, strict: bool = True) -> pl.DataFrame:
             with a warning count in the frame's ``skipped`` attribute -- see the return note).
     """
     p = Path(path)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     skipped: list[tuple[int, str]] = []
     seen: set[str] = set()
     for number, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
@@ -87,11 +87,13 @@ def write_queries(queries: pl.DataFrame, path: str | Path) -> None:
 
 
 def write_qrels(queries: pl.DataFrame, path: str | Path) -> None:
-    """TREC qrels: ``qid 0 docid 1`` per relevant doc."""
-    with Path(path).open("w") as fh:
-        for q, rel in queries.select("query_id", "relevant").iter_rows():
-            for d in rel:
-                fh.write(f"{q} 0 {d} 1\n")
+    """TREC qrels: ``qid 0 docid 1`` per relevant doc (the file is written whole or not at all)."""
+    lines = [
+        f"{q} 0 {d} 1\n"
+        for q, rel in queries.select("query_id", "relevant").iter_rows()
+        for d in rel
+    ]
+    write_text_atomic(path, "".join(lines))
 
 
 def read_qrels(path: str | Path) -> pl.DataFrame:
@@ -108,10 +110,9 @@ def read_qrels(path: str | Path) -> pl.DataFrame:
 
 
 def write_run(hits: pl.DataFrame, path: str | Path, tag: str) -> None:
-    """TREC run: ``qid Q0 docid rank score tag``."""
-    with Path(path).open("w") as fh:
-        for q, d, r, s in hits.select("query_id", "doc_id", "rank", "score").iter_rows():
-            fh.write(f"{q} Q0 {d} {r} {s:.6f} {tag}\n")
+    """TREC run: ``qid Q0 docid rank score tag`` (the file is written whole or not at all)."""
+    rows = hits.select("query_id", "doc_id", "rank", "score").iter_rows()
+    write_text_atomic(path, "".join(f"{q} Q0 {d} {r} {s:.6f} {tag}\n" for q, d, r, s in rows))
 
 
 def read_run(path: str | Path) -> pl.DataFrame:

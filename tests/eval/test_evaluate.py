@@ -14,10 +14,10 @@ from convlab.embed import HashEmbedder
 from convlab.evaluation.config import HEADLINE, EvalConfig
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.evaluate import evaluate
+from convlab.evaluation.runfolder import save_run
 from convlab.evaluation.systems import System
+from convlab.evaluation.thresholds import measured
 from convlab.paths import sample_data_path
-from eval.check_thresholds import measured
-from eval.run import save
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +72,7 @@ def test_category_headline_has_a_row_per_system_and_category(ev) -> None:  # typ
 
 
 def test_the_run_folder_and_thresholds_read_back(ev, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    report = save(ev, tmp_path)
+    report = save_run(ev, tmp_path)
     for name in (
         "config.json",
         "per_query.parquet",

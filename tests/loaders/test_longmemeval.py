@@ -255,7 +255,7 @@ def test_select_keeps_questions_whose_haystack_was_selected(data: LabelledData) 
 @pytest.mark.slow
 def test_eval_run_on_the_fixture(tmp_path: Path) -> None:
     """``make eval DATA=longmemeval_s.json`` runs ``eval.run --data``; here on the fixture."""
-    from eval.run import main
+    from convlab.evaluation.compare import main
 
     out = tmp_path / "run"
     cache = tmp_path / "cache"

@@ -1,4 +1,9 @@
-"""The Markdown report of an evaluation run."""
+"""The Markdown report of an evaluation run (``report.md`` of a run folder).
+
+Headline table with significance marks, per-category tables, LongMemEval's measures when run,
+resurrection by budget, significance against the baseline, units per strategy and the figures
+saved beside it by :func:`convlab.evaluation.runfolder.save_run`.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,29 @@ from pathlib import Path
 
 import polars as pl
 
-from convlab.evaluation.evaluate import LONGMEMEVAL_METRICS, Evaluation
+from convlab.atomic import write_text_atomic
+from convlab.evaluation.config import LONGMEMEVAL_METRICS
+from convlab.evaluation.result import Evaluation
+
+__all__ = ["markdown_table", "write_report"]
 
 
 def _fmt(v: object) -> str:
+    """A cell: floats to three decimals, ``None`` empty."""
     if isinstance(v, float):
         return f"{v:.3f}"
     return "" if v is None else str(v)
 
 
 def markdown_table(df: pl.DataFrame) -> str:
+    """``df`` as a GitHub Markdown table.
+
+    Example:
+        >>> print(markdown_table(pl.DataFrame({"system": ["a"], "recall@5": [0.5]})))
+        | system | recall@5 |
+        |---|---|
+        | a | 0.500 |
+    """
     cols = df.columns
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for row in df.iter_rows():
@@ -58,6 +76,7 @@ def _judged_note(ev: Evaluation) -> list[str]:
 
 
 def write_report(ev: Evaluation, out: Path) -> Path:
+    """Write ``out/report.md`` (whole or not at all) and return its path."""
     cfg = ev.config
     data = cfg["data"]
     parts = [
@@ -133,5 +152,5 @@ def write_report(ev: Evaluation, out: Path) -> Path:
         "",
     ]
     path = out / "report.md"
-    path.write_text("\n".join(parts))
+    write_text_atomic(path, "\n".join(parts))
     return path

@@ -1,0 +1,136 @@
+"""What the subcommands share: the store option, dates, embedders and engines by name.
+
+Every choice offered on the command line is read from the registry that holds the parts
+(strategies, index kinds, redaction modes, backends, engines, embedders), so the
+help, the errors and the code name the same things.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from convlab.app.exits import UsageError
+
+if TYPE_CHECKING:
+    from convlab.engines import Engine
+    from convlab.protocols import Embedder
+
+__all__ = [
+    "DEFAULT_STORE",
+    "add_common",
+    "add_store",
+    "embedder_for_vectors",
+    "engine",
+    "make_embedder",
+    "parse_date",
+]
+
+DEFAULT_STORE = Path("~/.convlab/store")
+
+
+def add_store(sp: argparse.ArgumentParser) -> None:
+    """``--store DIR`` (default ``~/.convlab/store``)."""
+    sp.add_argument(
+        "--store", type=Path, default=DEFAULT_STORE, help="store directory (%(default)s)"
+    )
+
+
+def add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
+    """``--quiet``, ``--verbose``, ``--debug``: accepted before or after the subcommand."""
+    default: bool | str = False if top else argparse.SUPPRESS  # a subcommand keeps the top's
+    p.add_argument("-q", "--quiet", action="store_true", default=default, help="no progress")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", default=default, help="list every skipped file"
+    )
+    p.add_argument(
+        "--debug", action="store_true", default=default, help="print tracebacks of internal errors"
+    )
+
+
+# --- embedders -----------------------------------------------------------------------------------
+
+
+def make_embedder(name: str, backend: str = "torch") -> Embedder:
+    """The embedder of ``--embedder NAME --backend BACKEND``, for indexing.
+
+    Raises:
+        UsageError: an unknown embedder or backend, naming the valid ones.
+    """
+    from convlab.embed import make_embedder as make
+
+    try:
+        return make(name, backend)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def embedder_for_vectors(
+    manifest: Mapping[str, object], name: str | None, backend: str | None
+) -> Embedder:
+    """The embedder for queries against a store's vectors.
+
+    Args:
+        manifest: the store's manifest (its ``embedder`` and ``model_id``).
+        name: ``--embedder`` when given; else the embedder the manifest names (or, for a store
+            written before manifests named it, the one its ``model_id`` points to).
+        backend: ``--backend`` when given.
+
+    Raises:
+        UsageError: an unknown ``name``, or vectors no registered embedder can query.
+    """
+    from convlab.embed import make_embedder as make
+    from convlab.embed import manifest_embedder
+
+    model_id = str(manifest.get("model_id", ""))
+    try:
+        return make(name or manifest_embedder(manifest), backend, model_id=model_id)
+    except ValueError as exc:
+        raise UsageError(f"the store's vectors ({model_id!r}): {exc}") from None
+
+
+def engine(name: str, address: str | None) -> Engine:
+    """The embedding engine of ``--engine NAME [--address ADDR]``.
+
+    Raises:
+        UsageError: ``--address`` without ``--engine ray``, or the engine's extra is missing.
+    """
+    from convlab.engines import get_engine
+
+    if address is not None and name != "ray":
+        raise UsageError("--address joins a Ray cluster: use it with --engine ray")
+    try:
+        return get_engine(name, **({"address": address} if address else {}))
+    except ImportError as exc:  # the extra is missing: one line naming it
+        raise UsageError(str(exc)) from None
+
+
+def parse_date(text: str | None, option: str, *, end: bool = False) -> datetime | None:
+    """A date or ISO time as UTC; a bare date ends at its last microsecond when ``end``.
+
+    Raises:
+        UsageError: ``text`` is neither, naming ``option``.
+
+    Example:
+        >>> parse_date("2026-01-31", "--until", end=True).isoformat()
+        '2026-01-31T23:59:59.999999+00:00'
+    """
+    if text is None:
+        return None
+    try:
+        d = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise UsageError(
+            f"{option} expects a date like 2026-01-31 or a time like 2026-01-31T14:30, got {text!r}"
+        ) from None
+    try:
+        date.fromisoformat(text.strip())
+        bare = True
+    except ValueError:
+        bare = False
+    if end and bare:
+        d = d.replace(hour=23, minute=59, second=59, microsecond=999_999)
+    return d.replace(tzinfo=UTC) if d.tzinfo is None else d.astimezone(UTC)

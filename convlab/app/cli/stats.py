@@ -1,0 +1,165 @@
+"""``convlab stats``: what a store holds, when it was updated, its size; ``--verify`` checks it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+import polars as pl
+
+from convlab.app.cli.options import add_store
+from convlab.app.exits import EXIT_OK, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from convlab.store import Store
+
+NAME = "stats"
+EXAMPLE = "convlab stats --store ~/.convlab/store"
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
+    """Add ``stats`` to the subcommands ``sub``."""
+    st: argparse.ArgumentParser = sub.add_parser(
+        NAME,
+        help="what a store holds",
+        description="What a store holds, when it was updated, its size; --verify checks every "
+        "file's SHA-256 (exit 2 naming a damaged file).",
+    )
+    add_store(st)
+    st.add_argument("--json", action="store_true")
+    st.add_argument(
+        "--verify", action="store_true", help="check the content hash of every file of the store"
+    )
+    return st
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print what ``args.store`` holds (JSON with ``--json``); exit 2 on a damaged store."""
+    from convlab.store import Store, StoreDamaged
+
+    store = Store(args.store)
+    try:
+        info = store_info(store, verify=args.verify)
+    except StoreDamaged as exc:
+        print(f"convlab stats: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(info, indent=1, default=str))
+        return EXIT_OK
+    c, cfg = info["counts"], info["config"]
+    first, last = info["messages_from"], info["messages_to"]
+    print(f"store: {info['store']} (version {info['version']}, updated {info['updated']})")
+    print(
+        f"holds: {c.get('conversations', 0)} conversations, {c.get('turns', 0)} turns, "
+        f"{c.get('units', 0)} units (mean {info['unit_tokens_mean']:.0f} tokens per unit)"
+    )
+    print(f"messages: {first or 'undated'} .. {last or 'undated'}")
+    print(
+        f"built with: strategy {cfg.get('strategy')}, max tokens "
+        f"{cfg.get('max_tokens', cfg.get('budget'))}, index "
+        f"{cfg.get('index_kind')}, embedder {info['model_id']}, redact {cfg.get('redact')}"
+    )
+    print(
+        f"transcripts: {info['files']} files indexed, {info['files_with_skips']} with skipped "
+        f"records ({info['skipped_records']} records skipped)"
+    )
+    print(
+        f"size on disk: {_size(info['bytes_total'])} (version {_size(info['bytes_version'])}, "
+        f"embedding cache {_size(info['bytes_cache'])})"
+    )
+    print(info["verify"])
+    return EXIT_OK
+
+
+class StoreInfo(TypedDict):
+    """What ``convlab stats --json`` prints (``config`` and ``counts`` as the manifest has them)."""
+
+    store: str
+    version: str
+    model_id: str
+    config: dict[str, Any]
+    counts: dict[str, int]
+    files: int
+    files_with_skips: int
+    skipped_records: int
+    messages_from: str | None
+    messages_to: str | None
+    updated: str | None
+    bytes_version: int
+    bytes_cache: int
+    unit_tokens_mean: float
+    units_by_role: dict[str, int]
+    verify: str
+    bytes_total: int
+
+
+def _size(n: int) -> str:
+    """``n`` bytes for people: ``1.2 MB``."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _bytes_under(root: Path) -> int:
+    """The size of every file under ``root`` (0 when it is no folder)."""
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
+
+
+def _mean(values: pl.Series) -> float:
+    """The mean of ``values`` (0.0 for none)."""
+    mean = values.cast(pl.Float64).mean()
+    return float(mean) if isinstance(mean, int | float) else 0.0
+
+
+def _day(value: object) -> str | None:
+    """The ISO date of a datetime; ``None`` for anything else (an empty or undated store)."""
+    return value.date().isoformat() if isinstance(value, datetime) else None
+
+
+def store_info(store: Store, *, verify: bool) -> StoreInfo:
+    """What ``convlab stats`` prints, read from one pinned version of the store."""
+    m = store.manifest()
+    version = store.version
+    status = store.verify().line() if verify else None
+    units = store.frame("units")
+    convs = store.frame("conversations")
+    files = m.get("files", {})
+    skips = [int(r.get("skipped", 0)) for r in files.values()]
+    first = convs["started_at"].min() if convs.height else None
+    last = convs["ended_at"].max() if convs.height else None
+    updated = m.get("updated_at")
+    if status is None:
+        status = (
+            "checked: the manifest and every file's size; `--verify` checks every byte"
+            if m.get("version_files") is not None
+            else "not verifiable: written before stores recorded checksums; `convlab index` "
+            "adds them"
+        )
+    bytes_version = _bytes_under(version)
+    bytes_cache = _bytes_under(store.directory / "cache")
+    return {
+        "store": str(store.directory),
+        "version": version.name,
+        "model_id": m["model_id"],
+        "config": m["config"],
+        "counts": m["counts"],
+        "files": len(files),
+        "files_with_skips": sum(1 for n in skips if n),
+        "skipped_records": sum(skips),
+        "messages_from": _day(first),
+        "messages_to": _day(last),
+        "updated": datetime.fromtimestamp(updated, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        if updated
+        else None,
+        "bytes_version": bytes_version,
+        "bytes_cache": bytes_cache,
+        "unit_tokens_mean": _mean(units["n_tokens"]),
+        "units_by_role": dict(units.group_by("role").len().sort("role").iter_rows()),
+        "verify": status,
+        "bytes_total": bytes_version + bytes_cache,  # last, as --json has always printed it
+    }

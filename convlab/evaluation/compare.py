@@ -1,0 +1,167 @@
+"""The strategy comparison: labelled data in, a run folder out.
+
+``python -m eval.run`` and ``convlab eval`` are this module's command line (:func:`main`,
+:func:`add_arguments`): load the labelled data (:func:`~convlab.evaluation.datasets.load_labelled`),
+evaluate one dense system per strategy plus the lexical and hybrid ones
+(:func:`~convlab.evaluation.evaluate.default_systems`), and write a run folder
+(:func:`~convlab.evaluation.runfolder.save_run`) with ``qrels.txt`` beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from convlab.evaluation.config import EvalConfig
+    from convlab.evaluation.datasets import LabelledData
+
+__all__ = [
+    "DEFAULT_BUDGETS",
+    "DEFAULT_STRATEGIES",
+    "add_arguments",
+    "check_strategies",
+    "comparison_config",
+    "main",
+    "run_comparison",
+]
+
+DEFAULT_STRATEGIES = "isolated,message,turn_pair,sequential,whole_turn,qa_pair"
+DEFAULT_BUDGETS = "128,256,512,1024,2048"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The comparison's options (``--data``, ``--strategies``, ``--out``, ...) on ``p``."""
+    from convlab.embed import BACKENDS
+    from convlab.evaluation.config import SCOPES
+
+    p.add_argument(
+        "--data",
+        default=None,
+        help="data/sample (default), a LoCoMo-family json or folder, or a LongMemEval json",
+    )
+    p.add_argument("--conversations", default=None, help="comma-separated conversation ids")
+    p.add_argument("--strategies", default=DEFAULT_STRATEGIES)
+    p.add_argument("--budgets", default=DEFAULT_BUDGETS)
+    p.add_argument(
+        "--scope",
+        default=None,
+        choices=tuple(SCOPES),
+        help="where queries search (default: haystack if the data has them, else conversation)",
+    )
+    p.add_argument("--baseline", default=None, help="system compared against (first strategy)")
+    p.add_argument("--out", default="runs/eval")
+    p.add_argument("--cache", default="runs/cache", help="embedding cache folder")
+    p.add_argument(
+        "--backend", default="torch", choices=tuple(BACKENDS), help="MiniLM backend (%(default)s)"
+    )
+
+
+def check_strategies(text: str) -> list[str]:
+    """The strategies of ``--strategies a,b,c``, in order.
+
+    Raises:
+        ValueError: some are not registered, naming them and the valid ones.
+    """
+    from convlab.strategies import STRATEGIES
+
+    strategies = [s for s in text.split(",") if s]
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown:
+        raise ValueError(f"unknown strategies {unknown}; valid: {', '.join(sorted(STRATEGIES))}")
+    return strategies
+
+
+def comparison_config(
+    data: LabelledData, *, budgets: tuple[int, ...], scope: str | None, baseline: str | None
+) -> EvalConfig:
+    """The :class:`EvalConfig` for ``data``: LongMemEval's and pooled judgments' measures added.
+
+    Args:
+        data: the labelled data; haystacks make ``haystack`` the default scope, sessions add
+            LongMemEval's measures at turn and session level, pooled judgments add
+            ``judged@10`` and ``bpref``.
+        budgets: resurrection budgets in tokens.
+        scope: where queries search; ``None`` picks from the data.
+        baseline: the system compared against; ``None`` for the first.
+    """
+    from convlab.evaluation.config import HEADLINE, JUDGED_METRICS, LONGMEMEVAL_METRICS, EvalConfig
+
+    scope = scope or ("haystack" if data.haystacks is not None else "conversation")
+    metrics: tuple[str, ...] = EvalConfig().metrics
+    headline: tuple[str, ...] = HEADLINE
+    if data.sessions is not None:  # LongMemEval: its measures, at turn and session level
+        metrics = tuple(dict.fromkeys((*metrics, *LONGMEMEVAL_METRICS)))
+        headline = (*HEADLINE[:3], "success@5", "session:success@5", "session:ndcg@10")
+    if data.judged is not None:  # pooled judgments: how much was judged, and bpref beside
+        metrics = (*metrics, *JUDGED_METRICS)
+        headline = (*headline, *JUDGED_METRICS)
+    return EvalConfig(
+        budgets=budgets, scope=scope, baseline=baseline, metrics=metrics, headline=headline
+    )
+
+
+def run_comparison(args: argparse.Namespace) -> Path:
+    """Run the comparison the options of :func:`add_arguments` describe; print the table.
+
+    Returns:
+        The run folder's ``report.md``.
+
+    Raises:
+        ValueError: unknown strategies (see :func:`check_strategies`).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")  # figures go to files only, whatever the display
+
+    from convlab.embed import CachedEmbedder, minilm_embedder
+    from convlab.evaluation.datasets import load_labelled
+    from convlab.evaluation.evaluate import evaluate
+    from convlab.evaluation.queries import write_qrels
+    from convlab.evaluation.runfolder import save_run
+    from convlab.evaluation.systems import default_systems
+
+    strategies = check_strategies(args.strategies)
+    data = load_labelled(args.data)
+    convs = [c for c in (args.conversations or "").split(",") if c]
+    data = data.select(convs or None)
+    budgets = tuple(int(b) for b in args.budgets.split(","))
+    config = comparison_config(data, budgets=budgets, scope=args.scope, baseline=args.baseline)
+    embedder = CachedEmbedder(minilm_embedder(args.backend), args.cache)
+    ev = evaluate(data, default_systems(strategies), embedder=embedder, config=config)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_qrels(data.queries, out / "qrels.txt")
+    report = save_run(ev, out)
+    print(ev.table().to_pandas().to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"embedding: {embedder.stats}")
+    print(f"report: {report}")
+    return report
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    prog: str = "python -m eval.run",
+    description: str | None = None,
+) -> int:
+    """The comparison as a program: 0 when the run folder is written, 2 for unknown strategies.
+
+    Args:
+        argv: the options of :func:`add_arguments` (default: ``sys.argv[1:]``).
+        prog: the program name in usage lines.
+        description: the ``--help`` text (default: this module's).
+    """
+    p = argparse.ArgumentParser(prog=prog, description=description or __doc__)
+    add_arguments(p)
+    args = p.parse_args(argv)
+    try:
+        check_strategies(args.strategies)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    run_comparison(args)
+    return 0

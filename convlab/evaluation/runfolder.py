@@ -1,0 +1,116 @@
+"""A run folder: an evaluation's results with the config that made them, every file whole.
+
+The contract of sentence-transformers' evaluators (results beside ``get_config_dict()``, one
+primary metric named): :func:`save_run` writes
+
+- ``config.json``: every setting, the model id, package versions, the data fingerprint
+  (:attr:`Evaluation.config`), and ``primary_metric``: the first headline metric;
+- ``metrics.json``: summary, per-category means, resurrection by budget (means per system and
+  budget), significance against the baseline, overall and per category;
+- ``per_query.parquet``, ``budgets.parquet``, ``significance.parquet``,
+  ``category_significance.parquet``: the frames behind them;
+- ``runs/SYSTEM.trec``: one TREC run per system (``:`` in a name becomes ``_``);
+- ``recall_at_k.png``, ``coverage_by_budget.png``, ``recall_by_category.png``,
+  ``unit_lengths.png`` and ``report.md`` (:func:`convlab.evaluation.report.write_report`).
+
+Each file is written to a temporary name, fsynced and renamed, so a run killed half way leaves
+whole files only. ``qrels.txt`` is the labels' business
+(:func:`convlab.evaluation.queries.write_qrels`).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from convlab.atomic import write_file_atomic, write_text_atomic
+from convlab.evaluation.queries import write_run
+from convlab.evaluation.report import write_report
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from convlab.evaluation.result import Evaluation
+
+__all__ = ["BUDGET_MEANS", "metrics_record", "primary_metric", "save_run"]
+
+BUDGET_MEANS = (
+    "coverage",
+    "evidence_token_recall",
+    "tokens_used",
+    "answer_contained",
+    "redundancy",
+)
+"""The resurrection measures averaged per (system, budget) in ``metrics.json``."""
+
+
+def primary_metric(ev: Evaluation) -> str:
+    """The metric a run is judged by first: the first of the headline (``recall@5`` by default)."""
+    return ev.headline_metrics[0]
+
+
+def metrics_record(ev: Evaluation) -> dict[str, Any]:
+    """What ``metrics.json`` holds: lists of rows, JSON-ready (values are the frames' own)."""
+    budgets = (
+        ev.budgets.group_by("system", "budget")
+        .agg(*[pl.col(c).mean() for c in BUDGET_MEANS])
+        .sort("system", "budget")
+    )
+    return {
+        "summary": ev.summary.to_dicts(),
+        "by_category": ev.by_category.to_dicts(),
+        "budgets": budgets.to_dicts(),
+        "significance": ev.significance.to_dicts(),
+        "category_significance": ev.category_significance.to_dicts(),
+    }
+
+
+def _figures(ev: Evaluation) -> dict[str, Figure]:
+    from convlab.evaluation import plots
+
+    return {
+        "recall_at_k.png": plots.recall_at_k(ev.summary),
+        "coverage_by_budget.png": plots.coverage_by_budget(ev.budgets),
+        "recall_by_category.png": plots.recall_by_category(ev.by_category),
+        "unit_lengths.png": plots.unit_lengths(ev.units),
+    }
+
+
+def _save_figure(fig: Figure, path: Path) -> None:
+    fig.savefig(path, dpi=110)
+
+
+def save_run(ev: Evaluation, out: Path) -> Path:
+    """Write the run folder ``out`` (created when missing) and return its ``report.md``.
+
+    Example:
+        >>> report = save_run(evaluate(data, systems, embedder=embedder), Path("runs/eval"))
+        ... # doctest: +SKIP
+    """
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    config = {**ev.config, "primary_metric": primary_metric(ev)}
+    write_text_atomic(out / "config.json", json.dumps(config, indent=1, default=str))
+    frames = {
+        "per_query.parquet": ev.per_query,
+        "budgets.parquet": ev.budgets,
+        "significance.parquet": ev.significance,
+        "category_significance.parquet": ev.category_significance,
+    }
+    for name, frame in frames.items():
+        write_file_atomic(out / name, frame.write_parquet)
+    metrics = json.dumps(metrics_record(ev), indent=1, default=str)
+    write_text_atomic(out / "metrics.json", metrics)
+    runs = out / "runs"
+    runs.mkdir(exist_ok=True)
+    for name, hits in ev.hits.items():
+        write_run(hits, runs / f"{name.replace(':', '_')}.trec", name.replace(":", "_"))
+    for name, fig in _figures(ev).items():
+        write_file_atomic(out / name, partial(_save_figure, fig))
+        plt.close(fig)
+    return write_report(ev, out)
