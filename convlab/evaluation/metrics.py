@@ -204,10 +204,14 @@ def _scored(
 
 
 def aggregate(per_query_frame: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:
-    """Mean of each metric (and the number of queries), optionally grouped by columns."""
+    """Mean of each metric (and the number of queries), optionally grouped by columns.
+
+    Each group's values are summed in sorted order, so the means do not depend on the order of
+    the rows (or on how threads split them): the same per-query values give bit-identical means.
+    """
     keys = [*by, "metric"]
     return (
         per_query_frame.group_by(keys)
-        .agg(pl.col("value").mean().alias("mean"), pl.len().alias("queries"))
+        .agg(pl.col("value").sort().mean().alias("mean"), pl.len().alias("queries"))
         .sort(keys)
     )

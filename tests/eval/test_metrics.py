@@ -165,3 +165,25 @@ def test_bad_query_file_names_the_line(tmp_path: Path) -> None:
         read_queries(f)
     with pytest.warns(UserWarning, match="skipped 1 bad query"):
         assert read_queries(f, strict=False).height == 1
+
+
+def test_aggregate_means_do_not_depend_on_row_order() -> None:
+    import numpy as np
+
+    from convlab.evaluation.metrics import aggregate
+
+    rng = np.random.default_rng(0)
+    n = 20_000
+    frame = pl.DataFrame(
+        {
+            "system": rng.choice(["a", "b", "c"], n).tolist(),
+            "query_id": [f"q{i}" for i in range(n)],
+            "metric": rng.choice(["recall@5", "ndcg@10"], n).tolist(),
+            "value": rng.random(n) * 1e3,
+        }
+    )
+    want = aggregate(frame, by=["system"])
+    for seed in range(5):
+        shuffled = frame.sample(fraction=1.0, shuffle=True, seed=seed)
+        got = aggregate(shuffled, by=["system"])
+        assert got["mean"].to_list() == want["mean"].to_list()  # bit for bit
