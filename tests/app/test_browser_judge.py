@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_browser import CHROMIUM, TOKEN, _run_all_cells, jupyter_lab
+from tests.app.test_browser import CHROMIUM, TOKEN, _run_all_cells, jupyter_lab
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 CELL = """
 from convlab.judge import Candidate, JudgmentLog
