@@ -46,8 +46,16 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
+# Test tiers, in order, each its own pytest run (markers in pyproject.toml; tests/conftest.py
+# marks a test by the fixtures it takes): core, the real model, LoCoMo, notebooks, the browser.
+TIERS := "not model and not locomo and not notebooks and not browser" \
+	"model and not locomo and not notebooks and not browser" \
+	"locomo and not notebooks and not browser" notebooks browser
+
 pytest: venv chromium
-	$(VENV)/bin/pytest
+	@for tier in $(TIERS); do \
+	  echo "== pytest -m $$tier"; $(VENV)/bin/pytest -m "$$tier" || exit $$?; \
+	done
 
 # The strategy comparison on the bundled sample and on two LoCoMo conversations, checked against
 # eval/thresholds.toml: a system that falls below its threshold fails the build.

@@ -47,3 +47,16 @@ def locomo_file() -> Path:
         if os.environ.get("CI"):
             pytest.fail(str(exc))
         pytest.skip(str(exc))
+
+
+# Test tiers (markers): a test that takes one of these fixtures is in its tier, marked or not, so
+# `make test` can run the tiers in order (core, model, locomo, notebooks, browser).
+_TIER_OF_FIXTURE = {"minilm": "model", "locomo_file": "locomo"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test by the tiers of the fixtures it takes."""
+    for item in items:
+        for fixture, tier in _TIER_OF_FIXTURE.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(tier)

@@ -102,3 +102,18 @@ def test_importing_a_submodule_keeps_the_function_of_the_same_name():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["function"] * 5
+
+
+def test_the_package_never_asserts() -> None:
+    # checks of input raise errors that name what is wrong; `python -O` would drop an assert
+    import ast
+    from pathlib import Path
+
+    root = Path(convlab.__file__).parent
+    found = [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for path in sorted(root.rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Assert)
+    ]
+    assert found == []

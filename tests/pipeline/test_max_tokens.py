@@ -52,7 +52,7 @@ def test_cli_index_takes_max_tokens_and_the_old_budget_alias(
 ) -> None:
     from convlab.app.cli import main
 
-    sample = Path(__file__).resolve().parents[1] / "data" / "sample" / "transcripts"
+    sample = Path(__file__).resolve().parents[2] / "data" / "sample" / "transcripts"
     for flag in ("--max-tokens", "--budget"):
         assert main(["index", str(sample), "--store", str(tmp_path / "s"), flag, "300"]) == 2
         assert "max_tokens must be between 8 and 256 tokens" in capsys.readouterr().err

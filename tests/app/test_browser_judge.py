@@ -1,6 +1,7 @@
 """The judge panel in a real browser: JupyterLab in Debian's chromium, driven by Playwright.
 
-A notebook builds a pool of three candidates and opens :class:`convlab.app.widgets.JudgePanel` on a
+A notebook builds a pool of three candidates and opens
+:class:`convlab.app.judge_panel.JudgePanel` on a
 qrels file; the test judges all three with the keyboard (r, p, n typed into the key box) and
 checks that the file holds the three judgments. Playwright drives Debian's chromium
 (``executable_path``); nothing is downloaded.
@@ -14,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_browser import CHROMIUM, TOKEN, _run_all_cells, jupyter_lab
+from tests.app.test_browser import CHROMIUM, TOKEN, _run_all_cells, jupyter_lab
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 CELL = """
 from convlab.judge import Candidate, JudgmentLog
-from convlab.app.widgets import JudgePanel
+from convlab.app.judge_panel import JudgePanel
 
 pool = [
     Candidate("q1", "flaky fixture", f"c:m{i}", "c", f"the flaky fixture, take {i}", (), ())

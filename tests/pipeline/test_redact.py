@@ -40,7 +40,7 @@ from convlab.pipeline.redact import (
 from convlab.store import REDACT_CHOICES, Store, StoreConfig
 from tests.helpers import corpus as make_corpus
 
-FIXTURES = Path(__file__).parent / "fixtures" / "secrets"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "secrets"
 CORPUS_SECRETS: list[dict[str, str]] = json.loads((FIXTURES / "secrets.json").read_text())
 LOOKALIKES: list[dict[str, str]] = json.loads((FIXTURES / "lookalikes.json").read_text())
 

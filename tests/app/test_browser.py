@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARTIFACTS = REPO / "test-artifacts"
 TOKEN = "convlab-test"

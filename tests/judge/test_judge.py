@@ -423,7 +423,7 @@ def test_the_real_sessions_benchmark_loads_and_its_judgments_point_at_messages(
 
 
 def test_judge_panel_records_buttons_and_keys_and_escapes_text(tmp_path: Path) -> None:
-    from convlab.app.widgets import JudgePanel
+    from convlab.app.judge_panel import JudgePanel
 
     path = tmp_path / "qrels.jsonl"
     pool = [
