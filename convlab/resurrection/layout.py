@@ -114,10 +114,11 @@ class Layout:
                 for c in ("doc_ids", "target_chunk_id")
             ),
         )
+        ids = u["unit_id"].to_list()
         return cls(
-            unit_chunks={k: list(v) for k, v in zip(u["unit_id"], u["chunk_ids"], strict=True)},
-            unit_docs={k: list(v or []) for k, v in zip(u["unit_id"], u["doc_ids"], strict=True)},
-            unit_target=dict(zip(u["unit_id"], u["target_chunk_id"], strict=True)),
+            unit_chunks=dict(zip(ids, u["chunk_ids"].to_list(), strict=True)),
+            unit_docs={k: v or [] for k, v in zip(ids, u["doc_ids"].to_list(), strict=True)},
+            unit_target=dict(zip(ids, u["target_chunk_id"].to_list(), strict=True)),
             tokens=tokens,
             doc_of=doc_of,
             doc_chunks=doc_chunks,
