@@ -142,8 +142,11 @@ class Layout:
         return [c for d in ordered for c in self.doc_chunks[d]]
 
     def hit_docs(self, unit_id: str, doc_id: str | None) -> list[str]:
-        """The docs a hit stands for: its ``doc_id`` when the hit names one, else its unit's
-        ``doc_ids``, else (a unit frame without them) the docs of the unit's chunks."""
+        """The docs a hit stands for.
+
+        Its ``doc_id`` when the hit names one, else its unit's ``doc_ids``, else (a units frame
+        without them) the docs of the unit's chunks.
+        """
         if doc_id is not None:
             return [doc_id]
         return self.unit_docs[unit_id] or list(
