@@ -140,6 +140,18 @@ def test_paired_doc_by_hand() -> None:
         "d:m5": "d:m4",  # unanswered: the answer it replies to, in the previous turn
     }
     assert paired_doc("c:t0", layout) is None  # a turn holds its own pair
+    # a preamble answer (before the first question of turn 0) has no pair
+    preamble = chunks_frame(
+        [
+            (0, 0, "assistant", 0, 0, "P", 5),
+            (0, 1, "user", 0, 0, "U", 6),
+            (0, 2, "assistant", 1, 0, "V", 7),
+        ],
+        doc_kind="message",
+        cid="p",
+    )
+    lp = Layout.of(UNITS.clear(), preamble)
+    assert [paired_doc(f"p:m{i}", lp) for i in range(3)] == [None, "p:m2", "p:m1"]
 
 
 def test_pair_brings_back_the_doc_and_its_pair_in_conversation_order() -> None:
