@@ -10,7 +10,10 @@ containment, tokens used and redundancy. Writes ``grid.json``, ``grid.md`` and
 ``containment_vs_tokens.png`` (answer containment against tokens used, one line per
 (system, policy)) into ``DIR``.
 
-TREC runs hold doc ids, not unit ids. Each ranked doc is mapped back to the system's unit for it:
+TREC runs hold doc ids, not unit ids. With ``--exact CACHE`` the systems are searched again
+(MiniLM through the embedding cache, BM25 without a model) and their hits carry unit ids; the
+re-run's ranked docs are compared with the saved run's (``mapping`` in ``grid.json``). Without
+it (no model at all), each ranked doc is mapped back to the system's unit for it:
 among the units whose ``doc_ids`` hold the doc, those whose other docs all rank at or above it
 (a doc scores its best unit, so its best unit's other docs score at least as high), the first in
 conversation order. The doc-based policies (``doc``, ``window``, ``pair``) read only the hit's doc
@@ -30,6 +33,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import polars as pl
@@ -46,6 +50,10 @@ from convlab.pipeline.units import MAX_TOKENS
 from convlab.pipeline.units import units as make_units
 from convlab.resurrection import POLICIES, budget_measures
 
+if TYPE_CHECKING:
+    from convlab.evaluation.datasets import LabelledData
+    from convlab.evaluation.evaluate import Evaluation
+
 DEFAULT_SYSTEMS = "bm25:message,message,sequential,turn_pair"
 MEASURES = ("coverage", "evidence_token_recall", "answer_contained", "tokens_used", "redundancy")
 
@@ -58,7 +66,46 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--systems", default=DEFAULT_SYSTEMS, help="%(default)s")
     p.add_argument("--policies", default=",".join(POLICIES.names()), help="%(default)s")
     p.add_argument("--budgets", default="128,256,512,1024,2048")
+    p.add_argument(
+        "--exact",
+        metavar="CACHE",
+        default=None,
+        help="re-run the systems (MiniLM through this embedding cache folder, BM25 without a "
+        "model) to get their unit ids, instead of mapping ranked docs back to units",
+    )
     return p.parse_args(argv)
+
+
+def rerun(
+    data: LabelledData, cfg: dict[str, Any], systems: list[str], budgets: list[int], cache: str
+) -> Evaluation:
+    """The run's ``systems`` searched again with the run's settings, hits with their unit ids."""
+    from convlab.embed import CachedEmbedder, minilm_embedder
+    from convlab.evaluation.evaluate import EvalConfig, System, evaluate
+
+    c = cfg["config"]
+    config = EvalConfig(
+        budgets=tuple(budgets),
+        depth=c["depth"],
+        scope=c["scope"],
+        policy=ContentPolicy(**c["policy"]),
+        max_tokens=c.get("max_tokens", c.get("budget", MAX_TOKENS)),
+    )
+    chosen = [
+        System(name=s["name"], strategy=s["strategy"], retrieval=s["retrieval"])
+        for s in cfg["systems"]
+        if s["name"] in systems
+    ]
+    embedder = CachedEmbedder(minilm_embedder(), cache)
+    return evaluate(data, chosen, embedder=embedder, config=config, progress=False)
+
+
+def same_ranking(hits: pl.DataFrame, run: pl.DataFrame) -> dict[str, int]:
+    """Queries whose re-run ranked docs equal the saved run's, of all queries in either."""
+    mine = {q: part.sort("rank")["doc_id"].to_list() for (q,), part in hits.group_by("query_id")}
+    saved = {q: part.sort("rank")["doc_id"].to_list() for (q,), part in run.group_by("query_id")}
+    both = set(mine) | set(saved)
+    return {"queries": len(both), "identical": sum(mine.get(q) == saved.get(q) for q in both)}
 
 
 def map_hits(run: pl.DataFrame, units: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
@@ -174,6 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     content = ContentPolicy(**cfg["config"]["policy"])
     chunks = make_chunks(data.corpus, content)
     queries = data.queries
+    ev = rerun(data, cfg, systems, budgets, args.exact) if args.exact else None
     saved = run_dir / "budgets.parquet"
     saved_unit = pl.read_parquet(saved) if saved.is_file() else None
     per_query, mapping, check = [], {}, {}
@@ -184,7 +232,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             units_of[strategy] = make_units(chunks, strategy, MAX_TOKENS)
         units = units_of[strategy]
         run = read_run(run_dir / "runs" / f"{system.replace(':', '_')}.trec")
-        hits, mapping[system] = map_hits(run, units)
+        if ev is None:
+            hits, mapping[system] = map_hits(run, units)
+        else:
+            hits = ev.hits[system].select("query_id", "rank", "unit_id", "doc_id")
+            if not ev.units[strategy].equals(units):
+                raise SystemExit(f"{system}: the re-run's units differ from the rebuilt ones")
+            mapping[system] = {"rerun": 1, **same_ranking(hits, run)}
         for policy in policies:
             m = budget_measures(
                 hits, queries, units=units, chunks=chunks, budgets=budgets, policy=policy
@@ -226,8 +280,8 @@ def compare_with_saved(mine: pl.DataFrame, saved: pl.DataFrame) -> dict[str, flo
     same = pl.all_horizontal(*(pl.col(c).eq_missing(pl.col(f"{c}_saved")) for c in cols))
     out: dict[str, float] = {"rows": j.height, "rows_equal": int(j.select(same.sum()).item())}
     for c in ("coverage", "answer_contained"):
-        out[f"mean_{c}"] = float(j[c].mean() or 0.0)
-        out[f"mean_{c}_saved"] = float(j[f"{c}_saved"].mean() or 0.0)
+        out[f"mean_{c}"] = float(j.select(pl.col(c).mean()).item() or 0.0)
+        out[f"mean_{c}_saved"] = float(j.select(pl.col(f"{c}_saved").mean()).item() or 0.0)
     return out
 
 
