@@ -180,16 +180,28 @@ def markdown(summary: pl.DataFrame, headline: dict[str, object]) -> str:
 
 def plot(summary: pl.DataFrame, path: Path) -> None:
     """Answer containment against mean tokens used, one line per (system, policy)."""
-    fig, ax = plt.subplots(figsize=(8, 5.5))
+    fig, ax = plt.subplots(figsize=(9, 6))
+    systems = summary["system"].unique(maintain_order=True).to_list()
+    policies = summary["policy"].unique(maintain_order=True).to_list()
+    styles = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1))]
+    markers = ["o", "s", "^", "D", "v"]
+    # colour per system, line style and marker per policy: 20 lines stay apart
     for (system, policy), part in summary.group_by("system", "policy", maintain_order=True):
         part = part.sort("budget")
-        label = f"{system} + {policy}"
-        ax.plot(part["tokens_used"], part["answer_contained"], marker="o", label=label)
+        i, j = systems.index(system), policies.index(policy)
+        ax.plot(
+            part["tokens_used"],
+            part["answer_contained"],
+            color=f"C{i % 10}",
+            linestyle=styles[j % len(styles)],
+            marker=markers[j % len(markers)],
+            label=f"{system} + {policy}",
+        )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("mean tokens used (budgets 128 .. 2048)")
     ax.set_ylabel("answer contained in the context")
     ax.set_title("Answer containment against tokens used, per (system, policy)")
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=2, loc="lower right")
     ax.grid(alpha=0.3)
     tmp = path.with_name(f".tmp-{uuid.uuid4().hex}-{path.name}")
     try:
