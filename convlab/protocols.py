@@ -21,6 +21,7 @@ import numpy as np
 import polars as pl
 
 if TYPE_CHECKING:
+    from convlab.resurrection.layout import Layout
     from convlab.strategies.base import Chunk
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "Query",
     "RankContext",
     "Ranker",
+    "ResurrectionPolicy",
     "Retriever",
     "Strategy",
     "VectorSource",
@@ -187,5 +189,28 @@ class Strategy(Protocol):
         Args:
             chunks: one conversation's chunks, in conversation order.
             max_tokens: the unit's token limit, [CLS] and [SEP] included (at most 256).
+        """
+        ...
+
+
+@runtime_checkable
+class ResurrectionPolicy(Protocol):
+    """What one hit brings back into the context (:mod:`convlab.resurrection`).
+
+    Registered in :data:`convlab.resurrection.POLICIES`. The budget walk, the same for every
+    policy, decides what of it fits: the first piece is all or nothing for the hit, each later
+    piece all or nothing for itself.
+    """
+
+    name: str
+
+    def pieces(self, unit_id: str, doc_id: str | None, layout: Layout) -> list[list[str]]:
+        """The chunk ids the hit brings back, as pieces in the order the walk offers them.
+
+        Args:
+            unit_id: the hit's unit.
+            doc_id: the doc the hit stands for (a search hit's ``doc_id``), or None: the
+                unit's docs.
+            layout: look-ups of units, chunks and docs.
         """
         ...

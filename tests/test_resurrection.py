@@ -110,3 +110,29 @@ def test_an_answer_spanning_two_chunks_is_found_in_conversation_order() -> None:
     h = hits("s5-alone", "a0").with_columns(pl.lit("q").alias("query_id"))
     m = budget_measures(h, queries, units=units, chunks=CHUNKS, budgets=[400])
     assert m["answer_contained"].to_list() == [1.0]
+
+
+def test_grid_maps_a_ranked_doc_to_the_unit_that_can_have_ranked_it() -> None:
+    from eval.resurrection_grid import map_hits
+
+    units = pl.DataFrame(
+        {
+            "unit_id": ["w1", "w2", "s3", "a4", "b4"],
+            "doc_ids": [["m1", "m2"], ["m2", "m3"], ["m3"], ["m4"], ["m4"]],
+        }
+    )
+    run = pl.DataFrame(
+        {"query_id": ["q"] * 4, "doc_id": ["m3", "m2", "m1", "m4"], "rank": [1, 2, 3, 4]}
+    )
+    hits, counts = map_hits(run, units)
+    # m3 (rank 1): w2 would need m2 at rank <= 1, so s3; m2 (rank 2): w1 would need m1 <= 2, so
+    # w2 (m3 ranks 1); m1: w1 (m2 ranks 2); m4: a4 and b4 both fit, the first is taken
+    assert hits.select("rank", "unit_id", "doc_id").rows() == [
+        (1, "s3", "m3"),
+        (2, "w2", "m2"),
+        (3, "w1", "m1"),
+        (4, "a4", "m4"),
+    ]
+    assert counts == {"hits": 4, "ambiguous": 1, "unmapped": 0}
+    with pytest.raises(ValueError, match="ranked doc 'm9' has no unit"):
+        map_hits(pl.DataFrame({"query_id": ["q"], "doc_id": ["m9"], "rank": [1]}), units)

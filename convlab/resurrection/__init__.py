@@ -1,0 +1,33 @@
+"""Resurrection: bring back context for ranked hits within a token budget, by a policy.
+
+Policies (one file each, registered in :data:`POLICIES`): ``unit`` (seeds/003, the default),
+``doc``, ``window``, ``pair``, ``unit+doc``. :func:`resurrect` builds a context;
+:func:`budget_measures` scores contexts against labelled queries.
+"""
+
+from __future__ import annotations
+
+from convlab.resurrection import doc, pair, unit, unit_doc, window
+from convlab.resurrection.base import (
+    POLICIES,
+    Resurrection,
+    budget_measures,
+    get_policy,
+    normalize_answer,
+    resurrect,
+    walk,
+)
+from convlab.resurrection.layout import Layout
+
+__all__ = [
+    "POLICIES",
+    "Layout",
+    "Resurrection",
+    "budget_measures",
+    "get_policy",
+    "normalize_answer",
+    "resurrect",
+    "walk",
+]
+
+_REGISTERED = (doc, pair, unit, unit_doc, window)  # imported for their @POLICIES.register

@@ -1,0 +1,346 @@
+"""Resurrection: bring back context for ranked hits, within a token budget, by a policy.
+
+A **policy** (:class:`convlab.protocols.ResurrectionPolicy`, registered in :data:`POLICIES`) says
+what one hit brings back, as an ordered list of *pieces* (lists of chunk ids): ``unit`` (what
+was embedded together, seeds/003), ``doc``, ``window``, ``pair``, ``unit+doc``.
+
+**The budget walk** (one rule for every policy) goes over the hits best first. A piece costs
+the tokens of its chunks not already in the context (a chunk brought back once costs nothing
+again). A hit's first piece that does not fit the remaining budget skips the whole hit, and the
+walk goes on with the next hit while smaller ones fit; a later piece of a hit that does not fit
+is skipped alone, and the walk goes on with the hit's next piece. The context comes back in
+conversation order.
+
+Evaluation measures per budget (:func:`budget_measures`):
+
+- **coverage**: share of a query's relevant docs fully brought back (every chunk of the doc --
+  of the turn in chats, of the message in dialogs -- is in the context);
+- **evidence token recall**: share of the relevant docs' tokens that are in the context (the
+  partial credit that strict coverage does not give: half of a long turn counts half);
+- **tokens used**;
+- **answer containment**: the normalised reference answer (lower-cased, punctuation and articles
+  removed, whitespace folded: SQuAD's normalisation) is found in the normalised context;
+- **redundancy**: share of the tokens of the brought-back pieces that were already in context
+  when the hit came (a system that retrieves overlapping units wastes its budget and shows it here).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import polars as pl
+
+from convlab import schema
+from convlab.protocols import ResurrectionPolicy
+from convlab.registry import Registry
+from convlab.resurrection.layout import Layout
+
+__all__ = [
+    "POLICIES",
+    "Resurrection",
+    "budget_measures",
+    "get_policy",
+    "normalize_answer",
+    "resurrect",
+    "walk",
+]
+
+POLICIES: Registry[Callable[[], ResurrectionPolicy]] = Registry("resurrection policy")
+"""Resurrection policies by name; each is a class whose defaults make a working policy."""
+
+
+def get_policy(policy: str | ResurrectionPolicy) -> ResurrectionPolicy:
+    """The policy named ``policy`` (made with its defaults), or ``policy`` itself.
+
+    Raises:
+        ValueError: an unknown name (listing the valid ones) or an object that is not a policy.
+
+    Example:
+        >>> get_policy("window").n
+        1
+    """
+    if isinstance(policy, str):
+        return POLICIES.get(policy)()
+    if not isinstance(policy, ResurrectionPolicy):
+        raise ValueError(
+            f"not a resurrection policy: {policy!r}; valid names: {', '.join(POLICIES.names())}"
+        )
+    return policy
+
+
+@dataclass(frozen=True, slots=True)
+class Resurrection:
+    """The resurrected context and its accounting."""
+
+    context: pl.DataFrame  # schema.CONTEXT, in conversation order
+    budget: int
+    tokens_used: int
+    hits_used: list[int]  # ranks brought back (wholly or already alive)
+    hits_skipped: list[int]  # ranks whose first piece did not fit
+    tokens_offered: int  # tokens of the pieces brought back, counting chunks already alive
+    policy: str = "unit"
+    pieces_skipped: int = 0  # later pieces of used hits that did not fit (unit+doc)
+
+    @property
+    def redundancy(self) -> float:
+        """Share of the brought-back pieces' tokens that were already in context."""
+        if self.tokens_offered == 0:
+            return 0.0
+        return 1.0 - self.tokens_used / self.tokens_offered
+
+
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """What one budget walk over ranked hits brought back.
+
+    Attributes:
+        alive: chunk id -> rank of the hit that brought it back, in walk order.
+        used: tokens of the context.
+        offered: tokens of the pieces brought back, counting chunks already alive.
+        hits_used: ranks whose first piece was brought back.
+        hits_skipped: ranks whose first piece did not fit.
+        pieces_skipped: later pieces of used hits that did not fit.
+    """
+
+    alive: dict[str, int]
+    used: int
+    offered: int
+    hits_used: list[int]
+    hits_skipped: list[int]
+    pieces_skipped: int
+
+
+def walk(
+    ranked: Sequence[tuple[int, Sequence[Sequence[str]]]],
+    budget: int,
+    tokens: dict[str, int],
+) -> Walk:
+    """The one budget walk behind :func:`resurrect` and :func:`budget_measures`.
+
+    Args:
+        ranked: (rank, pieces) per hit, best first; a piece is a list of chunk ids.
+        budget: the token budget.
+        tokens: chunk id -> tokens.
+
+    Example:
+        The second hit's piece (30 new tokens) does not fit 100 - 80; the third, whose chunk
+        is alive already, costs nothing:
+
+        >>> w = walk([(1, [["a"]]), (2, [["b"]]), (3, [["a"]])], 100, {"a": 80, "b": 30})
+        >>> w.used, w.hits_used, w.hits_skipped, w.offered
+        (80, [1, 3], [2], 160)
+    """
+    alive: dict[str, int] = {}
+    used = offered = pieces_skipped = 0
+    hits_used: list[int] = []
+    skipped: list[int] = []
+    for rank, pieces in ranked:
+        for i, piece in enumerate(pieces):
+            ids = list(dict.fromkeys(piece))
+            cost = sum(tokens[c] for c in ids if c not in alive)
+            if used + cost > budget:
+                if i == 0:
+                    skipped.append(rank)
+                    break
+                pieces_skipped += 1
+                continue
+            offered += sum(tokens[c] for c in ids)
+            for c in ids:
+                alive.setdefault(c, rank)
+            used += cost
+            if i == 0:
+                hits_used.append(rank)
+    return Walk(alive, used, offered, hits_used, skipped, pieces_skipped)
+
+
+def _pieces_of(
+    policy: ResurrectionPolicy, layout: Layout
+) -> Callable[[int, str, str | None], list[list[str]]]:
+    """``(rank, unit id, doc id) -> pieces``, memoised, checking the unit exists."""
+    memo: dict[tuple[str, str | None], list[list[str]]] = {}
+
+    def pieces(rank: int, unit: str, doc: str | None) -> list[list[str]]:
+        key = (unit, doc)
+        if key not in memo:
+            if unit not in layout.unit_chunks:
+                raise ValueError(f"hit {rank} points to unit {unit!r}, which is not in units")
+            got = [list(p) for p in policy.pieces(unit, doc, layout)]
+            for p in got:
+                unknown = [c for c in p if c not in layout.tokens]
+                if unknown:
+                    raise ValueError(
+                        f"hit {rank} (unit {unit!r}) brings back chunk {unknown[0]!r}, "
+                        "which is not in chunks"
+                    )
+            memo[key] = got
+        return memo[key]
+
+    return pieces
+
+
+def resurrect(
+    unit_ids: Sequence[str] | pl.Series,
+    budget: int,
+    *,
+    units: pl.DataFrame,
+    chunks: pl.DataFrame,
+    policy: str | ResurrectionPolicy = "unit",
+) -> Resurrection:
+    """Resurrect context for ranked units into at most ``budget`` tokens.
+
+    Args:
+        unit_ids: the units to bring back, best first (a search's ``hits["unit_id"]``, or any
+            units, e.g. every unit of a turn); the first has rank 1.
+        budget: the token budget (chunk tokens, as counted in ``chunks.n_tokens``).
+        units: the units the ids point to (``unit_id``, ``chunk_ids``, ``doc_ids``,
+            ``target_chunk_id``).
+        chunks: the chunks (``chunk_id``, ``n_tokens``, ``text``, ...).
+        policy: a name in :data:`POLICIES` or a policy object; ``"unit"`` (seeds/003) by default.
+
+    Raises:
+        ValueError: a negative budget, an unknown policy, or a unit id not in ``units``
+            (naming its rank).
+
+    Example:
+        seeds/003's example 3: the user S0 (120) is alive, the assistant S0 (80) and the target
+        (150) are not, so the unit costs 230 tokens:
+
+        >>> resurrect(["u0", "s5"], 1000, units=units, chunks=chunks)  # doctest: +SKIP
+    """
+    if budget < 0:
+        raise ValueError("budget must not be negative")
+    pol = get_policy(policy)
+    ids = [str(u) for u in unit_ids]
+    mine = units.filter(pl.col("unit_id").is_in(ids))
+    convs = mine["conversation_id"].unique().to_list() if "conversation_id" in mine.columns else []
+    # only the conversations of the hits: the widget calls this for one hit over a whole store
+    sent = chunks.filter(pl.col("conversation_id").is_in(convs)) if convs else chunks
+    if sent.height == 0 or any(c is None for c in convs):
+        sent = chunks
+    layout = Layout.of(mine, sent)
+    pieces = _pieces_of(pol, layout)
+    ranked = [(r, pieces(r, u, None)) for r, u in enumerate(ids, start=1)]
+    w = walk(ranked, budget, layout.tokens)
+    target_set: set[str] = set()
+    for rank in w.hits_used:
+        unit = ids[rank - 1]
+        target = layout.unit_target.get(unit)
+        if target:
+            target_set.add(target)
+        else:  # a window: every chunk stands for the unit
+            target_set.update(layout.unit_chunks[unit])
+    if w.alive:
+        ctx = sent.filter(pl.col("chunk_id").is_in(list(w.alive))).with_columns(
+            pl.col("chunk_id").replace_strict(w.alive, return_dtype=pl.Int32).alias("hit_rank"),
+            pl.col("chunk_id").is_in(sorted(target_set)).alias("is_target"),
+        )
+        ctx = ctx.sort("conversation_id", "position").select(list(schema.CONTEXT))
+    else:
+        ctx = schema.empty(schema.CONTEXT)
+    return Resurrection(
+        ctx, budget, w.used, w.hits_used, w.hits_skipped, w.offered, pol.name, w.pieces_skipped
+    )
+
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = str.maketrans("", "", string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD normalisation: lower case, no punctuation, no articles, single spaces."""
+    t = _ARTICLES.sub(" ", str(text).lower().translate(_PUNCT))
+    return " ".join(t.split())
+
+
+def budget_measures(
+    hits: pl.DataFrame,
+    queries: pl.DataFrame,
+    *,
+    units: pl.DataFrame,
+    chunks: pl.DataFrame,
+    budgets: Sequence[int],
+    policy: str | ResurrectionPolicy = "unit",
+) -> pl.DataFrame:
+    """Per query and budget: coverage, evidence token recall, tokens, containment, redundancy.
+
+    Args:
+        hits: ranked hits (``query_id``, ``rank``, ``unit_id``; ``doc_id`` when present tells
+            doc-based policies which doc of a many-doc unit the hit stands for).
+        queries: labelled queries (``relevant``, ``answer``).
+        units: the units hits point to.
+        chunks: the chunks; each one's doc (its turn or its message) follows its ``doc_kind``.
+        budgets: token budgets.
+        policy: a name in :data:`POLICIES` or a policy object; ``"unit"`` by default.
+
+    Raises:
+        ValueError: an unknown policy, or a hit whose unit is not in ``units``.
+    """
+    pol = get_policy(policy)
+    layout = Layout.of(units, chunks)
+    pieces = _pieces_of(pol, layout)
+    doc_chunks = {d: set(cs) for d, cs in layout.doc_chunks.items()}
+    tokens = layout.tokens
+    texts = dict(chunks.select("chunk_id", "text").iter_rows())
+    # conversation order, so an answer that spans two adjacent chunks is found in the context
+    order = {
+        c: i for i, c in enumerate(chunks.sort("conversation_id", "position")["chunk_id"].to_list())
+    }
+    cols = ["rank", "unit_id"] + (["doc_id"] if "doc_id" in hits.columns else [])
+    by_query = {}
+    for (q,), part in hits.group_by("query_id"):
+        rows_q = part.sort("rank").select(cols).iter_rows()
+        by_query[q] = [(r[0], pieces(r[0], r[1], r[2] if len(r) > 2 else None)) for r in rows_q]
+    rows = []
+    for q, relevant, answer in queries.select("query_id", "relevant", "answer").iter_rows():
+        ranked = by_query.get(q, [])
+        evidence = [doc_chunks.get(d, set()) for d in relevant or []]
+        evidence_tokens = sum(tokens[c] for doc in evidence for c in doc)
+        for b in budgets:
+            w = walk(ranked, b, tokens)
+            got = w.alive
+            cov = (
+                sum(1 for doc in evidence if doc and doc <= got.keys()) / len(evidence)
+                if evidence
+                else None
+            )
+            recall = (
+                sum(tokens[c] for doc in evidence for c in doc if c in got) / evidence_tokens
+                if evidence_tokens
+                else None
+            )
+            contained = None
+            if answer is not None and normalize_answer(answer):
+                text = normalize_answer(
+                    " ".join(texts[c] for c in sorted(got, key=order.__getitem__))
+                )
+                contained = float(normalize_answer(answer) in text)
+            rows.append(
+                {
+                    "query_id": q,
+                    "budget": b,
+                    "coverage": cov,
+                    "evidence_token_recall": recall,
+                    "tokens_used": w.used,
+                    "answer_contained": contained,
+                    "redundancy": 0.0 if w.offered == 0 else 1.0 - w.used / w.offered,
+                    "hits_used": len(w.hits_used),
+                    "hits_skipped": len(w.hits_skipped),
+                }
+            )
+    return pl.DataFrame(
+        rows,
+        schema={
+            "query_id": pl.String,
+            "budget": pl.Int32,
+            "coverage": pl.Float64,
+            "evidence_token_recall": pl.Float64,
+            "tokens_used": pl.Int32,
+            "answer_contained": pl.Float64,
+            "redundancy": pl.Float64,
+            "hits_used": pl.Int32,
+            "hits_skipped": pl.Int32,
+        },
+    )
