@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder
-from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
+from convlab.loaders.base import BlockRow, CorpusBuilder, json_head
+from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
 from convlab.loaders.message_lists import _records
 from convlab.loaders.registry import register_format
 
@@ -34,12 +34,12 @@ ROLES = {
 }
 
 
+_NOT_JSON = object()
+
+
 def _call(value: str) -> BlockRow:
-    try:
-        data = parse_json(value)
-    except NestingError:
-        raise
-    except ValueError:
+    data = parse_json_or(value, _NOT_JSON)
+    if data is _NOT_JSON:
         return BlockRow(
             "tool_call", "", tool_name="function", tool_input=json_text({"input": value})
         )
@@ -92,9 +92,9 @@ class ShareGPTReader:
 
     def sniff(self, path: Path, head: bytes) -> bool:
         """``conversations`` with ``from``/``value``, or typed blocks with ``value``."""
-        if path.suffix.lower() not in (".json", ".jsonl"):
+        text = json_head(path, head)
+        if text is None:
             return False
-        text = head.replace(b" ", b"")
         return (b'"from"' in text and b'"value"' in text) or (
             b'"messages"' in text and b'"value"' in text and b'"type"' in text
         )
@@ -153,10 +153,7 @@ class ShareGPTReader:
         if blocks is None:
             builder.skip(path, line, f"turn {j} has no text")
             return
-        if not blocks:
-            builder.record()
-            return
-        builder.message(
+        builder.message_or_record(
             cid,
             role,
             blocks,
