@@ -26,7 +26,7 @@ from convlab.loaders.base import (
 from convlab.loaders.errors import LoadError
 from convlab.loaders.files import load_json_file
 from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
-from convlab.loaders.lines import iter_json_lines
+from convlab.loaders.lines import iter_json_lines, read_each
 from convlab.loaders.registry import register_format
 
 __all__ = ["AmplifierReader"]
@@ -103,14 +103,12 @@ class AmplifierReader:
             kind="chat",
             parent_id=meta.parent_id,
         )
-        lines = 0
-        for number, rec in iter_json_lines(path, builder):
-            lines = number
-            try:
-                self._record(path, builder, cid, meta.is_sub_agent, number, rec)
-            except TOO_DEEP as exc:  # e.g. tool arguments nested too deeply to parse
-                builder.skip(path, number, too_deep_reason(exc))
-        return lines
+        return read_each(
+            path,
+            builder,
+            iter_json_lines(path, builder),
+            lambda _, number, rec: self._record(path, builder, cid, meta.is_sub_agent, number, rec),
+        )
 
     def _record(
         self, path: Path, builder: CorpusBuilder, cid: str, sub: bool, number: int, rec: Any

@@ -11,7 +11,6 @@ a user message holding only ``tool_result`` blocks is a ``tool`` message.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,48 +22,16 @@ from convlab.loaders.base import (
     json_head,
     other_block,
 )
-from convlab.loaders.errors import LoadError
-from convlab.loaders.files import read_regular
 from convlab.loaders.jsontext import (
     TOO_DEEP,
-    NestingError,
     json_text,
-    parse_json,
     parse_json_or,
     too_deep_reason,
 )
-from convlab.loaders.lines import iter_json_lines
+from convlab.loaders.lines import iter_json_records, read_each
 from convlab.loaders.registry import register_format
 
 __all__ = ["AnthropicReader", "OpenAIReader"]
-
-
-def _records(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, Any]]:
-    """(line, conversation) pairs: the whole file as JSON, or JSONL line by line.
-
-    A ``.jsonl`` file too deeply nested to parse whole is read line by line (the deep line is
-    skipped); any other file too deeply nested is a :class:`LoadError` naming the line.
-    """
-    raw = read_regular(path)
-    try:
-        data = parse_json(raw)
-    except UnicodeDecodeError:
-        raise LoadError(path, 1, "invalid UTF-8") from None
-    except NestingError as exc:
-        if path.suffix.lower() != ".jsonl":
-            raise LoadError(path, exc.line, exc.reason) from None
-        yield from iter_json_lines(path, builder)
-        return
-    except ValueError:
-        yield from iter_json_lines(path, builder)
-        return
-    if isinstance(data, list) and data and isinstance(data[0], dict) and "role" in data[0]:
-        yield 1, {"messages": data}
-    elif isinstance(data, list):
-        for item in data:
-            yield 1, item
-    else:
-        yield 1, data
 
 
 def _block(t: Any, b: dict[str, Any]) -> BlockRow | None:
@@ -100,19 +67,17 @@ def _convert_blocks(content: Any) -> list[BlockRow] | None:
     return [] if content is None else content_blocks(content, _block)
 
 
-def _read(reader: Any, path: Path, builder: CorpusBuilder, anthropic: bool) -> int:
-    n = 0
-    for i, (line, rec) in enumerate(_records(path, builder)):
-        n = max(n, line)
-        try:
-            _conversation(reader, path, builder, anthropic, i, line, rec)
-        except TOO_DEEP as exc:  # e.g. an id nested too deeply to turn into text
-            builder.skip(path, line, too_deep_reason(exc))
-    return n
+def _read(reader: Any, path: Path, builder: CorpusBuilder) -> int:
+    return read_each(
+        path,
+        builder,
+        iter_json_records(path, builder),
+        lambda i, line, rec: _conversation(reader, path, builder, i, line, rec),
+    )
 
 
 def _conversation(
-    reader: Any, path: Path, builder: CorpusBuilder, anthropic: bool, i: int, line: int, rec: Any
+    reader: Any, path: Path, builder: CorpusBuilder, i: int, line: int, rec: Any
 ) -> None:
     """One conversation record (``i``-th of the file, at ``line``) into ``builder``."""
     messages = rec.get("messages") if isinstance(rec, dict) else None
@@ -128,14 +93,12 @@ def _conversation(
             builder.message(cid, "system", blocks, source_path=path, source_line=line)
     for j, m in enumerate(messages):
         try:
-            _message(path, builder, anthropic, cid, line, j, m)
+            _message(path, builder, cid, line, j, m)
         except TOO_DEEP as exc:  # e.g. tool arguments nested too deeply to parse
             builder.skip(path, line, f"message {j}: {too_deep_reason(exc)}")
 
 
-def _message(
-    path: Path, builder: CorpusBuilder, anthropic: bool, cid: str, line: int, j: int, m: Any
-) -> None:
+def _message(path: Path, builder: CorpusBuilder, cid: str, line: int, j: int, m: Any) -> None:
     """Message ``j`` of conversation ``cid`` into ``builder``."""
     if not isinstance(m, dict):
         builder.skip(path, line, f"message {j} is not an object")
@@ -207,7 +170,7 @@ class AnthropicReader:
 
     def read(self, path: Path, builder: CorpusBuilder) -> int:
         """Read every conversation in the file."""
-        return _read(self, path, builder, anthropic=True)
+        return _read(self, path, builder)
 
 
 @register_format
@@ -229,4 +192,4 @@ class OpenAIReader:
 
     def read(self, path: Path, builder: CorpusBuilder) -> int:
         """Read every conversation in the file."""
-        return _read(self, path, builder, anthropic=False)
+        return _read(self, path, builder)

@@ -14,7 +14,7 @@ from typing import Any
 
 from convlab.loaders.base import BlockRow, CorpusBuilder, json_head
 from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
-from convlab.loaders.message_lists import _records
+from convlab.loaders.lines import iter_json_records, read_each
 from convlab.loaders.registry import register_format
 
 __all__ = ["ShareGPTReader"]
@@ -105,14 +105,12 @@ class ShareGPTReader:
 
     def read(self, path: Path, builder: CorpusBuilder) -> int:
         """Read every record of the file."""
-        n = 0
-        for i, (line, rec) in enumerate(_records(path, builder)):
-            n = max(n, line)
-            try:
-                self._record(path, builder, i, line, rec)
-            except TOO_DEEP as exc:  # e.g. an id nested too deeply to turn into text
-                builder.skip(path, line, too_deep_reason(exc))
-        return n
+        return read_each(
+            path,
+            builder,
+            iter_json_records(path, builder),
+            lambda i, line, rec: self._record(path, builder, i, line, rec),
+        )
 
     def _record(self, path: Path, builder: CorpusBuilder, i: int, line: int, rec: Any) -> None:
         if not isinstance(rec, dict):
