@@ -34,6 +34,7 @@ __all__ = [
     "fuse",
     "normalised",
     "ranked",
+    "summed",
 ]
 
 FusionMethod = Callable[..., pl.DataFrame]
@@ -149,6 +150,29 @@ def aligned(
     for f in frames:
         wide = wide.join(f, on=["query_id", "doc_id"], how="left")
     return wide, [w for _, w in kept]
+
+
+def summed(
+    runs: Sequence[pl.DataFrame], weights: Sequence[float] | None, norm: str
+) -> tuple[pl.DataFrame, pl.Expr, pl.Expr]:
+    """What CombSUM and CombMNZ share: the runs aligned, the weighted sum and the hit count.
+
+    Args:
+        runs: the runs.
+        weights: one per run (``None``: all 1).
+        norm: the per-run, per-query normalisation φ_i (see :func:`normalised`).
+
+    Returns:
+        The aligned frame (:func:`aligned`), Σ_{i : d ∈ run_i} w_i · φ_i(d) over it (a run that
+        did not retrieve d adds 0), and |{i : d ∈ run_i}| (as a float), as expressions.
+    """
+    wide, ws = aligned(runs, weights, lambda: normalised(pl.col("score"), norm))
+    columns = [f"v{j}" for j in range(len(ws))]
+    total = pl.sum_horizontal(
+        [pl.col(c).fill_null(0.0) * w for c, w in zip(columns, ws, strict=True)]
+    )
+    hits = pl.sum_horizontal([pl.col(c).is_not_null().cast(pl.Float64) for c in columns])
+    return wide, total, hits
 
 
 def ranked(frame: pl.DataFrame, score: pl.Expr) -> pl.DataFrame:

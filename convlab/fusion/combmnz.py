@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from convlab.fusion.base import FUSIONS, aligned, normalised, ranked
+from convlab.fusion.base import FUSIONS, ranked, summed
 
 __all__ = ["combmnz"]
 
@@ -24,29 +24,25 @@ def combmnz(
     *,
     norm: str = "none",
 ) -> pl.DataFrame:
-    """CombMNZ of ``runs``.
+    """CombMNZ of ``runs``: their CombSUM, times the number of runs that retrieved the doc.
 
     Args:
-        runs: runs (``query_id, doc_id, score``).
-        weights: one per run (default: all 1).
-        norm: ``none``, ``min-max`` or ``z-score``, applied per run and query first.
+        runs: runs (``query_id, doc_id, score``), as for CombSUM.
+        weights: one per run (default: all 1); the count ignores them.
+        norm: the normalisation applied per run and query before summing (``none``,
+            ``min-max`` or ``z-score``).
 
     Returns:
-        The fused run, ``query_id, doc_id, score, rank``.
+        The fused run (``query_id, doc_id, score, rank``).
 
     Example:
-        >>> a = pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["d1", "d2"], "score": [1.0, 3.0]})
-        >>> b = pl.DataFrame({"query_id": ["q"], "doc_id": ["d1"], "score": [2.5]})
-        >>> combmnz([a, b]).rows()  # d1: 2 * (1 + 2.5); d2: 1 * 3
-        [('q', 'd1', 7.0, 1), ('q', 'd2', 3.0, 2)]
+        >>> a = pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["d1", "d2"], "score": [2.0, 3.0]})
+        >>> b = pl.DataFrame({"query_id": ["q"], "doc_id": ["d1"], "score": [0.5]})
+        >>> combmnz([a, b]).rows()  # d1: 2 * (2 + 0.5) beats d2: 1 * 3 (CombSUM ranks d2 first)
+        [('q', 'd1', 5.0, 1), ('q', 'd2', 3.0, 2)]
 
     Raises:
         ValueError: an unknown ``norm``, or bad runs or weights.
     """
-    wide, ws = aligned(runs, weights, lambda: normalised(pl.col("score"), norm))
-    columns = [f"v{j}" for j in range(len(ws))]
-    total = pl.sum_horizontal(
-        [pl.col(c).fill_null(0.0) * w for c, w in zip(columns, ws, strict=True)]
-    )
-    hits = pl.sum_horizontal([pl.col(c).is_not_null().cast(pl.Float64) for c in columns])
+    wide, total, hits = summed(runs, weights, norm)
     return ranked(wide, hits * total)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from convlab.fusion.base import FUSIONS, aligned, normalised, ranked
+from convlab.fusion.base import FUSIONS, ranked, summed
 
 __all__ = ["combsum"]
 
@@ -44,6 +44,5 @@ def combsum(
     Raises:
         ValueError: an unknown ``norm``, or bad runs or weights.
     """
-    wide, ws = aligned(runs, weights, lambda: normalised(pl.col("score"), norm))
-    terms = [pl.col(f"v{j}").fill_null(0.0) * w for j, w in enumerate(ws)]
-    return ranked(wide, pl.sum_horizontal(terms))
+    wide, total, _ = summed(runs, weights, norm)
+    return ranked(wide, total)

@@ -15,11 +15,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.base import (
+    REDACTED_THINKING,
+    BlockRow,
+    CorpusBuilder,
+    content_blocks,
+    other_block,
+    parse_time,
+)
 from convlab.loaders.errors import LoadError
 from convlab.loaders.files import load_json_file
-from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
-from convlab.loaders.lines import iter_json_lines
+from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
+from convlab.loaders.lines import iter_json_lines, read_each
 from convlab.loaders.registry import register_format
 
 __all__ = ["AmplifierReader"]
@@ -33,12 +40,7 @@ def _tool_call(call: Any) -> BlockRow | None:
     fn = call.get("function")
     if isinstance(fn, dict):  # OpenAI shape: arguments is JSON text
         args = fn.get("arguments")
-        try:
-            parsed = parse_json(args) if isinstance(args, str) else args
-        except NestingError:
-            raise
-        except ValueError:
-            parsed = args
+        parsed = parse_json_or(args, args) if isinstance(args, str) else args
         return BlockRow(
             "tool_call",
             "",
@@ -54,43 +56,23 @@ def _tool_call(call: Any) -> BlockRow | None:
     )
 
 
-def _content_blocks(content: Any) -> list[BlockRow] | None:
-    if isinstance(content, str):
-        return [BlockRow("text", content)] if content.strip() else []
-    if not isinstance(content, list):
-        return None
-    out: list[BlockRow] = []
-    for b in content:
-        if isinstance(b, str):
-            out.append(BlockRow("text", b))
-            continue
-        if not isinstance(b, dict):
-            continue
-        t = b.get("type")
-        if t == "text" and isinstance(b.get("text"), str):
-            if b["text"].strip():
-                out.append(BlockRow("text", b["text"]))
-        elif t in ("thinking", "reasoning"):
-            text = b.get("thinking") or b.get("content") or b.get("summary") or ""
-            out.append(BlockRow("thinking", text if isinstance(text, str) else json_text(text)))
-        elif t == "redacted_thinking":
-            out.append(BlockRow("thinking", "[redacted thinking]"))
-        elif t == "tool_call":
-            call = _tool_call(b)
-            if call is not None:
-                out.append(call)
-        elif t == "tool_result":
-            output = b.get("output", "")
-            out.append(
-                BlockRow("tool_result", output if isinstance(output, str) else json_text(output))
-            )
-        elif t == "image":
-            out.append(BlockRow("image", ""))
-        else:
-            out.append(
-                BlockRow("other", b.get("text", "") if isinstance(b.get("text"), str) else "")
-            )
-    return out
+def _block(t: Any, b: dict[str, Any]) -> BlockRow | None:
+    """One typed content block (see :func:`convlab.loaders.base.content_blocks`)."""
+    if t == "text" and isinstance(b.get("text"), str):
+        return BlockRow("text", b["text"]) if b["text"].strip() else None
+    if t in ("thinking", "reasoning"):
+        text = b.get("thinking") or b.get("content") or b.get("summary") or ""
+        return BlockRow("thinking", text if isinstance(text, str) else json_text(text))
+    if t == "redacted_thinking":
+        return REDACTED_THINKING
+    if t == "tool_call":
+        return _tool_call(b)
+    if t == "tool_result":
+        output = b.get("output", "")
+        return BlockRow("tool_result", output if isinstance(output, str) else json_text(output))
+    if t == "image":
+        return BlockRow("image", "")
+    return other_block(b)
 
 
 @register_format
@@ -121,14 +103,12 @@ class AmplifierReader:
             kind="chat",
             parent_id=meta.parent_id,
         )
-        lines = 0
-        for number, rec in iter_json_lines(path, builder):
-            lines = number
-            try:
-                self._record(path, builder, cid, meta.is_sub_agent, number, rec)
-            except TOO_DEEP as exc:  # e.g. tool arguments nested too deeply to parse
-                builder.skip(path, number, too_deep_reason(exc))
-        return lines
+        return read_each(
+            path,
+            builder,
+            iter_json_lines(path, builder),
+            lambda _, number, rec: self._record(path, builder, cid, meta.is_sub_agent, number, rec),
+        )
 
     def _record(
         self, path: Path, builder: CorpusBuilder, cid: str, sub: bool, number: int, rec: Any
@@ -161,7 +141,7 @@ class AmplifierReader:
                 speaker=rec.get("name") if isinstance(rec.get("name"), str) else None,
             )
             return
-        blocks = _content_blocks(rec.get("content"))
+        blocks = content_blocks(rec.get("content"), _block)
         if blocks is None:
             builder.skip(path, number, "content is not a string or a list")
             return
@@ -186,10 +166,7 @@ class AmplifierReader:
                 role = "tool"
             else:
                 real = bool(text)
-        if not blocks:
-            builder.record()
-            return
-        builder.message(
+        builder.message_or_record(
             cid,
             role,
             blocks,

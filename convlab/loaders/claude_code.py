@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.base import REDACTED_THINKING, BlockRow, CorpusBuilder, parse_time
 from convlab.loaders.files import open_regular
 from convlab.loaders.jsontext import TOO_DEEP, json_text, too_deep_reason
 from convlab.loaders.lines import parse_json_line
@@ -214,7 +214,7 @@ def _blocks(content: list[Any]) -> list[BlockRow]:
             if isinstance(text, str) and text.strip():
                 out.append(BlockRow("thinking", text))
         elif t == "redacted_thinking":
-            out.append(BlockRow("thinking", "[redacted thinking]"))
+            out.append(REDACTED_THINKING)
         elif t == "image":
             out.append(BlockRow("image", ""))
         else:
@@ -274,10 +274,7 @@ class ClaudeCodeReader:
                 return
             cid = open_conv(None)
             for p in (pending, *pending.followers):
-                if not p.blocks:
-                    builder.record()
-                    continue
-                builder.message(
+                builder.message_or_record(
                     cid,
                     p.role,
                     p.blocks,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
-from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
+from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
 from convlab.loaders.lines import iter_json_lines
 from convlab.loaders.registry import register_format
 
@@ -62,12 +62,7 @@ def _content_text(content: Any) -> str:
 
 def _args(value: Any) -> str:
     if isinstance(value, str):
-        try:
-            return json_text(parse_json(value))
-        except NestingError:
-            raise
-        except ValueError:
-            return json_text({"input": value})
+        return json_text(parse_json_or(value, {"input": value}))
     return json_text(value if value is not None else {})
 
 

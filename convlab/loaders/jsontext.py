@@ -28,6 +28,7 @@ __all__ = [
     "json_text",
     "nesting_reason",
     "parse_json",
+    "parse_json_or",
     "too_deep_reason",
 ]
 
@@ -93,6 +94,25 @@ def parse_json(data: bytes | str) -> Any:
         if reason is not None:
             raise NestingError(reason, exc.lineno) from None
     raise NestingError(_too_deep_for_python("parse")) from None
+
+
+def parse_json_or(text: str, default: Any) -> Any:
+    """``text`` parsed as JSON, or ``default`` when it is not JSON (tool arguments, say).
+
+    Raises:
+        NestingError: JSON nested too deeply to parse: the reader skips the record, naming
+            its line, rather than keeping ``default``.
+
+    Example:
+        >>> parse_json_or('{"cmd": "ls"}', None), parse_json_or("ls -l", {"input": "ls -l"})
+        ({'cmd': 'ls'}, {'input': 'ls -l'})
+    """
+    try:
+        return parse_json(text)
+    except NestingError:
+        raise
+    except ValueError:
+        return default
 
 
 def json_text(value: object) -> str:

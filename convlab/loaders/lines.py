@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from convlab.loaders.files import open_regular
-from convlab.loaders.jsontext import nesting_reason
+from convlab.loaders.errors import LoadError
+from convlab.loaders.files import open_regular, read_regular
+from convlab.loaders.jsontext import (
+    TOO_DEEP,
+    NestingError,
+    nesting_reason,
+    parse_json,
+    too_deep_reason,
+)
 
 if TYPE_CHECKING:
     from convlab.loaders.base import CorpusBuilder
 
-__all__ = ["count_lines", "iter_json_lines", "parse_json_line"]
+__all__ = ["count_lines", "iter_json_lines", "iter_json_records", "parse_json_line", "read_each"]
 
 
 def iter_json_lines(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -36,6 +43,62 @@ def iter_json_lines(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, d
                 if record is None:
                     continue
             yield number, record
+
+
+def iter_json_records(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, Any]]:
+    """``(line, record)`` pairs of a file of records: the whole file as JSON, or JSONL.
+
+    A whole-file list is one record per item (all at line 1), except a list of messages
+    (objects with ``role``), which is one record ``{"messages": [...]}``; any other document is
+    one record. A file that is not JSON as a whole is read line by line.
+
+    A ``.jsonl`` file too deeply nested to parse whole is read line by line (the deep line is
+    skipped); any other file too deeply nested is a :class:`LoadError` naming the line.
+    """
+    raw = read_regular(path)
+    try:
+        data = parse_json(raw)
+    except UnicodeDecodeError:
+        raise LoadError(path, 1, "invalid UTF-8") from None
+    except NestingError as exc:
+        if path.suffix.lower() != ".jsonl":
+            raise LoadError(path, exc.line, exc.reason) from None
+        yield from iter_json_lines(path, builder)
+        return
+    except ValueError:
+        yield from iter_json_lines(path, builder)
+        return
+    if isinstance(data, list) and data and isinstance(data[0], dict) and "role" in data[0]:
+        yield 1, {"messages": data}
+    elif isinstance(data, list):
+        for item in data:
+            yield 1, item
+    else:
+        yield 1, data
+
+
+def read_each(
+    path: Path,
+    builder: CorpusBuilder,
+    records: Iterable[tuple[int, Any]],
+    handle: Callable[[int, int, Any], None],
+) -> int:
+    """Hand the ``i``-th ``(line, record)`` of ``records`` to ``handle(i, line, record)``.
+
+    A record nested too deeply to handle (:data:`~convlab.loaders.jsontext.TOO_DEEP`) is a skip
+    through ``builder`` naming its line; the others go on.
+
+    Returns:
+        The highest line read (0 when there was none): what a reader's ``read`` returns.
+    """
+    n = 0
+    for i, (line, rec) in enumerate(records):
+        n = max(n, line)
+        try:
+            handle(i, line, rec)
+        except TOO_DEEP as exc:  # e.g. an id or tool arguments nested too deeply
+            builder.skip(path, line, too_deep_reason(exc))
+    return n
 
 
 def parse_json_line(

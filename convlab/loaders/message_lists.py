@@ -11,109 +11,73 @@ a user message holding only ``tool_result`` blocks is a ``tool`` message.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder
-from convlab.loaders.errors import LoadError
-from convlab.loaders.files import read_regular
-from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
-from convlab.loaders.lines import iter_json_lines
+from convlab.loaders.base import (
+    REDACTED_THINKING,
+    BlockRow,
+    CorpusBuilder,
+    content_blocks,
+    json_head,
+    other_block,
+)
+from convlab.loaders.jsontext import (
+    TOO_DEEP,
+    json_text,
+    parse_json_or,
+    too_deep_reason,
+)
+from convlab.loaders.lines import iter_json_records, read_each
 from convlab.loaders.registry import register_format
 
 __all__ = ["AnthropicReader", "OpenAIReader"]
 
 
-def _records(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, Any]]:
-    """(line, conversation) pairs: the whole file as JSON, or JSONL line by line.
-
-    A ``.jsonl`` file too deeply nested to parse whole is read line by line (the deep line is
-    skipped); any other file too deeply nested is a :class:`LoadError` naming the line.
-    """
-    raw = read_regular(path)
-    try:
-        data = parse_json(raw)
-    except UnicodeDecodeError:
-        raise LoadError(path, 1, "invalid UTF-8") from None
-    except NestingError as exc:
-        if path.suffix.lower() != ".jsonl":
-            raise LoadError(path, exc.line, exc.reason) from None
-        yield from iter_json_lines(path, builder)
-        return
-    except ValueError:
-        yield from iter_json_lines(path, builder)
-        return
-    if isinstance(data, list) and data and isinstance(data[0], dict) and "role" in data[0]:
-        yield 1, {"messages": data}
-    elif isinstance(data, list):
-        for item in data:
-            yield 1, item
-    else:
-        yield 1, data
-
-
-def _convert_blocks(content: Any, anthropic: bool) -> list[BlockRow] | None:
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [BlockRow("text", content)] if content.strip() else []
-    if not isinstance(content, list):
-        return None
-    out: list[BlockRow] = []
-    for b in content:
-        if isinstance(b, str):
-            out.append(BlockRow("text", b))
-            continue
-        if not isinstance(b, dict):
-            continue
-        t = b.get("type")
-        if t in ("text", "input_text", "output_text"):
-            if isinstance(b.get("text"), str) and b["text"].strip():
-                out.append(BlockRow("text", b["text"]))
-        elif t in ("image", "image_url", "input_image", "document", "input_audio"):
-            out.append(BlockRow("image" if "image" in str(t) else "other"))
-        elif t == "thinking":
-            out.append(BlockRow("thinking", str(b.get("thinking", ""))))
-        elif t == "redacted_thinking":
-            out.append(BlockRow("thinking", "[redacted thinking]"))
-        elif t in ("tool_use", "server_tool_use"):
-            out.append(
-                BlockRow(
-                    "tool_call",
-                    "",
-                    tool_name=str(b.get("name") or ""),
-                    tool_input=json_text(b.get("input", {})),
-                )
-            )
-        elif t == "tool_result":
-            c = b.get("content")
-            text = (
-                c
-                if isinstance(c, str)
-                else "\n".join(x.get("text", "") for x in c or [] if isinstance(x, dict))
-            )
-            out.append(BlockRow("tool_result", text, is_error=bool(b.get("is_error"))))
-        else:
-            out.append(
-                BlockRow("other", b.get("text", "") if isinstance(b.get("text"), str) else "")
-            )
-    return out
+def _block(t: Any, b: dict[str, Any]) -> BlockRow | None:
+    """One typed content block (see :func:`convlab.loaders.base.content_blocks`)."""
+    if t in ("text", "input_text", "output_text"):
+        text = b.get("text")
+        return BlockRow("text", text) if isinstance(text, str) and text.strip() else None
+    if t in ("image", "image_url", "input_image", "document", "input_audio"):
+        return BlockRow("image" if "image" in str(t) else "other")
+    if t == "thinking":
+        return BlockRow("thinking", str(b.get("thinking", "")))
+    if t == "redacted_thinking":
+        return REDACTED_THINKING
+    if t in ("tool_use", "server_tool_use"):
+        return BlockRow(
+            "tool_call",
+            "",
+            tool_name=str(b.get("name") or ""),
+            tool_input=json_text(b.get("input", {})),
+        )
+    if t == "tool_result":
+        c = b.get("content")
+        text = (
+            c
+            if isinstance(c, str)
+            else "\n".join(x.get("text", "") for x in c or [] if isinstance(x, dict))
+        )
+        return BlockRow("tool_result", text, is_error=bool(b.get("is_error")))
+    return other_block(b)
 
 
-def _read(reader: Any, path: Path, builder: CorpusBuilder, anthropic: bool) -> int:
-    n = 0
-    for i, (line, rec) in enumerate(_records(path, builder)):
-        n = max(n, line)
-        try:
-            _conversation(reader, path, builder, anthropic, i, line, rec)
-        except TOO_DEEP as exc:  # e.g. an id nested too deeply to turn into text
-            builder.skip(path, line, too_deep_reason(exc))
-    return n
+def _convert_blocks(content: Any) -> list[BlockRow] | None:
+    return [] if content is None else content_blocks(content, _block)
+
+
+def _read(reader: Any, path: Path, builder: CorpusBuilder) -> int:
+    return read_each(
+        path,
+        builder,
+        iter_json_records(path, builder),
+        lambda i, line, rec: _conversation(reader, path, builder, i, line, rec),
+    )
 
 
 def _conversation(
-    reader: Any, path: Path, builder: CorpusBuilder, anthropic: bool, i: int, line: int, rec: Any
+    reader: Any, path: Path, builder: CorpusBuilder, i: int, line: int, rec: Any
 ) -> None:
     """One conversation record (``i``-th of the file, at ``line``) into ``builder``."""
     messages = rec.get("messages") if isinstance(rec, dict) else None
@@ -124,19 +88,17 @@ def _conversation(
     builder.conversation(cid, source_format=reader.name, source_path=path)
     system = rec.get("system")
     if system:
-        blocks = _convert_blocks(system, anthropic)
+        blocks = _convert_blocks(system)
         if blocks:
             builder.message(cid, "system", blocks, source_path=path, source_line=line)
     for j, m in enumerate(messages):
         try:
-            _message(path, builder, anthropic, cid, line, j, m)
+            _message(path, builder, cid, line, j, m)
         except TOO_DEEP as exc:  # e.g. tool arguments nested too deeply to parse
             builder.skip(path, line, f"message {j}: {too_deep_reason(exc)}")
 
 
-def _message(
-    path: Path, builder: CorpusBuilder, anthropic: bool, cid: str, line: int, j: int, m: Any
-) -> None:
+def _message(path: Path, builder: CorpusBuilder, cid: str, line: int, j: int, m: Any) -> None:
     """Message ``j`` of conversation ``cid`` into ``builder``."""
     if not isinstance(m, dict):
         builder.skip(path, line, f"message {j} is not an object")
@@ -147,7 +109,7 @@ def _message(
     if role not in ("system", "user", "assistant", "tool"):
         builder.skip(path, line, f"message {j} has unknown role {role!r}")
         return
-    blocks = _convert_blocks(m.get("content"), anthropic)
+    blocks = _convert_blocks(m.get("content"))
     if blocks is None:
         builder.skip(path, line, f"message {j} content is not a string, list or null")
         return
@@ -159,12 +121,7 @@ def _message(
         fn = call.get("function") if isinstance(call, dict) else None
         if isinstance(fn, dict):
             args = fn.get("arguments")
-            try:
-                parsed = parse_json(args) if isinstance(args, str) else args
-            except NestingError:
-                raise
-            except ValueError:
-                parsed = {"arguments": args}
+            parsed = parse_json_or(args, {"arguments": args}) if isinstance(args, str) else args
             blocks.append(
                 BlockRow(
                     "tool_call",
@@ -176,10 +133,7 @@ def _message(
     types = {b.block_type for b in blocks}
     if role == "user" and types and types <= {"tool_result", "image"}:
         role = "tool"
-    if not blocks:
-        builder.record()
-        return
-    builder.message(
+    builder.message_or_record(
         cid,
         role,
         blocks,
@@ -216,7 +170,7 @@ class AnthropicReader:
 
     def read(self, path: Path, builder: CorpusBuilder) -> int:
         """Read every conversation in the file."""
-        return _read(self, path, builder, anthropic=True)
+        return _read(self, path, builder)
 
 
 @register_format
@@ -227,10 +181,8 @@ class OpenAIReader:
 
     def sniff(self, path: Path, head: bytes) -> bool:
         """Messages with role and content (and no ShareGPT or Claude Code fields)."""
-        if path.suffix.lower() not in (".json", ".jsonl"):
-            return False
-        text = head.replace(b" ", b"")
-        if b'"sessionId"' in text or b'"conversations"' in text or b'"value"' in text:
+        text = json_head(path, head)
+        if text is None or any(k in text for k in (b'"sessionId"', b'"conversations"', b'"value"')):
             return False
         return b'"role"' in text and b'"content"' in text
 
@@ -240,4 +192,4 @@ class OpenAIReader:
 
     def read(self, path: Path, builder: CorpusBuilder) -> int:
         """Read every conversation in the file."""
-        return _read(self, path, builder, anthropic=False)
+        return _read(self, path, builder)

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder
-from convlab.loaders.jsontext import TOO_DEEP, NestingError, json_text, parse_json, too_deep_reason
-from convlab.loaders.message_lists import _records
+from convlab.loaders.base import BlockRow, CorpusBuilder, json_head
+from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
+from convlab.loaders.lines import iter_json_records, read_each
 from convlab.loaders.registry import register_format
 
 __all__ = ["ShareGPTReader"]
@@ -34,12 +34,12 @@ ROLES = {
 }
 
 
+_NOT_JSON = object()
+
+
 def _call(value: str) -> BlockRow:
-    try:
-        data = parse_json(value)
-    except NestingError:
-        raise
-    except ValueError:
+    data = parse_json_or(value, _NOT_JSON)
+    if data is _NOT_JSON:
         return BlockRow(
             "tool_call", "", tool_name="function", tool_input=json_text({"input": value})
         )
@@ -92,9 +92,9 @@ class ShareGPTReader:
 
     def sniff(self, path: Path, head: bytes) -> bool:
         """``conversations`` with ``from``/``value``, or typed blocks with ``value``."""
-        if path.suffix.lower() not in (".json", ".jsonl"):
+        text = json_head(path, head)
+        if text is None:
             return False
-        text = head.replace(b" ", b"")
         return (b'"from"' in text and b'"value"' in text) or (
             b'"messages"' in text and b'"value"' in text and b'"type"' in text
         )
@@ -105,14 +105,12 @@ class ShareGPTReader:
 
     def read(self, path: Path, builder: CorpusBuilder) -> int:
         """Read every record of the file."""
-        n = 0
-        for i, (line, rec) in enumerate(_records(path, builder)):
-            n = max(n, line)
-            try:
-                self._record(path, builder, i, line, rec)
-            except TOO_DEEP as exc:  # e.g. an id nested too deeply to turn into text
-                builder.skip(path, line, too_deep_reason(exc))
-        return n
+        return read_each(
+            path,
+            builder,
+            iter_json_records(path, builder),
+            lambda i, line, rec: self._record(path, builder, i, line, rec),
+        )
 
     def _record(self, path: Path, builder: CorpusBuilder, i: int, line: int, rec: Any) -> None:
         if not isinstance(rec, dict):
@@ -153,10 +151,7 @@ class ShareGPTReader:
         if blocks is None:
             builder.skip(path, line, f"turn {j} has no text")
             return
-        if not blocks:
-            builder.record()
-            return
-        builder.message(
+        builder.message_or_record(
             cid,
             role,
             blocks,

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from itertools import groupby
 from typing import TypeVar
 
 from convlab import schema
@@ -32,6 +33,7 @@ __all__ = [
     "register_strategy",
     "window_units",
     "windows",
+    "windows_per",
 ]
 
 
@@ -222,3 +224,36 @@ def window_units(
         )
         for i, win in enumerate(windows(chunks, max_tokens, OVERLAP))
     ]
+
+
+def windows_per(
+    strategy: str, chunks: Sequence[Chunk], max_tokens: int, *, level: str, with_target: bool
+) -> list[Unit]:
+    """Each turn's (``level="turn"``) or message's (``"message"``) chunks as windowed units.
+
+    What ``whole_turn`` and ``message`` share: consecutive chunks of one turn (or message) form
+    a group, cut by :func:`window_units` into units ``{strategy}:{turn or message id}:w{i}``.
+
+    Args:
+        strategy: the strategy's name.
+        chunks: one conversation's chunks in order.
+        max_tokens: the unit's token limit.
+        level: ``turn`` or ``message``.
+        with_target: a window's first chunk is its target (else the window has none).
+
+    Raises:
+        ValueError: an unknown ``level``.
+    """
+    if level == "turn":
+        groups = groupby(chunks, key=lambda c: c.turn_index)
+    elif level == "message":
+        groups = groupby(chunks, key=lambda c: c.message_index)
+    else:
+        raise ValueError(f"unknown window level {level!r}; valid: turn, message")
+    out: list[Unit] = []
+    for _, group in groups:
+        part = list(group)
+        first = part[0].turn_id if level == "turn" else part[0].message_id
+        prefix = f"{strategy}:{first}:w"
+        out += window_units(strategy, prefix, part, max_tokens, with_target=with_target)
+    return out

@@ -11,9 +11,8 @@ message it contains.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import groupby
 
-from convlab.strategies.base import Chunk, Unit, register_strategy, window_units
+from convlab.strategies.base import Chunk, Unit, register_strategy, windows_per
 
 
 @register_strategy
@@ -24,9 +23,4 @@ class WholeTurn:
 
     def units(self, chunks: Sequence[Chunk], *, max_tokens: int) -> list[Unit]:
         """Windows per turn."""
-        out = []
-        for _, group in groupby(chunks, key=lambda c: c.turn_index):
-            turn = list(group)
-            prefix = f"{self.name}:{turn[0].turn_id}:w"
-            out += window_units(self.name, prefix, turn, max_tokens, with_target=False)
-        return out
+        return windows_per(self.name, chunks, max_tokens, level="turn", with_target=False)
