@@ -1,0 +1,316 @@
+"""Fusion study over a run folder: ``python -m eval.fuse_runs RUN_FOLDER --out DIR``.
+
+Reads the run folder's TREC runs (``runs/*.trec``), ``qrels.txt``, the query categories
+(``per_query.parquet``) and the system names (``config.json``), then scores:
+
+- every single run (Recall@5, nDCG@10; no tuning);
+- two *reference* fusions with fixed weights (issue 13's orientation figures, chosen by hand on
+  these very queries: NOT cross-validated, reported only to reproduce them);
+- for each combination of runs and each fusion method, the weights (and RRF's k) chosen by
+  grouped cross-validation by conversation (:func:`convlab.evaluation.tune.tune`): chosen on the
+  training folds, reported on the held-out folds only (CROSS-VALIDATED);
+- paired randomization tests of everything against the baseline (``bm25:message``), Holm-adjusted
+  over all systems of a metric (:func:`convlab.evaluation.significance.compare`);
+- Recall@5 per category.
+
+``--lexical-units LOCOMO_JSON`` first builds BM25 runs over other strategies' units
+(``bm25:sequential``, ``bm25:turn_pair``, ``bm25:whole_turn``: no model, only the tokenizer;
+scored per message like every other system), saves them as TREC runs under ``DIR/runs`` and adds
+them to the study. Writes ``DIR/fusion.json``, ``DIR/fusion.md``, ``DIR/choices.parquet`` (the
+setting chosen per fold) and ``DIR/per_query.parquet`` (the held-out per-query values).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from convlab.atomic import write_file_atomic
+from convlab.evaluation.metrics import per_query
+from convlab.evaluation.queries import read_qrels, read_run, write_run
+from convlab.evaluation.significance import compare
+from convlab.evaluation.tune import TuneConfig, cross_validate, random_space, tune
+from convlab.fusion import fuse
+
+METRICS = ("recall@5", "ndcg@10")
+BASELINE = "bm25:message"
+# (method label, registered method, fixed params, tuned params)
+METHODS: list[tuple[str, str, dict[str, Any], dict[str, list[Any]]]] = [
+    ("rrf", "rrf", {}, {"k": [10, 60]}),
+    ("convex(min-max)", "convex", {"norm": "min-max"}, {}),
+    ("convex(z-score)", "convex", {"norm": "z-score"}, {}),
+    ("combsum(min-max)", "combsum", {"norm": "min-max"}, {}),
+    ("combmnz(min-max)", "combmnz", {"norm": "min-max"}, {}),
+]
+WEIGHTS = [0.0, 0.25, 0.5, 1.0]
+"""Each non-baseline run's weight grid; the first run of a combination keeps weight 1."""
+COMBOS = [
+    ("bm25:message", "sequential", "turn_pair"),
+    ("bm25:message", "sequential", "turn_pair", "whole_turn", "message"),
+]
+LEXICAL_COMBOS = [
+    ("bm25:message", "bm25:sequential", "bm25:turn_pair", "sequential", "turn_pair"),
+    ("bm25:message", "bm25:sequential", "bm25:turn_pair", "bm25:whole_turn"),
+]
+LEXICAL_STRATEGIES = ("message", "sequential", "turn_pair", "whole_turn")
+
+
+def _fused_system(
+    runs: Mapping[str, pl.DataFrame],
+    combo: Sequence[str],
+    method: str,
+    fixed: Mapping[str, Any],
+) -> Callable[[Mapping[str, Any]], pl.DataFrame]:
+    """The run of ``combo`` fused by ``method`` for a setting (``w:<run>`` weights + params)."""
+
+    def system(p: Mapping[str, Any]) -> pl.DataFrame:
+        weights = [1.0] + [p[f"w:{n}"] for n in combo[1:]]
+        extra = {k: v for k, v in p.items() if not k.startswith("w:")}
+        return fuse([runs[n] for n in combo], weights, method=method, **fixed, **extra)
+
+    return system
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line of ``python -m eval.fuse_runs``."""
+    p = argparse.ArgumentParser(prog="python -m eval.fuse_runs", description=__doc__)
+    p.add_argument("folder", type=Path, help="an eval.run folder (runs/*.trec, qrels.txt)")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--folds", type=int, default=10, help="10 = leave one conversation out")
+    p.add_argument("--samples", type=int, default=48, help="random settings per larger grid")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--lexical-units", type=Path, default=None, help="LoCoMo json: BM25 over units")
+    return p.parse_args(argv)
+
+
+def _names(folder: Path) -> dict[str, str]:
+    """TREC file stem -> system name (``bm25_message`` -> ``bm25:message``)."""
+    config = folder / "config.json"
+    if not config.exists():
+        return {}
+    systems = json.loads(config.read_text()).get("systems", [])
+    return {s["name"].replace(":", "_"): s["name"] for s in systems}
+
+
+def read_runs(folder: Path) -> dict[str, pl.DataFrame]:
+    """Every ``*.trec`` of ``folder/runs`` as ``query_id, doc_id, rank, score``, by system name."""
+    names = _names(folder)
+    files = sorted((folder / "runs").glob("*.trec"))
+    if not files:
+        raise FileNotFoundError(f"no TREC runs under {folder / 'runs'}")
+    return {
+        names.get(f.stem, f.stem.replace("_", ":", 1) if f.stem.startswith("bm25_") else f.stem): (
+            read_run(f).select("query_id", "doc_id", "rank", "score")
+        )
+        for f in files
+    }
+
+
+def lexical_runs(locomo: Path, out: Path) -> dict[str, pl.DataFrame]:
+    """BM25 over each of :data:`LEXICAL_STRATEGIES`' units, per conversation, scored per message.
+
+    Uses :func:`convlab.evaluation.evaluate.evaluate` with BM25-only systems: nothing is embedded
+    but the queries, with :class:`convlab.embed.HashEmbedder` (lexical search never reads the
+    query vectors). Each run is written to ``out/runs/bm25_<strategy>.trec`` atomically.
+    """
+    from convlab.embed import HashEmbedder
+    from convlab.evaluation.config import EvalConfig
+    from convlab.evaluation.datasets import load_labelled
+    from convlab.evaluation.evaluate import evaluate
+    from convlab.evaluation.systems import System
+    from convlab.retrieval import Retrieval
+
+    data = load_labelled(locomo)
+    systems = [
+        System(name=f"bm25:{s}", strategy=s, retrieval=Retrieval.LEXICAL)
+        for s in LEXICAL_STRATEGIES
+    ]
+    ev = evaluate(
+        data,
+        systems,
+        embedder=HashEmbedder(384),
+        config=EvalConfig(metrics=METRICS, budgets=(512,), scope="conversation"),
+        progress=False,
+    )
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    runs = {}
+    for name, hits in ev.hits.items():
+        path = out / "runs" / f"{name.replace(':', '_')}.trec"
+        write_run(hits, path, name.replace(":", "_"))  # written whole or not at all
+        runs[name] = hits.select("query_id", "doc_id", "rank", "score")
+    return runs
+
+
+def _scored(run: pl.DataFrame, queries: pl.DataFrame, system: str) -> pl.DataFrame:
+    top = run.filter(pl.col("rank") <= max(int(m.split("@")[1]) for m in METRICS))
+    return per_query(top, queries, METRICS).with_columns(pl.lit(system).alias("system"))
+
+
+def _space(names: Sequence[str], tuned: dict[str, list[Any]], samples: int, seed: int):
+    grid_space: dict[str, list[Any]] = {f"w:{n}": list(WEIGHTS) for n in names[1:]}
+    grid_space.update(tuned)
+    space = random_space(grid_space, samples, seed=seed)
+    # drop settings where every other run is off and nothing but the first run is left:
+    return [p for p in space if any(p[f"w:{n}"] > 0 for n in names[1:])] or space
+
+
+def study(args: argparse.Namespace) -> dict[str, Any]:
+    """Score single runs, reference fusions and cross-validated fusions; write the report."""
+    started = time.perf_counter()
+    runs = read_runs(args.folder)
+    if args.lexical_units is not None:
+        runs.update(lexical_runs(args.lexical_units, args.out))
+    qrels = read_qrels(args.folder / "qrels.txt")
+    queries = (
+        qrels.filter(pl.col("relevance") > 0)
+        .group_by("query_id", maintain_order=True)
+        .agg(pl.col("doc_id").alias("relevant"))
+    )
+    cats = (
+        pl.read_parquet(args.folder / "per_query.parquet")
+        .select("query_id", "category")
+        .unique("query_id")
+    )
+    pq = [_scored(run, queries, name) for name, run in runs.items()]
+    rows: list[dict[str, Any]] = []
+    for name in runs:
+        rows.append({"system": name, "kind": "single", "cv": False, "params": ""})
+
+    # reference fusions of issue 13 (weights chosen by hand on these queries: not CV)
+    ref = [runs["bm25:message"], runs["sequential"], runs["turn_pair"]]
+    references: list[tuple[str, str, list[float], dict[str, Any]]] = [
+        ("ref convex(min-max) bm25x2+seq+tp", "convex", [2.0, 1.0, 1.0], {"norm": "min-max"}),
+        ("ref rrf equal bm25x2+seq+tp", "rrf", [2.0, 1.0, 1.0], {"k": 60}),
+        ("ref rrf equal bm25+seq+tp", "rrf", [1.0, 1.0, 1.0], {"k": 60}),
+    ]
+    for label, method, weights, params in references:
+        fused = fuse(ref, weights, method=method, **params)
+        pq.append(_scored(fused, queries, label))
+        rows.append({"system": label, "kind": "reference", "cv": False, "params": str(params)})
+
+    combos = list(COMBOS) + [c for c in LEXICAL_COMBOS if all(n in runs for n in c)]
+    config = TuneConfig(metric="recall@5", folds=args.folds)
+    choices = []
+    tunes: list[tuple[str, Any, Any]] = []
+    for combo in combos:
+        for label, method, fixed, tuned in METHODS:
+            system_name = f"cv {label} " + "+".join(combo)
+            space = _space(combo, tuned, args.samples, args.seed)
+
+            system = _fused_system(runs, combo, method, fixed)
+            t0 = time.perf_counter()
+            res = tune(system, space, qrels, config, report=("ndcg@10",))
+            print(
+                f"{system_name}: {len(space)} settings, CV recall@5 {res.mean:.4f} "
+                f"({time.perf_counter() - t0:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+            tunes.append((system_name, res, space))
+            choices.append(res.choices.with_columns(pl.lit(system_name).alias("system")))
+            pq.append(res.per_query.with_columns(pl.lit(system_name).alias("system")))
+            best_in_sample = res.scores.sort("mean", descending=True).row(0, named=True)
+            rows.append(
+                {
+                    "system": system_name,
+                    "kind": "fusion",
+                    "cv": True,
+                    "params": f"{len(space)} settings; best in-sample (not CV) "
+                    f"{best_in_sample['mean']:.4f} {best_in_sample['params']}",
+                }
+            )
+
+    if len(tunes) > 1:
+        # nested: the combination and the method are chosen per fold too, among all of the above
+        name = "cv nested: combination, method and weights chosen per fold"
+        nested_space = [{"system": s, **p} for s, _, space in tunes for p in space]
+        first = tunes[0][1].per_query.filter(pl.col("metric") == config.metric)
+        res = cross_validate(
+            nested_space,
+            {m: np.vstack([r.values[m] for _, r, _ in tunes]) for m in tunes[0][1].values},
+            first["query_id"].to_list(),
+            first["group"].to_list(),
+            config,
+        )
+        print(f"{name}: {len(nested_space)} settings, CV recall@5 {res.mean:.4f}", file=sys.stderr)
+        choices.append(res.choices.with_columns(pl.lit(name).alias("system")))
+        pq.append(res.per_query.with_columns(pl.lit(name).alias("system")))
+        rows.append(
+            {
+                "system": name,
+                "kind": "fusion",
+                "cv": True,
+                "params": f"{len(nested_space)} settings",
+            }
+        )
+    per_q = pl.concat([p.select("system", "query_id", "metric", "value") for p in pq])
+    sig = compare(per_q, BASELINE)
+    by_cat = (
+        per_q.filter(pl.col("metric") == "recall@5")
+        .join(cats, on="query_id", how="left")
+        .group_by("system", "category")
+        .agg(pl.col("value").mean().alias("mean"), pl.len().alias("queries"))
+    )
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_file_atomic(args.out / "choices.parquet", lambda t: pl.concat(choices).write_parquet(t))
+    write_file_atomic(args.out / "per_query.parquet", lambda t: per_q.write_parquet(t))
+    table = pl.DataFrame(rows).join(
+        sig.pivot(on="metric", index="system", values=["mean", "delta", "p_holm"]),
+        on="system",
+        how="left",
+    )
+    report = {
+        "folder": str(args.folder),
+        "baseline": BASELINE,
+        "folds": args.folds,
+        "tuned_on": config.metric,
+        "weights_grid": WEIGHTS,
+        "samples": args.samples,
+        "seed": args.seed,
+        "queries": queries.height,
+        "seconds": round(time.perf_counter() - started, 1),
+        "systems": table.to_dicts(),
+        "significance": sig.to_dicts(),
+        "by_category": by_cat.to_dicts(),
+    }
+    text = json.dumps(report, indent=1, default=str)
+    write_file_atomic(args.out / "fusion.json", lambda t: t.write_text(text))
+    md = _markdown(table, by_cat)
+    write_file_atomic(args.out / "fusion.md", lambda t: t.write_text(md))
+    return report
+
+
+def _markdown(table: pl.DataFrame, by_cat: pl.DataFrame) -> str:
+    cats = sorted(c for c in by_cat["category"].unique().to_list() if c is not None)
+    wide = by_cat.pivot(on="category", index="system", values="mean")
+    t = table.join(wide, on="system", how="left").sort("mean_recall@5", descending=True)
+    head = ["system", "CV", "Recall@5", "Δ vs bm25", "p (Holm)", "nDCG@10", *cats]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in t.iter_rows(named=True):
+        cells = [
+            r["system"],
+            "yes" if r["cv"] else "no",
+            f"{r['mean_recall@5']:.3f}",
+            f"{r['delta_recall@5']:+.3f}",
+            f"{r['p_holm_recall@5']:.4f}",
+            f"{r['mean_ndcg@10']:.3f}",
+            *[f"{r[c]:.3f}" if r.get(c) is not None else "" for c in cats],
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the fusion study of ``python -m eval.fuse_runs`` and print where it wrote."""
+    args = parse_args(argv)
+    report = study(args)
+    print(f"wrote {args.out}/fusion.json and fusion.md in {report['seconds']} s")
+    return 0
