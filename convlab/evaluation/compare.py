@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--conversations", default=None, help="comma-separated conversation ids")
     p.add_argument("--strategies", default=DEFAULT_STRATEGIES)
     p.add_argument("--budgets", default=DEFAULT_BUDGETS)
+    p.add_argument(
+        "--resurrection",
+        default="unit",
+        help="resurrection policies compared at each budget, comma-separated; the first "
+        "gives coverage@B, several add the system x policy grid (%(default)s)",
+    )
     p.add_argument(
         "--scope",
         default=None,
@@ -130,6 +137,8 @@ def run_comparison(args: argparse.Namespace) -> Path:
     data = data.select(convs or None)
     budgets = tuple(int(b) for b in args.budgets.split(","))
     config = comparison_config(data, budgets=budgets, scope=args.scope, baseline=args.baseline)
+    policies = tuple(p for p in args.resurrection.split(",") if p)
+    config = replace(config, resurrection=policies)
     embedder = CachedEmbedder(minilm_embedder(args.backend), args.cache)
     ev = evaluate(data, default_systems(strategies), embedder=embedder, config=config)
     out = Path(args.out)
@@ -160,6 +169,10 @@ def main(
     args = p.parse_args(argv)
     try:
         check_strategies(args.strategies)
+        from convlab.resurrection import POLICIES
+
+        for name in args.resurrection.split(","):
+            POLICIES.get(name)  # an unknown policy: its error lists the valid ones
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2

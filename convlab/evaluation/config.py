@@ -27,7 +27,12 @@ LONGMEMEVAL_METRICS = tuple(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EvalConfig:
-    """Settings of an evaluation (saved beside its results)."""
+    """Settings of an evaluation (saved beside its results).
+
+    ``resurrection`` names the resurrection policies (:data:`convlab.resurrection.POLICIES`)
+    compared at each budget; the first one gives ``coverage@B`` and the ``budgets`` frame, every
+    one of them the ``policy_budgets`` frame (the system x policy grid) when there are several.
+    """
 
     metrics: tuple[str, ...] = (
         "recall@1",
@@ -48,7 +53,16 @@ class EvalConfig:
     policy: ContentPolicy = field(default_factory=ContentPolicy)
     seed: int = 0
     headline: tuple[str, ...] = HEADLINE
+    resurrection: tuple[str, ...] = ("unit",)
 
     def __post_init__(self) -> None:
+        from convlab.resurrection import POLICIES
+
         if self.scope not in SCOPES:
             raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
+        if not self.resurrection:
+            raise ValueError("resurrection needs at least one policy")
+        for name in self.resurrection:
+            POLICIES.get(name)  # an unknown name fails here, listing the valid ones
+        if len(set(self.resurrection)) != len(self.resurrection):
+            raise ValueError(f"resurrection names a policy twice: {self.resurrection}")

@@ -76,7 +76,7 @@ def evaluate(
         lexical={s.strategy for s in systems if s.retrieval.needs_bm25},
     )
     hits: dict[str, pl.DataFrame] = {}
-    pq, budget_rows = [], []
+    pq, budget_rows, policy_rows = [], [], []
     for system in tqdm(systems, desc="systems", disable=progress is False):
         h = _search(data, built[system.strategy], system, embedder=embedder, config=config)
         hits[system.name] = h
@@ -86,11 +86,19 @@ def evaluate(
             ).with_columns(pl.lit(system.name).alias("system"))
         )
         b = built[system.strategy]
-        budget_rows.append(
-            budget_measures(
-                h, data.queries, units=b.units, chunks=b.chunks, budgets=config.budgets
+        for i, policy in enumerate(config.resurrection):
+            measured = budget_measures(
+                h,
+                data.queries,
+                units=b.units,
+                chunks=b.chunks,
+                budgets=config.budgets,
+                policy=policy,
             ).with_columns(pl.lit(system.name).alias("system"))
-        )
+            if i == 0:
+                budget_rows.append(measured)
+            if len(config.resurrection) > 1:
+                policy_rows.append(measured.with_columns(pl.lit(policy).alias("policy")))
     budgets = pl.concat(budget_rows)
     per_q = _per_query_frame(pq, budgets, data.queries)
     summary = aggregate(per_q, by=["system"])
@@ -99,7 +107,10 @@ def evaluate(
     category_sig = _category_significance(per_q, baseline, config)
     units = {s: b.units for s, b in built.items()}
     cfg = _record(data, systems, baseline, embedder, config, units, started)
-    return Evaluation(per_q, summary, by_cat, sig, category_sig, budgets, hits, units, cfg)
+    policy_budgets = pl.concat(policy_rows) if policy_rows else pl.DataFrame()
+    return Evaluation(
+        per_q, summary, by_cat, sig, category_sig, budgets, hits, units, cfg, policy_budgets
+    )
 
 
 def _check_scope(data: LabelledData, scope: str) -> None:

@@ -124,6 +124,7 @@ def write_report(ev: Evaluation, out: Path) -> Path:
             .sort("system", "budget")
         ),
         "",
+        *_policy_section(ev),
         "## Significance against the baseline",
         "",
         markdown_table(
@@ -154,3 +155,21 @@ def write_report(ev: Evaluation, out: Path) -> Path:
     path = out / "report.md"
     write_text_atomic(path, "\n".join(parts))
     return path
+
+
+def _policy_section(ev: Evaluation) -> list[str]:
+    """The system x policy grid (means over queries), when several policies were compared."""
+    if not ev.policy_budgets.height:
+        return []
+    grid = (
+        ev.policy_budgets.group_by("system", "policy", "budget")
+        .agg(
+            pl.col("coverage").mean(),
+            pl.col("answer_contained").mean(),
+            pl.col("tokens_used").mean(),
+            pl.col("redundancy").mean(),
+        )
+        .sort("system", "policy", "budget")
+    )
+    title = "## Resurrection policies at equal budgets (mean over queries)"
+    return [title, "", markdown_table(grid), ""]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
@@ -25,6 +25,8 @@ class Evaluation:
     hits: dict[str, pl.DataFrame]
     units: dict[str, pl.DataFrame]
     config: dict[str, Any]
+    # system, policy, query_id, budget, ...: every resurrection policy (empty with only one)
+    policy_budgets: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def systems(self) -> list[str]:

@@ -102,6 +102,8 @@ def save_run(ev: Evaluation, out: Path) -> Path:
         "significance.parquet": ev.significance,
         "category_significance.parquet": ev.category_significance,
     }
+    if ev.policy_budgets.height:  # several resurrection policies: the system x policy grid
+        frames["policy_budgets.parquet"] = ev.policy_budgets
     for name, frame in frames.items():
         write_file_atomic(out / name, frame.write_parquet)
     metrics = json.dumps(metrics_record(ev), indent=1, default=str)

@@ -90,3 +90,43 @@ def test_the_run_folder_and_thresholds_read_back(ev, tmp_path: Path) -> None:  #
     got = measured(tmp_path)
     expected = ev.summary.filter(pl.col("metric") == "coverage@512", pl.col("system") == "isolated")
     assert got["isolated"]["coverage@512"] == pytest.approx(expected["mean"].item())
+
+
+def test_several_resurrection_policies_add_the_grid_and_leave_the_first_alone(
+    ev, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    from convlab.evaluation.runfolder import save_run
+
+    data = load_labelled(str(sample_data_path()))
+    systems = [
+        System(name="whole_turn", strategy="whole_turn"),
+        System(name="bm25:whole_turn", strategy="whole_turn", retrieval="bm25"),
+    ]
+    config = EvalConfig(budgets=(128, 512), resurrection=("unit", "window"))
+    grid = evaluate(data, systems, embedder=HashEmbedder(256), config=config)
+    # the first policy is the default one: the same budgets as a run with only it
+    same = ev.budgets.filter(pl.col("system").is_in(["whole_turn", "bm25:whole_turn"]))
+    assert grid.budgets.equals(same)
+    assert set(grid.policy_budgets["policy"].unique()) == {"unit", "window"}
+    unit = grid.policy_budgets.filter(pl.col("policy") == "unit").drop("policy")
+    assert unit.equals(grid.budgets)
+    window = grid.policy_budgets.filter(pl.col("policy") == "window")
+    assert window.height == grid.budgets.height
+    assert (window["tokens_used"] <= window["budget"]).all()
+    assert not window["coverage"].equals(unit["coverage"])  # a window brings back other text
+    save_run(grid, tmp_path)
+    assert pl.read_parquet(tmp_path / "policy_budgets.parquet").equals(grid.policy_budgets)
+    assert "Resurrection policies at equal budgets" in (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("names", "error"),
+    [
+        (("nope",), "unknown resurrection policy 'nope'; valid: "),
+        ((), "at least one"),
+        (("unit", "unit"), "twice"),
+    ],
+)
+def test_resurrection_policies_are_checked(names: tuple[str, ...], error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        EvalConfig(resurrection=names)
