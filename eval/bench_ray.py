@@ -2,8 +2,8 @@
 
 ``python -m eval.bench_ray --n 100000 --actors 2 --out runs/bench`` writes
 ``runs/bench/bench_ray.json``. The texts are distinct unit texts of every strategy over LoCoMo at
-budgets 256 and 128 (then the real transcript samples), a seeded sample of N. Each path starts
-from an empty embedding cache:
+max_tokens 256, 128 and 64 (of the chunks that fit each), then the real transcript samples: a
+seeded sample of N. Each path starts from an empty embedding cache:
 
 - serial: the ``local`` engine (all-MiniLM-L6-v2 in this process, torch's own threads);
 - ray: the ``ray`` engine with ``--actors`` actors of one CPU each on a local Ray instance.
@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import polars as pl
 
 import convlab
 from convlab.atomic import write_text_atomic
@@ -47,11 +48,13 @@ def unit_texts(n: int, seed: int = 0) -> list[str]:
     for source in sources:
         corpus = convlab.load(source)
         chunks = convlab.chunks(corpus, convlab.ContentPolicy())
-        for max_tokens in (256, 128):
+        for max_tokens in (256, 128, 64):
+            # the chunks that fit a unit of this size (a longer one cannot be packed)
+            fit = chunks.filter(pl.col("n_tokens") <= max_tokens - 2)
             for strategy in sorted(convlab.STRATEGIES):
                 try:
-                    u = convlab.units(chunks, strategy, max_tokens)
-                except ValueError:  # a chunk over the smaller max_tokens: that pair is left out
+                    u = convlab.units(fit, strategy, max_tokens)
+                except ValueError:  # a strategy that cannot pack these chunks: left out
                     continue
                 pool.update(dict.fromkeys(u["text"].to_list()))
         if len(pool) >= n:
