@@ -88,7 +88,90 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--samples", type=int, default=48, help="random settings per larger grid")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lexical-units", type=Path, default=None, help="LoCoMo json: BM25 over units")
+    p.add_argument(
+        "--fixed",
+        default=None,
+        metavar="RUN=W,...",
+        help="no tuning: score this one fusion, settings chosen elsewhere (e.g. on LoCoMo), "
+        "against bm25:message: 'bm25:message=1,bm25:sequential=1,sequential=1,turn_pair=0.5'",
+    )
+    p.add_argument("--method", default="convex", help="fusion method of --fixed (convex)")
+    p.add_argument("--norm", default="z-score", help="score normalisation of --fixed (z-score)")
     return p.parse_args(argv)
+
+
+def parse_fixed(spec: str) -> dict[str, float]:
+    """``"a=1,b=0.5"`` -> ``{"a": 1.0, "b": 0.5}``, in order.
+
+    Raises:
+        ValueError: an item without ``=`` or with a weight that is not a number.
+    """
+    out: dict[str, float] = {}
+    for item in (s.strip() for s in spec.split(",") if s.strip()):
+        name, sep, weight = item.rpartition("=")
+        if not sep or not name:
+            raise ValueError(f"--fixed item {item!r} is not RUN=WEIGHT")
+        out[name] = float(weight)
+    return out
+
+
+def fixed(args: argparse.Namespace) -> dict[str, Any]:
+    """Score one fusion with settings chosen elsewhere, against :data:`BASELINE`; write it.
+
+    Nothing is tuned on this folder's queries: the figures hold for data the settings never saw.
+    Writes ``fixed.json`` and ``fixed.md`` under ``args.out``.
+
+    Raises:
+        ValueError: a run the folder (or ``--lexical-units``) does not have, naming those it has.
+    """
+    weights = parse_fixed(args.fixed)
+    runs = read_runs(args.folder)
+    if args.lexical_units is not None:
+        runs.update(lexical_runs(args.lexical_units, args.out))
+    missing = [n for n in weights if n not in runs]
+    if missing:
+        raise ValueError(f"no run {', '.join(missing)}; the runs: {', '.join(sorted(runs))}")
+    qrels = read_qrels(args.folder / "qrels.txt")
+    queries = (
+        qrels.filter(pl.col("relevance") > 0)
+        .group_by("query_id", maintain_order=True)
+        .agg(pl.col("doc_id").alias("relevant"))
+    )
+    fused = fuse(
+        [runs[n] for n in weights], list(weights.values()), method=args.method, norm=args.norm
+    )
+    name = f"fixed {args.method}({args.norm}) " + "+".join(f"{n}*{w:g}" for n, w in weights.items())
+    per_q = pl.concat(
+        [
+            _scored(runs[BASELINE], queries, BASELINE),
+            *[_scored(runs[n], queries, n) for n in weights if n != BASELINE],
+            _scored(fused, queries, name),
+        ]
+    ).select("system", "query_id", "metric", "value")
+    sig = compare(per_q, BASELINE)
+    report = {
+        "folder": str(args.folder),
+        "baseline": BASELINE,
+        "weights": weights,
+        "method": args.method,
+        "norm": args.norm,
+        "queries": queries.height,
+        "significance": sig.to_dicts(),
+    }
+    args.out.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(report, indent=1, default=str)
+    write_file_atomic(args.out / "fixed.json", lambda t: t.write_text(text))
+    rows = ["| system | recall@5 | vs baseline | p (Holm) | ndcg@10 |", "|---|---|---|---|---|"]
+    for r in sig.pivot(on="metric", index="system", values=["mean", "delta", "p_holm"]).iter_rows(
+        named=True
+    ):
+        rows.append(
+            f"| {r['system']} | {r['mean_recall@5']:.3f} | {r['delta_recall@5']:+.3f} | "
+            f"{r['p_holm_recall@5']:.4f} | {r['mean_ndcg@10']:.3f} |"
+        )
+    md = "\n".join(rows) + "\n"
+    write_file_atomic(args.out / "fixed.md", lambda t: t.write_text(md))
+    return report
 
 
 def _names(folder: Path) -> dict[str, str]:
@@ -311,6 +394,14 @@ def _markdown(table: pl.DataFrame, by_cat: pl.DataFrame) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the fusion study of ``python -m eval.fuse_runs`` and print where it wrote."""
     args = parse_args(argv)
+    if args.fixed is not None:
+        try:
+            fixed(args)
+        except ValueError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+        print(f"wrote {args.out}/fixed.json and fixed.md")
+        return 0
     report = study(args)
     print(f"wrote {args.out}/fusion.json and fusion.md in {report['seconds']} s")
     return 0
