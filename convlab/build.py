@@ -101,6 +101,7 @@ def derive(
     policy: ContentPolicy | None = None,
     max_tokens: int = MAX_TOKENS,
     chunks: pl.DataFrame | None = None,
+    turns: pl.DataFrame | None = None,
 ) -> Derived:
     """Turns, chunks and the units of ``strategy`` over ``corpus``: no embedding.
 
@@ -111,6 +112,7 @@ def derive(
         max_tokens: the unit's token limit, [CLS] and [SEP] included.
         chunks: the corpus's chunks when already made with ``policy`` (several strategies
             over one corpus chunk it once).
+        turns: the corpus's turns when already made (likewise).
 
     Raises:
         ValueError: an unknown strategy.
@@ -120,7 +122,8 @@ def derive(
     from convlab.pipeline.turns import turns as make_turns
     from convlab.pipeline.units import units as make_units
 
-    turns = make_turns(corpus)
+    if turns is None:
+        turns = make_turns(corpus)
     if chunks is None:
         chunks = make_chunks(corpus, policy or ContentPolicy())
     units = make_units(chunks, strategy, max_tokens=max_tokens)
@@ -140,6 +143,7 @@ def build_index(
     max_tokens: int = MAX_TOKENS,
     cache_dir: str | Path | None = None,
     chunks: pl.DataFrame | None = None,
+    turns: pl.DataFrame | None = None,
     keep: Embedded | None = None,
     dense: bool = True,
     lexical: bool = True,
@@ -161,6 +165,7 @@ def build_index(
         max_tokens: the unit's token limit, [CLS] and [SEP] included.
         cache_dir: the embedding cache root, when ``embedder`` is not cached already.
         chunks: ``corpus``'s chunks, when already made with ``policy`` (see :func:`derive`).
+        turns: ``corpus``'s turns, when already made (see :func:`derive`).
         keep: units embedded before and their vectors, placed before the new units (an
             incremental build: only ``corpus`` is embedded).
         dense: embed the units; False leaves zero vectors (a BM25-only system).
@@ -196,7 +201,9 @@ def build_index(
     started = time.perf_counter()
     if not isinstance(corpus, Corpus):
         corpus = load(corpus)
-    derived = derive(corpus, strategy, policy=policy, max_tokens=max_tokens, chunks=chunks)
+    derived = derive(
+        corpus, strategy, policy=policy, max_tokens=max_tokens, chunks=chunks, turns=turns
+    )
     derive_done = time.perf_counter()
     stats: dict[str, int] = {}
     try:
@@ -220,14 +227,10 @@ def build_index(
         max_tokens=max_tokens,
         kind=kind,
         lexical=lexical,
-        extra={
-            "engine": eng.describe(),
-            "kept_units": 0 if keep is None else keep.units.height,
-            "embedding": stats,
-            "dense": dense,
-            "corpus_fingerprint": corpus_fingerprint,
-            "seconds": {"derive": derive_done - started, "embed": embed_done - derive_done},
-        },
+        corpus_fingerprint=corpus_fingerprint,
+        kept_units=0 if keep is None else keep.units.height,
+        seconds={"derive": derive_done - started, "embed": embed_done - derive_done},
+        extra={"engine": eng.describe(), "embedding": stats, "dense": dense},
         index_params=index_params,
     )
 
@@ -271,12 +274,12 @@ def build_indexes(
     policy = policy or ContentPolicy()
     dense = set(strategies if dense is None else dense)
     derived: dict[str, Derived] = {}
-    chunks = None
+    chunks = turns = None
     for strategy in strategies:
         derived[strategy] = derive(
-            corpus, strategy, policy=policy, max_tokens=max_tokens, chunks=chunks
+            corpus, strategy, policy=policy, max_tokens=max_tokens, chunks=chunks, turns=turns
         )
-        chunks = derived[strategy].chunks
+        chunks, turns = derived[strategy].chunks, derived[strategy].turns
     texts = [t for s in strategies if s in dense for t in derived[s].units["text"].to_list()]
     vectors = embed_texts(texts, embedder)
     name = getattr(embedder, "name", None)
@@ -320,8 +323,14 @@ def _assemble(
     lexical: bool,
     extra: dict[str, Any],
     index_params: dict[str, Any],
+    corpus_fingerprint: str | None = None,
+    kept_units: int = 0,
+    seconds: dict[str, float] | None = None,
 ) -> BuiltIndex:
-    """The last step of the recipe: the dense index, BM25 and the manifest over embedded units."""
+    """The last step of the recipe: the dense index, BM25 and the manifest over embedded units.
+
+    ``extra`` goes into the manifest as it is (engine, embedding counts, dense).
+    """
     started = time.perf_counter()
     units = derived.units
     fingerprint = units_fingerprint(units)
@@ -333,12 +342,10 @@ def _assemble(
         kind=kind,
         strategy=strategy,
         policy=policy.as_dict(),
-        corpus_fingerprint=extra.pop("corpus_fingerprint", None) or fingerprint,
+        corpus_fingerprint=corpus_fingerprint or fingerprint,
         **index_params,
     )
     bm25 = _bm25(units) if lexical else None
-    seconds = extra.pop("seconds", {})
-    kept = extra.pop("kept_units", 0)
     manifest = {
         "convlab_version": __version__,
         "strategy": strategy,
@@ -353,12 +360,12 @@ def _assemble(
             "conversations": corpus.conversations.height,
             "chunks": derived.chunks.height,
             "units": units.height,
-            "kept_units": kept,
+            "kept_units": kept_units,
         },
         **extra,
         "bm25": bm25 is not None,
         "units_fingerprint": fingerprint,
-        "seconds": {**seconds, "index": time.perf_counter() - started},
+        "seconds": {**(seconds or {}), "index": time.perf_counter() - started},
     }
     return BuiltIndex(
         units=units,

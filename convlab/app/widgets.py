@@ -200,6 +200,7 @@ class SearchPanel:
                 max_tokens=max_tokens,
                 kind=kind,
                 chunks=chunks,
+                turns=turns,
             )
             chunks, turns = built.chunks, built.turns
             indexes[name], bm25[name] = built.index, built.bm25

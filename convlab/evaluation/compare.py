@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_BUDGETS",
     "DEFAULT_STRATEGIES",
     "add_arguments",
+    "check_policies",
     "check_strategies",
     "comparison_config",
     "main",
@@ -82,6 +83,20 @@ def check_strategies(text: str) -> list[str]:
     return strategies
 
 
+def check_policies(text: str) -> tuple[str, ...]:
+    """The resurrection policies of ``--resurrection a,b``, in order.
+
+    Raises:
+        ValueError: one is not registered, naming it and the valid ones.
+    """
+    from convlab.resurrection import POLICIES
+
+    policies = tuple(p for p in text.split(",") if p)
+    for name in policies:
+        POLICIES.get(name)  # an unknown policy: its error lists the valid ones
+    return policies
+
+
 def comparison_config(
     data: LabelledData, *, budgets: tuple[int, ...], scope: str | None, baseline: str | None
 ) -> EvalConfig:
@@ -137,8 +152,7 @@ def run_comparison(args: argparse.Namespace) -> Path:
     data = data.select(convs or None)
     budgets = tuple(int(b) for b in args.budgets.split(","))
     config = comparison_config(data, budgets=budgets, scope=args.scope, baseline=args.baseline)
-    policies = tuple(p for p in args.resurrection.split(",") if p)
-    config = replace(config, resurrection=policies)
+    config = replace(config, resurrection=check_policies(args.resurrection))
     embedder = CachedEmbedder(minilm_embedder(args.backend), args.cache)
     ev = evaluate(data, default_systems(strategies), embedder=embedder, config=config)
     out = Path(args.out)
@@ -169,10 +183,7 @@ def main(
     args = p.parse_args(argv)
     try:
         check_strategies(args.strategies)
-        from convlab.resurrection import POLICIES
-
-        for name in args.resurrection.split(","):
-            POLICIES.get(name)  # an unknown policy: its error lists the valid ones
+        check_policies(args.resurrection)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -35,7 +35,7 @@ import polars as pl
 
 from convlab.atomic import write_file_atomic
 from convlab.evaluation.metrics import per_query
-from convlab.evaluation.queries import read_qrels, read_run, write_run
+from convlab.evaluation.queries import read_qrels, read_run, relevant_by_query, write_run
 from convlab.evaluation.significance import compare
 from convlab.evaluation.tune import TuneConfig, cross_validate, random_space, tune
 from convlab.fusion import fuse
@@ -100,6 +100,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def _inputs(args: argparse.Namespace) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
+    """The folder's runs (plus BM25 over units with ``--lexical-units``) and its qrels."""
+    runs = read_runs(args.folder)
+    if args.lexical_units is not None:
+        runs.update(lexical_runs(args.lexical_units, args.out))
+    return runs, read_qrels(args.folder / "qrels.txt")
+
+
 def parse_fixed(spec: str) -> dict[str, float]:
     """``"a=1,b=0.5"`` -> ``{"a": 1.0, "b": 0.5}``, in order.
 
@@ -125,18 +133,11 @@ def fixed(args: argparse.Namespace) -> dict[str, Any]:
         ValueError: a run the folder (or ``--lexical-units``) does not have, naming those it has.
     """
     weights = parse_fixed(args.fixed)
-    runs = read_runs(args.folder)
-    if args.lexical_units is not None:
-        runs.update(lexical_runs(args.lexical_units, args.out))
+    runs, qrels = _inputs(args)
+    queries = relevant_by_query(qrels)
     missing = [n for n in weights if n not in runs]
     if missing:
         raise ValueError(f"no run {', '.join(missing)}; the runs: {', '.join(sorted(runs))}")
-    qrels = read_qrels(args.folder / "qrels.txt")
-    queries = (
-        qrels.filter(pl.col("relevance") > 0)
-        .group_by("query_id", maintain_order=True)
-        .agg(pl.col("doc_id").alias("relevant"))
-    )
     fused = fuse(
         [runs[n] for n in weights], list(weights.values()), method=args.method, norm=args.norm
     )
@@ -248,15 +249,8 @@ def _space(names: Sequence[str], tuned: dict[str, list[Any]], samples: int, seed
 def study(args: argparse.Namespace) -> dict[str, Any]:
     """Score single runs, reference fusions and cross-validated fusions; write the report."""
     started = time.perf_counter()
-    runs = read_runs(args.folder)
-    if args.lexical_units is not None:
-        runs.update(lexical_runs(args.lexical_units, args.out))
-    qrels = read_qrels(args.folder / "qrels.txt")
-    queries = (
-        qrels.filter(pl.col("relevance") > 0)
-        .group_by("query_id", maintain_order=True)
-        .agg(pl.col("doc_id").alias("relevant"))
-    )
+    runs, qrels = _inputs(args)
+    queries = relevant_by_query(qrels)
     cats = (
         pl.read_parquet(args.folder / "per_query.parquet")
         .select("query_id", "category")

@@ -16,7 +16,15 @@ from convlab import schema
 from convlab.atomic import write_text_atomic
 from convlab.loaders.errors import LoadError
 
-__all__ = ["read_qrels", "read_queries", "read_run", "write_qrels", "write_queries", "write_run"]
+__all__ = [
+    "read_qrels",
+    "read_queries",
+    "read_run",
+    "relevant_by_query",
+    "write_qrels",
+    "write_queries",
+    "write_run",
+]
 
 _TYPES: dict[str, tuple[type, ...]] = {
     "query_id": (str,),
@@ -94,6 +102,18 @@ def write_qrels(queries: pl.DataFrame, path: str | Path) -> None:
         for d in rel
     ]
     write_text_atomic(path, "".join(lines))
+
+
+def relevant_by_query(qrels: pl.DataFrame) -> pl.DataFrame:
+    """``query_id, relevant``: each query's relevant docs (relevance > 0), in qrels order.
+
+    Queries with no relevant doc are left out (they cannot be scored).
+    """
+    return (
+        qrels.filter(pl.col("relevance") > 0)
+        .group_by("query_id", maintain_order=True)
+        .agg(pl.col("doc_id").alias("relevant"))
+    )
 
 
 def read_qrels(path: str | Path) -> pl.DataFrame:

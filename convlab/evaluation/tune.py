@@ -41,6 +41,7 @@ import polars as pl
 from sklearn.model_selection import GroupKFold
 
 from convlab.evaluation.metrics import parse_metric, per_query
+from convlab.evaluation.queries import relevant_by_query
 
 __all__ = [
     "TuneConfig",
@@ -202,10 +203,7 @@ def tune(
     config = config or TuneConfig()
     if not space:
         raise ValueError("the search space is empty")
-    relevant = qrels.filter(pl.col("relevance") > 0)
-    queries = relevant.group_by("query_id", maintain_order=True).agg(
-        pl.col("doc_id").alias("relevant")
-    )
+    queries = relevant_by_query(qrels)
     if queries.height == 0:
         raise ValueError("no query has a relevant doc in the qrels")
     ids = queries["query_id"].to_list()
