@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from convlab.evaluation.config import EvalConfig
     from convlab.evaluation.datasets import LabelledData
+    from convlab.evaluation.systems import System
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -29,6 +30,7 @@ __all__ = [
     "comparison_config",
     "main",
     "run_comparison",
+    "systems_of",
 ]
 
 DEFAULT_STRATEGIES = "isolated,message,turn_pair,sequential,whole_turn,qa_pair"
@@ -59,6 +61,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         choices=tuple(SCOPES),
         help="where queries search (default: haystack if the data has them, else conversation)",
+    )
+    p.add_argument(
+        "--systems",
+        default=None,
+        metavar="FILE",
+        help="an experiment file (TOML) of the systems to compare; default: the default "
+        "systems of --strategies (a file can include them with defaults = true)",
     )
     p.add_argument("--baseline", default=None, help="system compared against (first strategy)")
     p.add_argument("--out", default="runs/eval")
@@ -95,6 +104,28 @@ def check_policies(text: str) -> tuple[str, ...]:
     for name in policies:
         POLICIES.get(name)  # an unknown policy: its error lists the valid ones
     return policies
+
+
+def systems_of(args: argparse.Namespace) -> list[System]:
+    """The systems the options name: ``--systems FILE``, or the defaults of ``--strategies``.
+
+    Also checks ``--resurrection``, so that every bad option fails before any work.
+
+    Raises:
+        ValueError: unknown strategies or policies, an experiment file that cannot be read or
+            is not valid (naming the file).
+    """
+    from convlab.evaluation.systems import default_systems
+    from convlab.evaluation.systemsfile import read_systems
+
+    strategies = check_strategies(args.strategies)
+    check_policies(args.resurrection)
+    if not args.systems:
+        return default_systems(strategies)
+    try:
+        return read_systems(args.systems, strategies=strategies)
+    except OSError as exc:
+        raise ValueError(f"cannot read the experiment file {args.systems}: {exc.strerror}") from exc
 
 
 def comparison_config(
@@ -144,9 +175,8 @@ def run_comparison(args: argparse.Namespace) -> Path:
     from convlab.evaluation.evaluate import evaluate
     from convlab.evaluation.queries import write_qrels
     from convlab.evaluation.runfolder import save_run
-    from convlab.evaluation.systems import default_systems
 
-    strategies = check_strategies(args.strategies)
+    systems = systems_of(args)
     data = load_labelled(args.data)
     convs = [c for c in (args.conversations or "").split(",") if c]
     data = data.select(convs or None)
@@ -154,7 +184,7 @@ def run_comparison(args: argparse.Namespace) -> Path:
     config = comparison_config(data, budgets=budgets, scope=args.scope, baseline=args.baseline)
     config = replace(config, resurrection=check_policies(args.resurrection))
     embedder = CachedEmbedder(minilm_embedder(args.backend), args.cache)
-    ev = evaluate(data, default_systems(strategies), embedder=embedder, config=config)
+    ev = evaluate(data, systems, embedder=embedder, config=config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     write_qrels(data.queries, out / "qrels.txt")
@@ -171,7 +201,9 @@ def main(
     prog: str = "python -m eval.run",
     description: str | None = None,
 ) -> int:
-    """The comparison as a program: 0 when the run folder is written, 2 for unknown strategies.
+    """The comparison as a program: 0 when the run folder is written, 2 for bad options.
+
+    Bad options are unknown strategies or policies and an experiment file that is not valid.
 
     Args:
         argv: the options of :func:`add_arguments` (default: ``sys.argv[1:]``).
@@ -182,8 +214,7 @@ def main(
     add_arguments(p)
     args = p.parse_args(argv)
     try:
-        check_strategies(args.strategies)
-        check_policies(args.resurrection)
+        systems_of(args)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict
+from dataclasses import replace
 from typing import Any
 
 import polars as pl
@@ -27,13 +27,14 @@ from convlab.build import BuiltIndex, build_indexes
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
 from convlab.evaluation.metrics import aggregate, per_query
+from convlab.evaluation.multiview import Tuned, fused_hits, tuned_hits
 from convlab.evaluation.provenance import fingerprint, versions
 from convlab.evaluation.result import Evaluation
 from convlab.evaluation.significance import compare
 from convlab.evaluation.systems import System
 from convlab.protocols import Embedder
 from convlab.resurrection import budget_measures
-from convlab.retrieval import search_haystacks, search_many
+from convlab.retrieval import SearchOptions, search_haystacks, search_many
 
 __all__ = ["evaluate"]
 
@@ -62,42 +63,52 @@ def evaluate(
     config = config or EvalConfig()
     started = time.perf_counter()
     baseline = config.baseline or systems[0].name
-    if baseline not in {s.name for s in systems}:
+    names = [s.name for s in systems]
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"two systems share a name: {twice}")
+    if baseline not in names:
         raise ValueError(f"baseline {baseline!r} is not one of the systems")
     _check_scope(data, config.scope)
-    strategies = list(dict.fromkeys(s.strategy for s in systems))
-    built = build_indexes(
-        data.corpus,
-        strategies,
-        embedder=embedder,
-        policy=config.policy,
-        max_tokens=config.max_tokens,
-        dense={s.strategy for s in systems if s.retrieval.needs_vectors},
-        lexical={s.strategy for s in systems if s.retrieval.needs_bm25},
-    )
+    built = _build(data, systems, embedder=embedder, config=config)
     hits: dict[str, pl.DataFrame] = {}
+    view_hits: dict[tuple[str | None, str, str], pl.DataFrame] = {}
+    tuning, tuned = [], {}
     pq, budget_rows, policy_rows = [], [], []
     for system in tqdm(systems, desc="systems", disable=progress is False):
-        h = _search(data, built[system.strategy], system, embedder=embedder, config=config)
+        views = []
+        for view in system.views:
+            key = (system.text, view.name, json.dumps(system.options.as_dict(), default=str))
+            if key not in view_hits:
+                view_hits[key] = _search(
+                    data,
+                    built[(system.text, view.strategy)],
+                    system.options.replace(retrieval=view.retrieval),
+                    embedder=embedder,
+                    config=config,
+                )
+            views.append(view_hits[key])
+        h = _system_hits(system, views, data.queries, config.depth)
+        if isinstance(h, Tuned):
+            tuning.append(h.choices)
+            tuned[system.name] = {**h.chosen, "folds": h.folds}
+            h = h.hits
         hits[system.name] = h
         pq.append(
             per_query(
                 h, data.queries, config.metrics, sessions=data.sessions, judged=data.judged
             ).with_columns(pl.lit(system.name).alias("system"))
         )
-        b = built[system.strategy]
-        for i, policy in enumerate(config.resurrection):
+        units, chunks = _resurrectable(system, built)
+        own = system.resurrection or config.resurrection[0]
+        grid = [own, *(p for p in config.resurrection if p != own)]
+        for i, policy in enumerate(grid):
             measured = budget_measures(
-                h,
-                data.queries,
-                units=b.units,
-                chunks=b.chunks,
-                budgets=config.budgets,
-                policy=policy,
+                h, data.queries, units=units, chunks=chunks, budgets=config.budgets, policy=policy
             ).with_columns(pl.lit(system.name).alias("system"))
             if i == 0:
                 budget_rows.append(measured)
-            if len(config.resurrection) > 1:
+            if len(config.resurrection) > 1 and policy in config.resurrection:
                 policy_rows.append(measured.with_columns(pl.lit(policy).alias("policy")))
     budgets = pl.concat(budget_rows)
     per_q = _per_query_frame(pq, budgets, data.queries)
@@ -105,12 +116,77 @@ def evaluate(
     by_cat = aggregate(per_q, by=["system", "category"])
     sig = compare(per_q.select("system", "query_id", "metric", "value"), baseline, seed=config.seed)
     category_sig = _category_significance(per_q, baseline, config)
-    units = {s: b.units for s, b in built.items()}
-    cfg = _record(data, systems, baseline, embedder, config, units, started)
+    units_by = {_label(text, s): b.units for (text, s), b in built.items()}
+    cfg = _record(data, systems, baseline, embedder, config, units_by, started)
+    cfg["tuned"] = tuned
     policy_budgets = pl.concat(policy_rows) if policy_rows else pl.DataFrame()
     return Evaluation(
-        per_q, summary, by_cat, sig, category_sig, budgets, hits, units, cfg, policy_budgets
+        per_q,
+        summary,
+        by_cat,
+        sig,
+        category_sig,
+        budgets,
+        hits,
+        units_by,
+        cfg,
+        policy_budgets,
+        tuning=pl.concat(tuning, how="diagonal_relaxed") if tuning else pl.DataFrame(),
     )
+
+
+def _label(text: str | None, strategy: str) -> str:
+    """How reports name a strategy's units: ``sequential``, or ``sequential[locomo]``."""
+    return strategy if text is None else f"{strategy}[{text}]"
+
+
+def _build(
+    data: LabelledData, systems: list[System], *, embedder: Embedder, config: EvalConfig
+) -> dict[tuple[str | None, str], BuiltIndex]:
+    """Every (text format, strategy) the systems' views need: one build per text format.
+
+    Each build chunks the corpus once and embeds each distinct text once (across strategies);
+    a strategy gets vectors only if a view searches it densely, BM25 only if one searches it
+    by BM25.
+    """
+    built: dict[tuple[str | None, str], BuiltIndex] = {}
+    for text in dict.fromkeys(s.text for s in systems):
+        views = [v for s in systems if s.text == text for v in s.views]
+        policy = config.policy if text is None else replace(config.policy, text_format=text)
+        made = build_indexes(
+            data.corpus,
+            list(dict.fromkeys(v.strategy for v in views)),
+            embedder=embedder,
+            policy=policy,
+            max_tokens=config.max_tokens,
+            dense={v.strategy for v in views if v.retrieval.needs_vectors},
+            lexical={v.strategy for v in views if v.retrieval.needs_bm25},
+        )
+        built.update({(text, s): b for s, b in made.items()})
+    return built
+
+
+def _system_hits(
+    system: System, views: list[pl.DataFrame], queries: pl.DataFrame, depth: int
+) -> pl.DataFrame | Tuned:
+    """One view's hits as they are; several fused, by fixed weights or cross-validated ones."""
+    if not system.fused:
+        return views[0]
+    if system.tuning is not None:
+        return tuned_hits(system, views, queries, depth=depth)
+    return fused_hits(
+        views, system.weights, method=system.fusion, params=system.fusion_params, depth=depth
+    )
+
+
+def _resurrectable(
+    system: System, built: dict[tuple[str | None, str], BuiltIndex]
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The units a system's hits point to (every view's strategy) and their chunks."""
+    strategies = list(dict.fromkeys(v.strategy for v in system.views))
+    parts = [built[(system.text, s)] for s in strategies]
+    units = parts[0].units if len(parts) == 1 else pl.concat([b.units for b in parts])
+    return units, parts[0].chunks
 
 
 def _check_scope(data: LabelledData, scope: str) -> None:
@@ -124,10 +200,15 @@ def _check_scope(data: LabelledData, scope: str) -> None:
 
 
 def _search(
-    data: LabelledData, built: BuiltIndex, system: System, *, embedder: Embedder, config: EvalConfig
+    data: LabelledData,
+    built: BuiltIndex,
+    options: SearchOptions,
+    *,
+    embedder: Embedder,
+    config: EvalConfig,
 ) -> pl.DataFrame:
-    """One system's hits for every query, ``config.depth`` docs each, in the config's scope."""
-    opts = system.options.replace(k=config.depth, retrieval=system.retrieval)
+    """One view's hits for every query, ``config.depth`` docs each, in the config's scope."""
+    opts = options.replace(k=config.depth)
     if config.scope == "haystack" and data.haystacks is not None:
         return search_haystacks(
             built.index,
@@ -198,7 +279,7 @@ def _record(
             k: (v.as_dict() if hasattr(v, "as_dict") else v)
             for k, v in ((f, getattr(config, f)) for f in config.__dataclass_fields__)
         },
-        "systems": [{**asdict(s), "options": s.options.as_dict()} for s in systems],
+        "systems": [s.as_dict() for s in systems],
         "baseline": baseline,
         "model_id": embedder.model_id,
         "data": {

@@ -27,6 +27,9 @@ class Evaluation:
     config: dict[str, Any]
     # system, policy, query_id, budget, ...: every resurrection policy (empty with only one)
     policy_budgets: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # system, fold, setting, params, train_mean, test_mean, ...: what each fold chose for the
+    # cross-validated systems (empty without any)
+    tuning: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def systems(self) -> list[str]:

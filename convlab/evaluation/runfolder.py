@@ -10,6 +10,10 @@ primary metric named): :func:`save_run` writes
 - ``per_query.parquet``, ``budgets.parquet``, ``significance.parquet``,
   ``category_significance.parquet``: the frames behind them;
 - ``runs/SYSTEM.trec``: one TREC run per system (``:`` in a name becomes ``_``);
+- ``tuning.parquet``: the setting each fold chose for each cross-validated system;
+  ``systems.toml``: every system as run (an experiment file), and ``systems.chosen.toml``: the
+  cross-validated ones with the settings chosen on all queries, fixed, to run on other data
+  (:mod:`convlab.evaluation.systemsfile`);
 - ``recall_at_k.png``, ``coverage_by_budget.png``, ``recall_by_category.png``,
   ``unit_lengths.png`` and ``report.md`` (:func:`convlab.evaluation.report.write_report`).
 
@@ -84,6 +88,22 @@ def _save_figure(fig: Figure, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _save_chosen(ev: Evaluation, out: Path) -> None:
+    """Write ``systems.toml`` (every system as run) and ``systems.chosen.toml``.
+
+    The second holds the cross-validated systems with the settings chosen on all of this run's
+    queries, fixed: what to run on other data.
+    """
+    from convlab.evaluation.systems import System
+    from convlab.evaluation.systemsfile import chosen_systems, write_systems
+
+    systems = [System.from_dict(s) for s in ev.config["systems"]]
+    write_systems(systems, out / "systems.toml")
+    chosen = chosen_systems(systems, ev.config.get("tuned", {}))
+    if chosen:
+        write_systems(chosen, out / "systems.chosen.toml")
+
+
 def save_run(ev: Evaluation, out: Path) -> Path:
     """Write the run folder ``out`` (created when missing) and return its ``report.md``.
 
@@ -104,6 +124,8 @@ def save_run(ev: Evaluation, out: Path) -> Path:
     }
     if ev.policy_budgets.height:  # several resurrection policies: the system x policy grid
         frames["policy_budgets.parquet"] = ev.policy_budgets
+    if ev.tuning.height:  # what each fold chose for the cross-validated systems
+        frames["tuning.parquet"] = ev.tuning
     for name, frame in frames.items():
         write_file_atomic(out / name, frame.write_parquet)
     metrics = json.dumps(metrics_record(ev), indent=1, default=str)
@@ -112,6 +134,7 @@ def save_run(ev: Evaluation, out: Path) -> Path:
     runs.mkdir(exist_ok=True)
     for name, hits in ev.hits.items():
         write_run(hits, runs / f"{name.replace(':', '_')}.trec", name.replace(":", "_"))
+    _save_chosen(ev, out)
     for name, fig in _figures(ev).items():
         write_file_atomic(out / name, partial(_save_figure, fig))
         plt.close(fig)

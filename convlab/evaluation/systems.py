@@ -1,16 +1,129 @@
-"""Systems: named retrieval configurations that an evaluation compares.
+"""Systems: named retrieval configurations that an evaluation compares, declared as data.
 
-A :class:`System` is a strategy's units searched densely, by BM25 (``lexical``) or both fused
-(``hybrid``), with or without rankers (:class:`convlab.retrieval.SearchOptions`).
+A :class:`System` is one or more **views** (:class:`View`: a strategy's units searched densely,
+by BM25 or both), a **fusion** of the views' doc rankings (a method of
+:data:`convlab.fusion.FUSIONS`, with fixed per-view ``weights`` or weights chosen by grouped
+cross-validation, :class:`Tuning`), **rankers** and filters (:class:`SearchOptions`, applied in
+every view's search), a **resurrection policy** (a name of
+:data:`convlab.resurrection.POLICIES`) and a **text format** (how a dialog message is written
+before it is chunked: :data:`convlab.pipeline.policy.TEXT_FORMATS`).
+
+A one-view system is written with ``strategy`` and ``retrieval`` alone. The same records are
+read from an experiment file (:func:`convlab.evaluation.systemsfile.read_systems`).
+
+Example:
+    >>> System(name="bm25:sequential", strategy="sequential", retrieval="lexical").views
+    (View(strategy='sequential', retrieval=<Retrieval.LEXICAL: 'lexical'>),)
+    >>> s = System(name="fusion", views=("bm25:message", "sequential"), weights=(1, 0.5))
+    >>> [v.name for v in s.views], s.strategy, s.fused
+    (['bm25:message', 'sequential'], 'message', True)
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from convlab.retrieval import Retrieval, SearchOptions
 
-__all__ = ["System", "default_systems"]
+__all__ = ["FUSION_STRATEGIES", "System", "Tuning", "View", "default_systems"]
+
+_PREFIX = {Retrieval.DENSE: "", Retrieval.LEXICAL: "bm25:", Retrieval.HYBRID: "hybrid:"}
+_PARSE = {"dense": Retrieval.DENSE, "bm25": Retrieval.LEXICAL, "lexical": Retrieval.LEXICAL}
+_PARSE["hybrid"] = Retrieval.HYBRID
+
+FUSION_STRATEGIES = ("message", "sequential", "turn_pair")
+"""The strategies whose views the default fused systems combine (dense and BM25 each)."""
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A strategy's units searched one way: one ranking of docs per query.
+
+    Attributes:
+        strategy: whose units are searched.
+        retrieval: ``dense``, ``lexical`` (BM25) or ``hybrid`` (:class:`Retrieval`).
+    """
+
+    strategy: str
+    retrieval: Retrieval = Retrieval.DENSE
+
+    def __post_init__(self) -> None:
+        if not self.strategy:
+            raise ValueError("a view needs a strategy")
+        object.__setattr__(self, "retrieval", Retrieval(self.retrieval))
+
+    @property
+    def name(self) -> str:
+        """``sequential``, ``bm25:sequential`` or ``hybrid:sequential``."""
+        return f"{_PREFIX[self.retrieval]}{self.strategy}"
+
+    @classmethod
+    def parse(cls, text: str | View) -> View:
+        """A view from its name: ``sequential``, ``dense:sequential``, ``bm25:message``, ...
+
+        Raises:
+            ValueError: an unknown prefix (naming the valid ones).
+        """
+        if isinstance(text, View):
+            return text
+        head, sep, tail = str(text).partition(":")
+        if not sep:
+            return cls(head)
+        if head not in _PARSE:
+            raise ValueError(f"view {text!r}: prefix {head!r} is not one of {', '.join(_PARSE)}")
+        return cls(tail, _PARSE[head])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Tuning:
+    """How a fused system's weights are chosen: grouped cross-validation by conversation.
+
+    The first view keeps weight 1; every other view's weight is drawn from ``weights`` (and
+    each fusion parameter of ``params`` from its values); ``samples`` settings are drawn from
+    that grid (seeded; all of it when it is smaller) and each fold picks the best on its
+    training conversations (:func:`convlab.evaluation.tune.tune`).
+
+    Attributes:
+        weights: the weight grid of each view after the first.
+        params: fusion parameters tuned too (``{"k": (10, 60)}`` for RRF).
+        samples: settings drawn from the grid.
+        metric: what the choice maximises.
+        folds: folds (at most the number of conversations; fewer conversations, fewer folds).
+        seed: the draw's seed.
+    """
+
+    weights: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0)
+    params: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    samples: int = 24
+    metric: str = "recall@5"
+    folds: int = 10
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from convlab.evaluation.metrics import parse_metric
+
+        object.__setattr__(self, "weights", tuple(float(w) for w in self.weights))
+        object.__setattr__(self, "params", {k: tuple(v) for k, v in dict(self.params).items()})
+        if not self.weights or any(w < 0 for w in self.weights):
+            raise ValueError(f"tuning weights {self.weights}: give one or more weights >= 0")
+        if self.samples < 1:
+            raise ValueError(f"tuning samples is {self.samples}; it must be >= 1")
+        if self.folds < 2:
+            raise ValueError(f"tuning folds is {self.folds}; cross-validation needs 2 or more")
+        parse_metric(self.metric)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The tuning as plain data (for run configs and experiment files)."""
+        return {
+            "weights": list(self.weights),
+            "params": {k: list(v) for k, v in self.params.items()},
+            "samples": self.samples,
+            "metric": self.metric,
+            "folds": self.folds,
+            "seed": self.seed,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -19,23 +132,131 @@ class System:
 
     Attributes:
         name: how reports call it.
-        strategy: whose units are searched.
-        retrieval: ``dense``, ``lexical`` (``bm25``) or ``hybrid`` (:class:`Retrieval`).
-        options: rankers and filters (``k`` and the scope are set by the evaluation).
+        strategy: the strategy of a one-view system; for several views, the first view's
+            (set from ``views`` when left empty).
+        retrieval: the retrieval of a one-view system (:class:`Retrieval` or its name).
+        options: rankers and filters, applied in every view's search (``k`` and the scope are
+            set by the evaluation).
+        views: the views (names like ``bm25:sequential`` or :class:`View`); empty for one view
+            made of ``strategy`` and ``retrieval``.
+        fusion: the fusion method of several views (:data:`convlab.fusion.FUSIONS`).
+        fusion_params: its parameters (``norm`` for convex, combsum and combmnz; ``k`` for rrf).
+        weights: one weight per view; ``None`` for all 1 (or for the tuned ones).
+        tuning: choose the weights by cross-validation instead (:class:`Tuning`).
+        resurrection: the resurrection policy of the system's ``coverage@B`` and budgets
+            (``None``: the evaluation's first policy).
+        text: how dialog messages are written before chunking (``None``: the evaluation's
+            :class:`convlab.pipeline.policy.ContentPolicy`).
+
+    Raises:
+        ValueError: no strategy and no views, weights that do not match the views, tuning or
+            weights on one view, an unknown fusion method or resurrection policy.
     """
 
     name: str
-    strategy: str
+    strategy: str = ""
     retrieval: Retrieval = Retrieval.DENSE
     options: SearchOptions = field(default_factory=SearchOptions)
+    views: tuple[View, ...] = ()
+    fusion: str = "convex"
+    fusion_params: Mapping[str, Any] = field(default_factory=dict)
+    weights: tuple[float, ...] | None = None
+    tuning: Tuning | None = None
+    resurrection: str | None = None
+    text: str | None = None
 
     def __post_init__(self) -> None:
-        # a name is accepted ("bm25" too, as reports name lexical systems); stored as the Enum
-        object.__setattr__(self, "retrieval", Retrieval(self.retrieval))
+        from convlab.fusion import FUSIONS
+        from convlab.resurrection import POLICIES
+
+        if not self.name:
+            raise ValueError("a system needs a name")
+        views = tuple(View.parse(v) for v in self.views)
+        if not views:
+            if not self.strategy:
+                raise ValueError(f"system {self.name!r} needs a strategy or views")
+            views = (View(self.strategy, Retrieval(self.retrieval)),)
+        if len({v.name for v in views}) != len(views):
+            raise ValueError(f"system {self.name!r} names a view twice: {[v.name for v in views]}")
+        object.__setattr__(self, "views", views)
+        object.__setattr__(self, "strategy", self.strategy or views[0].strategy)
+        object.__setattr__(self, "retrieval", views[0].retrieval)
+        object.__setattr__(self, "fusion_params", dict(self.fusion_params))
+        if self.weights is not None:
+            object.__setattr__(self, "weights", tuple(float(w) for w in self.weights))
+        if len(views) > 1:
+            FUSIONS.get(self.fusion)  # an unknown method: the error lists the valid ones
+            if self.weights is not None and len(self.weights) != len(views):
+                raise ValueError(
+                    f"system {self.name!r}: {len(self.weights)} weights for {len(views)} views"
+                )
+        elif self.weights is not None or self.tuning is not None:
+            raise ValueError(f"system {self.name!r} has one view: weights and tuning need several")
+        if self.resurrection is not None:
+            POLICIES.get(self.resurrection)
+
+    @property
+    def fused(self) -> bool:
+        """Several views fused into one ranking."""
+        return len(self.views) > 1
+
+    @classmethod
+    def from_dict(cls, record: Mapping[str, Any]) -> System:
+        """A system from :meth:`as_dict`'s plain data (an experiment file's ``[[systems]]``).
+
+        Raises:
+            ValueError: an unknown key (naming the valid ones) or an invalid value.
+        """
+        known = set(cls.__dataclass_fields__)
+        unknown = sorted(set(record) - known)
+        if unknown:
+            raise ValueError(
+                f"system {record.get('name')!r}: unknown key(s) {', '.join(unknown)}; "
+                f"valid: {', '.join(sorted(known))}"
+            )
+        fields = dict(record)
+        if "options" in fields:
+            fields["options"] = SearchOptions(**fields["options"])
+        if "tuning" in fields:
+            fields["tuning"] = Tuning(**fields["tuning"])
+        for key in ("views", "weights"):
+            if key in fields:
+                fields[key] = tuple(fields[key])
+        return cls(**fields)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The system as plain data: what the run's ``config.json`` and experiment files hold."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.fused:
+            out["views"] = [v.name for v in self.views]
+            out["fusion"] = self.fusion
+            out["fusion_params"] = dict(self.fusion_params)
+            if self.weights is not None:
+                out["weights"] = list(self.weights)
+            if self.tuning is not None:
+                out["tuning"] = self.tuning.as_dict()
+        else:
+            out["strategy"] = self.strategy
+            out["retrieval"] = str(self.retrieval)
+        default = SearchOptions().as_dict()
+        out["options"] = {k: v for k, v in self.options.as_dict().items() if v != default[k]}
+        for key in ("resurrection", "text"):
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
 
 
-def default_systems(strategies: list[str]) -> list[System]:
-    """Each strategy dense; BM25 and hybrid over ``message`` units (or the first strategy)."""
+def default_systems(strategies: Sequence[str]) -> list[System]:
+    """Each strategy dense; BM25 and hybrid over ``message`` units; BM25 over context; fusions.
+
+    Besides one dense system per strategy, ``bm25:message`` and ``hybrid:message`` (or over the
+    first strategy) and ``hybrid:turn_pair``: BM25 over the units of ``sequential`` and
+    ``turn_pair`` (lexical over context), and two fused systems of BM25 over the units of
+    :data:`FUSION_STRATEGIES` (those given) and the dense views of its context strategies:
+    ``fusion:convex`` (z-score convex combination) and ``fusion:rrf`` (weighted RRF), their
+    weights chosen by cross-validation by conversation.
+    """
+    strategies = list(strategies)
     systems = [System(name=s, strategy=s) for s in strategies]
     lex = "message" if "message" in strategies else strategies[0]
     systems.append(System(name=f"bm25:{lex}", strategy=lex, retrieval=Retrieval.LEXICAL))
@@ -43,5 +264,30 @@ def default_systems(strategies: list[str]) -> list[System]:
     if "turn_pair" in strategies and lex != "turn_pair":
         systems.append(
             System(name="hybrid:turn_pair", strategy="turn_pair", retrieval=Retrieval.HYBRID)
+        )
+    context = [s for s in FUSION_STRATEGIES if s in strategies and s != lex]
+    systems += [System(name=f"bm25:{s}", strategy=s, retrieval=Retrieval.LEXICAL) for s in context]
+    if context:
+        views = tuple(
+            [View(lex, Retrieval.LEXICAL)]
+            + [View(s, Retrieval.LEXICAL) for s in context]
+            + [View(s) for s in context]
+        )
+        systems.append(
+            System(
+                name="fusion:convex",
+                views=views,
+                fusion="convex",
+                fusion_params={"norm": "z-score"},
+                tuning=Tuning(),
+            )
+        )
+        systems.append(
+            System(
+                name="fusion:rrf",
+                views=views,
+                fusion="rrf",
+                tuning=Tuning(params={"k": (10, 60)}),
+            )
         )
     return systems

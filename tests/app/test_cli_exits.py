@@ -96,6 +96,9 @@ USAGE_CASES = [
     ("stats", ["stats", "--store", "{missing}"], "no index at"),
     ("eval", ["eval", "--strategies", "nope"], "unknown strategies"),
     ("eval", ["eval", "--no-such-flag"], "unrecognized arguments"),
+    ("eval", ["eval", "--resurrection", "all"], "all"),
+    ("eval", ["eval", "--systems", "{missing}"], "cannot read the experiment file"),
+    ("eval", ["eval", "--systems", "{sample}/../queries.jsonl"], "not valid TOML"),
     ("-", ["frobnicate"], "invalid choice"),
 ]
 

@@ -130,3 +130,53 @@ def test_several_resurrection_policies_add_the_grid_and_leave_the_first_alone(
 def test_resurrection_policies_are_checked(names: tuple[str, ...], error: str) -> None:
     with pytest.raises(ValueError, match=error):
         EvalConfig(resurrection=names)
+
+
+def test_fused_systems_run_beside_single_ones_and_leave_them_alone() -> None:
+    from convlab.evaluation.multiview import fused_hits
+    from convlab.evaluation.systems import Tuning
+
+    data = load_labelled(str(sample_data_path()))
+    single = [
+        System(name="bm25:whole_turn", strategy="whole_turn", retrieval="bm25"),
+        System(name="sequential", strategy="sequential"),
+    ]
+    fused = [
+        System(
+            name="fixed",
+            views=("bm25:whole_turn", "sequential"),
+            fusion="rrf",
+            weights=(1.0, 0.5),
+        ),
+        System(
+            name="tuned",
+            views=("bm25:whole_turn", "sequential"),
+            tuning=Tuning(weights=(0.5, 1.0), samples=2, folds=3),
+        ),
+    ]
+    config = EvalConfig(budgets=(512,), metrics=("recall@5",))
+    alone = evaluate(data, single, embedder=HashEmbedder(64), config=config, progress=False)
+    both = evaluate(data, single + fused, embedder=HashEmbedder(64), config=config, progress=False)
+    for name in ("bm25:whole_turn", "sequential"):
+        assert both.hits[name].equals(alone.hits[name])
+    expected = fused_hits(
+        [alone.hits["bm25:whole_turn"], alone.hits["sequential"]],
+        [1.0, 0.5],
+        method="rrf",
+        params={},
+        depth=config.depth,
+    )
+    assert both.hits["fixed"].equals(expected)
+    # the tuned system: one row per fold, and its choice recorded for other data
+    assert both.tuning["system"].unique().to_list() == ["tuned"]
+    assert both.tuning.height == 3
+    assert both.config["tuned"]["tuned"]["folds"] == 3
+    # a fused system's hits resurrect (units of both views' strategies)
+    assert both.budgets.filter(pl.col("system") == "fixed").height == data.queries.height
+
+
+def test_two_systems_may_not_share_a_name() -> None:
+    data = load_labelled(str(sample_data_path()))
+    twice = [System(name="s", strategy="message"), System(name="s", strategy="sequential")]
+    with pytest.raises(ValueError, match="two systems share a name"):
+        evaluate(data, twice, embedder=HashEmbedder(64))

@@ -27,11 +27,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the comparison; unknown strategies are a usage error."""
+    """Run the comparison; bad strategies, policies or experiment files are usage errors."""
     from convlab.evaluation import compare
 
     try:
-        compare.check_strategies(args.strategies)
+        compare.systems_of(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     compare.run_comparison(args)

@@ -1,0 +1,197 @@
+"""Multi-view systems: several views' doc rankings fused into one, weights fixed or cross-validated.
+
+Each view of a :class:`~convlab.evaluation.systems.System` ranks docs (utterances or turns) by
+its own best unit; :func:`fused_hits` fuses those rankings with the system's method
+(:func:`convlab.fusion.fuse`), so a doc is scored from several unit sets at once. Each fused doc
+keeps the unit of the view that ranked it best (ties: the view listed first), so resurrection
+brings back what was embedded together for the view that found it.
+
+:func:`tuned_hits` chooses the weights by grouped cross-validation
+(:func:`convlab.evaluation.tune.tune`; a group is a conversation, or the query itself when it
+has none): each fold's choice is made on its training groups only, and each query's hits are
+those of its own fold's choice, so every figure computed from them is a held-out figure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import polars as pl
+
+from convlab.evaluation.systems import System, Tuning
+from convlab.evaluation.tune import TuneConfig, random_space, tune
+from convlab.fusion import fuse
+
+__all__ = ["Tuned", "fused_hits", "query_groups", "tuned_hits"]
+
+
+def fused_hits(
+    view_hits: Sequence[pl.DataFrame],
+    weights: Sequence[float] | None,
+    *,
+    method: str,
+    params: Mapping[str, Any],
+    depth: int,
+) -> pl.DataFrame:
+    """The views' hits fused into one ranking of at most ``depth`` docs per query.
+
+    Args:
+        view_hits: one hits frame per view (:data:`convlab.schema.HITS` columns).
+        weights: one per view (``None``: all 1); a view of weight 0 brings no doc of its own.
+        method: a fusion method of :data:`convlab.fusion.FUSIONS`.
+        params: its parameters.
+        depth: docs kept per query.
+
+    Returns:
+        The first view's columns: ``score`` and ``rank`` the fused ones, the unit columns
+        (``unit_id``, ``text``, ...) of the view that ranked the doc best.
+    """
+    runs = [h.select("query_id", "doc_id", "score", "rank") for h in view_hits]
+    fused = fuse(runs, weights, method=method, depth=depth, **params)
+    used = [i for i, w in enumerate(weights or [1.0] * len(runs)) if w > 0]
+    candidates = pl.concat(
+        [view_hits[i].with_columns(pl.lit(i, dtype=pl.Int32).alias("_view")) for i in used],
+        how="vertical_relaxed",
+    )
+    best = candidates.sort("query_id", "doc_id", "rank", "_view").unique(
+        ["query_id", "doc_id"], keep="first", maintain_order=True
+    )
+    columns = view_hits[0].columns
+    out = fused.join(best.drop("score", "rank", "_view"), on=["query_id", "doc_id"], how="left")
+    out = out.with_columns(pl.col("rank").cast(view_hits[0].schema["rank"]))
+    return out.sort("query_id", "rank").select(columns)
+
+
+def query_groups(queries: pl.DataFrame) -> list[str]:
+    """Each query's group for cross-validation: its conversation, or itself when it has none."""
+    return [
+        c if c is not None else q
+        for q, c in queries.select("query_id", "conversation_id").iter_rows()
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class Tuned:
+    """A cross-validated system: its held-out hits and what each fold chose.
+
+    Attributes:
+        hits: each query's hits under its own fold's choice.
+        choices: one row per fold (``fold, setting, params, train_mean, test_mean, ...``:
+            :attr:`convlab.evaluation.tune.TuneResult.choices`), with ``system``.
+        chosen: the setting best over all queries: what to run on other data (chosen on
+            these very queries, so never a result here); ``weights`` and the tuned params.
+        folds: the number of folds (0 when there were too few groups to cross-validate and
+            the system's fixed weights were used).
+    """
+
+    hits: pl.DataFrame
+    choices: pl.DataFrame
+    chosen: dict[str, Any]
+    folds: int
+
+
+def _space(n_views: int, tuning: Tuning) -> list[dict[str, Any]]:
+    """The settings tried: a weight per view after the first, and the tuned fusion params."""
+    grid: dict[str, Sequence[Any]] = {f"w{i}": tuning.weights for i in range(1, n_views)}
+    grid.update(tuning.params)
+    space = random_space(grid, tuning.samples, seed=tuning.seed)
+    # a setting where only the first view counts is the first view alone: drop it
+    return [p for p in space if any(p[f"w{i}"] > 0 for i in range(1, n_views))] or space
+
+
+def _setting(p: Mapping[str, Any], n_views: int) -> tuple[list[float], dict[str, Any]]:
+    weights = [1.0] + [float(p[f"w{i}"]) for i in range(1, n_views)]
+    return weights, {k: v for k, v in p.items() if not k.startswith("w")}
+
+
+def tuned_hits(
+    system: System,
+    view_hits: Sequence[pl.DataFrame],
+    queries: pl.DataFrame,
+    *,
+    depth: int,
+) -> Tuned:
+    """``system``'s hits with its weights chosen by grouped cross-validation.
+
+    Args:
+        system: a fused system with :attr:`~convlab.evaluation.systems.System.tuning`.
+        view_hits: its views' hits, in its view order.
+        queries: the labelled queries (``query_id``, ``conversation_id``, ``relevant``).
+        depth: docs kept per query.
+
+    Raises:
+        ValueError: a system without tuning.
+    """
+    tuning = system.tuning
+    if tuning is None:
+        raise ValueError(f"system {system.name!r} has no tuning")
+    n = len(system.views)
+    memo: dict[str, pl.DataFrame] = {}
+
+    def run(p: Mapping[str, Any]) -> pl.DataFrame:
+        key = json.dumps(dict(p), sort_keys=True)
+        if key not in memo:
+            weights, extra = _setting(p, n)
+            memo[key] = fused_hits(
+                view_hits,
+                weights,
+                method=system.fusion,
+                params={**system.fusion_params, **extra},
+                depth=depth,
+            )
+        return memo[key]
+
+    groups = query_groups(queries)
+    group_of = dict(zip(queries["query_id"].to_list(), groups, strict=True))
+    scored = queries.filter(pl.col("relevant").list.len() > 0)
+    n_groups = len({group_of[q] for q in scored["query_id"]})
+    if n_groups < 2:
+        weights = list(system.weights) if system.weights is not None else [1.0] * n
+        fixed = {f"w{i}": weights[i] for i in range(1, n)}
+        chosen = {"weights": weights, "params": {}, "cv": False}
+        return Tuned(run(fixed), pl.DataFrame(), chosen, 0)
+    space = _space(n, tuning)
+    qrels = scored.select("query_id", pl.col("relevant").alias("doc_id")).explode("doc_id")
+    qrels = qrels.with_columns(pl.lit(1).alias("relevance"))
+    config = TuneConfig(metric=tuning.metric, folds=min(tuning.folds, n_groups))
+    result = tune(run, space, qrels, config, groups=[group_of[q] for q in _first_seen(qrels)])
+    fold_of_group = dict(result.per_query.select("group", "fold").unique().iter_rows())
+    ranked = result.scores.sort("mean", "setting", descending=[True, False])
+    best_overall = int(ranked["setting"][0])
+    settings = result.choices["setting"].to_list()
+    parts = []
+    for q_hits in _by_fold(queries, group_of, fold_of_group, settings, best_overall):
+        setting, ids = q_hits
+        parts.append(run(space[setting]).filter(pl.col("query_id").is_in(ids)))
+    hits = pl.concat(parts).sort("query_id", "rank")
+    weights, extra = _setting(space[best_overall], n)
+    chosen = {"weights": weights, "params": extra, "cv": True}
+    choices = result.choices.with_columns(pl.lit(system.name).alias("system"))
+    return Tuned(hits, choices, chosen, config.folds)
+
+
+def _first_seen(qrels: pl.DataFrame) -> list[str]:
+    return list(dict.fromkeys(qrels["query_id"].to_list()))
+
+
+def _by_fold(
+    queries: pl.DataFrame,
+    group_of: Mapping[str, str],
+    fold_of_group: Mapping[str, int],
+    settings: Sequence[int],
+    fallback: int,
+) -> list[tuple[int, list[str]]]:
+    """(setting, query ids) per setting used: a query takes its group's fold's choice.
+
+    A query whose group has no scored query (so no fold) takes ``fallback``: it has no label,
+    so no figure depends on it.
+    """
+    by_setting: dict[int, list[str]] = {}
+    for q in queries["query_id"].to_list():
+        fold = fold_of_group.get(group_of[q])
+        setting = settings[fold] if fold is not None else fallback
+        by_setting.setdefault(setting, []).append(q)
+    return sorted(by_setting.items())

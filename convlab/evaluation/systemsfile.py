@@ -1,0 +1,113 @@
+"""Experiment files: the systems an evaluation compares, as TOML (``eval.run --systems FILE``).
+
+One ``[[systems]]`` table per system, with the keys of
+:meth:`convlab.evaluation.systems.System.as_dict`; ``defaults = true`` at the top puts the default
+systems of the run's strategies first (:func:`convlab.evaluation.systems.default_systems`)::
+
+    defaults = true
+
+    [[systems]]
+    name = "fusion:bm25+seq"
+    views = ["bm25:message", "bm25:sequential", "sequential"]
+    fusion = "convex"
+    fusion_params = { norm = "z-score" }
+    weights = [1.0, 1.0, 0.5]
+    resurrection = "window"
+
+    [[systems]]
+    name = "fusion:tuned"
+    views = ["bm25:message", "sequential"]
+    tuning = { weights = [0.0, 0.5, 1.0], samples = 8 }
+
+A run folder's ``systems.chosen.toml`` (:func:`chosen_systems`) holds its cross-validated systems
+with the weights chosen on all of its queries, fixed: run it on other data to judge the settings
+on queries nobody tuned on.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from convlab.atomic import write_text_atomic
+from convlab.evaluation.systems import System, default_systems
+
+__all__ = ["chosen_systems", "read_systems", "write_systems"]
+
+_TOP = ("defaults", "systems")
+
+
+def read_systems(path: str | Path, *, strategies: Sequence[str] = ()) -> list[System]:
+    """The systems of an experiment file.
+
+    Args:
+        path: a TOML file (``defaults`` and ``[[systems]]``).
+        strategies: the strategies of the default systems, when the file asks for them.
+
+    Raises:
+        ValueError: unreadable TOML, an unknown key, a system that is not valid (each error
+            names the file and the system), or a file without any system.
+    """
+    path = Path(path)
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:  # its message names the line and column
+        raise ValueError(f"{path}: not valid TOML: {exc}") from exc
+    unknown = sorted(set(doc) - set(_TOP))
+    if unknown:
+        raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(_TOP)}")
+    systems = default_systems(strategies) if doc.get("defaults", False) else []
+    for i, record in enumerate(doc.get("systems", []), start=1):
+        try:
+            systems.append(System.from_dict(record))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: system {i} ({record.get('name')!r}): {exc}") from exc
+    if not systems:
+        raise ValueError(f"{path}: no systems (add [[systems]] tables or defaults = true)")
+    return systems
+
+
+def write_systems(systems: Sequence[System], path: str | Path) -> None:
+    """Write ``systems`` as an experiment file (whole or not at all) that reads back equal."""
+    import tomli_w
+
+    records = [_plain(s.as_dict()) for s in systems]
+    write_text_atomic(path, tomli_w.dumps({"systems": records}))
+
+
+def chosen_systems(
+    systems: Sequence[System], tuned: Mapping[str, Mapping[str, Any]]
+) -> list[System]:
+    """The cross-validated systems with the settings chosen on all queries, fixed (no tuning).
+
+    Args:
+        systems: the evaluated systems.
+        tuned: per tuned system's name, its choice (``weights``, ``params``): the ``tuned``
+            section of a run's ``config.json``.
+    """
+    out = []
+    for s in systems:
+        if s.name not in tuned or s.tuning is None:
+            continue
+        choice = tuned[s.name]
+        out.append(
+            replace(
+                s,
+                tuning=None,
+                weights=tuple(choice["weights"]),
+                fusion_params={**s.fusion_params, **choice.get("params", {})},
+            )
+        )
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """TOML has no null: drop ``None`` values, recursively."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
