@@ -123,6 +123,39 @@ NOTEBOOKS = {
         ("code", "plots.recall_at_k(ev.summary);"),
         ("code", "plots.recall_by_category(ev.by_category);"),
         ("code", "ev.significance.filter(pl.col('metric') == 'recall@5')"),
+        (
+            "md",
+            "## Systems as data: several views fused\n"
+            "A system is a record: one or more *views* (a strategy's units, searched densely or "
+            "by BM25), a fusion of their doc rankings, rankers and a resurrection policy. "
+            "`fusion:convex` and `fusion:rrf` above fuse BM25 over messages, sequential windows "
+            "and turn pairs with the dense sequential and turn-pair views; their weights are "
+            "chosen by cross-validation grouped by conversation, so their figures are held-out "
+            "figures. Each fold's choice:",
+        ),
+        (
+            "code",
+            "ev.tuning.select('system', 'fold', 'params', 'train_mean', 'test_mean', "
+            "'test_groups')",
+        ),
+        (
+            "md",
+            "A system of your own, with weights fixed by hand (not tuned: on these very "
+            "queries such a figure is optimistic), compared with the two views it fuses:",
+        ),
+        (
+            "code",
+            "from convlab.evaluation.systems import System\n\n"
+            "mine = [\n"
+            "    System(name='bm25:sequential', strategy='sequential', retrieval='bm25'),\n"
+            "    System(name='sequential', strategy='sequential'),\n"
+            "    System(name='bm25+dense', views=('bm25:sequential', 'sequential'),\n"
+            "           fusion='convex', fusion_params={'norm': 'z-score'}, weights=(1.0, 0.5)),\n"
+            "]\n"
+            "ev_mine = evaluate(data, mine, embedder=CachedEmbedder(MiniLMEmbedder(), CACHE), "
+            "config=EvalConfig(budgets=tuple(BUDGETS)))\n"
+            "ev_mine.headline()",
+        ),
     ],
     "04_resurrection_budgets": [
         (

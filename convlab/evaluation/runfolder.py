@@ -12,8 +12,8 @@ primary metric named): :func:`save_run` writes
 - ``runs/SYSTEM.trec``: one TREC run per system (``:`` in a name becomes ``_``);
 - ``tuning.parquet``: the setting each fold chose for each cross-validated system;
   ``systems.toml``: every system as run (an experiment file), and ``systems.chosen.toml``: the
-  cross-validated ones with the settings chosen on all queries, fixed, to run on other data
-  (:mod:`convlab.evaluation.systemsfile`);
+  baseline and the cross-validated systems with the settings chosen on all queries, fixed, to
+  run unchanged on other data (:mod:`convlab.evaluation.systemsfile`);
 - ``recall_at_k.png``, ``coverage_by_budget.png``, ``recall_by_category.png``,
   ``unit_lengths.png`` and ``report.md`` (:func:`convlab.evaluation.report.write_report`).
 
@@ -100,8 +100,9 @@ def _save_chosen(ev: Evaluation, out: Path) -> None:
     systems = [System.from_dict(s) for s in ev.config["systems"]]
     write_systems(systems, out / "systems.toml")
     chosen = chosen_systems(systems, ev.config.get("tuned", {}))
-    if chosen:
-        write_systems(chosen, out / "systems.chosen.toml")
+    if chosen:  # the baseline first, so that a run of the file compares against it again
+        baseline = [s for s in systems if s.name == ev.config["baseline"]]
+        write_systems(baseline + chosen, out / "systems.chosen.toml")
 
 
 def save_run(ev: Evaluation, out: Path) -> Path:

@@ -132,7 +132,7 @@ def test_resurrection_policies_are_checked(names: tuple[str, ...], error: str) -
         EvalConfig(resurrection=names)
 
 
-def test_fused_systems_run_beside_single_ones_and_leave_them_alone() -> None:
+def test_fused_systems_run_beside_single_ones_and_leave_them_alone(tmp_path: Path) -> None:
     from convlab.evaluation.multiview import fused_hits
     from convlab.evaluation.systems import Tuning
 
@@ -173,6 +173,16 @@ def test_fused_systems_run_beside_single_ones_and_leave_them_alone() -> None:
     assert both.config["tuned"]["tuned"]["folds"] == 3
     # a fused system's hits resurrect (units of both views' strategies)
     assert both.budgets.filter(pl.col("system") == "fixed").height == data.queries.height
+    # the run folder: every system as run, and the baseline + the tuned one with its choice fixed
+    from convlab.evaluation.systemsfile import read_systems
+
+    save_run(both, tmp_path)
+    assert read_systems(tmp_path / "systems.toml") == single + fused
+    baseline, chosen = read_systems(tmp_path / "systems.chosen.toml")
+    assert baseline == single[0]
+    assert chosen.tuning is None
+    assert list(chosen.weights or ()) == both.config["tuned"]["tuned"]["weights"]
+    assert pl.read_parquet(tmp_path / "tuning.parquet").equals(both.tuning)
 
 
 def test_two_systems_may_not_share_a_name() -> None:
