@@ -23,7 +23,7 @@ import polars as pl
 
 from convlab.evaluation.systems import System, Tuning
 from convlab.evaluation.tune import TuneConfig, random_space, tune
-from convlab.fusion import fuse
+from convlab.fusion import Aligned, fuse
 
 __all__ = ["Tuned", "fused_hits", "query_groups", "tuned_hits"]
 
@@ -35,6 +35,7 @@ def fused_hits(
     method: str,
     params: Mapping[str, Any],
     depth: int,
+    runs: Aligned | None = None,
 ) -> pl.DataFrame:
     """The views' hits fused into one ranking of at most ``depth`` docs per query.
 
@@ -44,12 +45,14 @@ def fused_hits(
         method: a fusion method of :data:`convlab.fusion.FUSIONS`.
         params: its parameters.
         depth: docs kept per query.
+        runs: the views' rankings :class:`~convlab.fusion.Aligned` once, when the same views
+            are fused many times (tuning); the result is the same.
 
     Returns:
         The first view's columns: ``score`` and ``rank`` the fused ones, the unit columns
         (``unit_id``, ``text``, ...) of the view that ranked the doc best.
     """
-    runs = [h.select("query_id", "doc_id", "score", "rank") for h in view_hits]
+    runs = runs if runs is not None else _rankings(view_hits)
     fused = fuse(runs, weights, method=method, depth=depth, **params)
     used = [i for i, w in enumerate(weights or [1.0] * len(runs)) if w > 0]
     candidates = pl.concat(
@@ -63,6 +66,10 @@ def fused_hits(
     out = fused.join(best.drop("score", "rank", "_view"), on=["query_id", "doc_id"], how="left")
     out = out.with_columns(pl.col("rank").cast(view_hits[0].schema["rank"]))
     return out.sort("query_id", "rank").select(columns)
+
+
+def _rankings(view_hits: Sequence[pl.DataFrame]) -> Aligned:
+    return Aligned([h.select("query_id", "doc_id", "score", "rank") for h in view_hits])
 
 
 def query_groups(queries: pl.DataFrame) -> list[str]:
@@ -130,6 +137,7 @@ def tuned_hits(
         raise ValueError(f"system {system.name!r} has no tuning")
     n = len(system.views)
     memo: dict[str, pl.DataFrame] = {}
+    rankings = _rankings(view_hits)  # aligned once, fused under every setting
 
     def run(p: Mapping[str, Any]) -> pl.DataFrame:
         key = json.dumps(dict(p), sort_keys=True)
@@ -141,6 +149,7 @@ def tuned_hits(
                 method=system.fusion,
                 params={**system.fusion_params, **extra},
                 depth=depth,
+                runs=rankings,
             )
         return memo[key]
 

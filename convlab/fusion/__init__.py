@@ -4,6 +4,6 @@ Each method is one module registered in :data:`FUSIONS`; :func:`fuse` picks one 
 """
 
 from convlab.fusion import combmnz, combsum, convex, rrf  # noqa: F401  (they register themselves)
-from convlab.fusion.base import FUSIONS, NORMS, fuse, normalised
+from convlab.fusion.base import FUSIONS, NORMS, Aligned, fuse, normalised
 
-__all__ = ["FUSIONS", "NORMS", "fuse", "normalised"]
+__all__ = ["FUSIONS", "NORMS", "Aligned", "fuse", "normalised"]

@@ -28,7 +28,9 @@ from convlab.registry import Registry
 __all__ = [
     "FUSIONS",
     "NORMS",
+    "Aligned",
     "FusionMethod",
+    "Runs",
     "aligned",
     "check_weights",
     "fuse",
@@ -124,13 +126,61 @@ def normalised(score: pl.Expr, norm: str) -> pl.Expr:
     raise ValueError(f"unknown norm {norm!r}; valid: {', '.join(NORMS)}")
 
 
+class Aligned:
+    """Runs aligned once per kind of value, for many fusions of the same runs (tuning weights).
+
+    Every fusion method aligns its runs: one row per (query, doc) any run retrieved, one value
+    column per run. Fusing the same runs under many weight settings would align them again each
+    time; passed instead of the list of runs, this object aligns them once per value (a
+    normalisation, RRF's ``k``) and each fusion only keeps the rows and columns of its runs of
+    non-zero weight. The result is the same as fusing the list. The runs must not change while
+    it is in use.
+
+    Example:
+        >>> runs = Aligned([run_a, run_b, run_c])  # doctest: +SKIP
+        >>> [fuse(runs, w, method="convex") for w in settings]  # doctest: +SKIP
+    """
+
+    def __init__(self, runs: Sequence[pl.DataFrame]) -> None:
+        self.runs = list(runs)
+        self._checked: dict[int, pl.DataFrame] = {}
+        self._wide: dict[str, pl.DataFrame] = {}
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def wide(self, value: Callable[[], pl.Expr]) -> pl.DataFrame:
+        """``query_id, doc_id, v0 .. v{n-1}``: every run's value (null: not retrieved)."""
+        key = str(value())
+        if key not in self._wide:
+            frames = [
+                self.checked(i).select("query_id", "doc_id", value().alias(f"v{i}"))
+                for i in range(len(self.runs))
+            ]
+            wide = pl.concat([f.select("query_id", "doc_id") for f in frames]).unique()
+            for f in frames:
+                wide = wide.join(f, on=["query_id", "doc_id"], how="left")
+            self._wide[key] = wide
+        return self._wide[key]
+
+    def checked(self, i: int) -> pl.DataFrame:
+        """Run ``i`` validated, with its rank (see the module's contract)."""
+        if i not in self._checked:
+            self._checked[i] = _checked(self.runs[i], i)
+        return self._checked[i]
+
+
+Runs = Sequence[pl.DataFrame] | Aligned
+"""What a fusion method takes: the run frames, or the same runs :class:`Aligned` once."""
+
+
 def aligned(
-    runs: Sequence[pl.DataFrame], weights: Sequence[float] | None, value: Callable[[], pl.Expr]
+    runs: Runs, weights: Sequence[float] | None, value: Callable[[], pl.Expr]
 ) -> tuple[pl.DataFrame, list[float]]:
     """Runs of non-zero weight side by side: one row per (query, doc) any of them retrieved.
 
     Args:
-        runs: the runs.
+        runs: the runs (or :class:`Aligned`).
         weights: one per run (``None``: all 1).
         value: builds the per-run value from the run's ``score`` and ``rank`` columns
             (evaluated in a frame of that run alone, so ``.over("query_id")`` is per run).
@@ -139,21 +189,20 @@ def aligned(
         ``query_id, doc_id, v0, v1, ...`` (null where the run did not retrieve the doc) and the
         weights of the runs kept, in the same order as the ``v`` columns.
     """
-    ws = check_weights(runs, weights)
-    kept = [(i, w) for i, w in enumerate(ws) if w > 0]
-    frames = [
-        _checked(runs[i], i).select("query_id", "doc_id", value().alias(f"v{j}"))
-        for j, (i, _) in enumerate(kept)
-    ]
-    keys = pl.concat([f.select("query_id", "doc_id") for f in frames]).unique()
-    wide = keys
-    for f in frames:
-        wide = wide.join(f, on=["query_id", "doc_id"], how="left")
-    return wide, [w for _, w in kept]
+    source = runs if isinstance(runs, Aligned) else Aligned(runs)
+    ws = check_weights(source.runs, weights)
+    kept = [i for i, w in enumerate(ws) if w > 0]
+    wide = source.wide(value)
+    if len(kept) < len(ws):  # a doc only runs of weight 0 retrieved is not a candidate
+        wide = wide.filter(pl.any_horizontal([pl.col(f"v{i}").is_not_null() for i in kept]))
+    wide = wide.select(
+        "query_id", "doc_id", *[pl.col(f"v{i}").alias(f"v{j}") for j, i in enumerate(kept)]
+    )
+    return wide, [ws[i] for i in kept]
 
 
 def summed(
-    runs: Sequence[pl.DataFrame], weights: Sequence[float] | None, norm: str
+    runs: Runs, weights: Sequence[float] | None, norm: str
 ) -> tuple[pl.DataFrame, pl.Expr, pl.Expr]:
     """What CombSUM and CombMNZ share: the runs aligned, the weighted sum and the hit count.
 
@@ -185,7 +234,7 @@ def ranked(frame: pl.DataFrame, score: pl.Expr) -> pl.DataFrame:
 
 
 def fuse(
-    runs: Sequence[pl.DataFrame],
+    runs: Runs,
     weights: Sequence[float] | None = None,
     *,
     method: str = "rrf",

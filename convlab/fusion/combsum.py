@@ -13,14 +13,14 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from convlab.fusion.base import FUSIONS, ranked, summed
+from convlab.fusion.base import FUSIONS, Runs, ranked, summed
 
 __all__ = ["combsum"]
 
 
 @FUSIONS.register("combsum")
 def combsum(
-    runs: Sequence[pl.DataFrame],
+    runs: Runs,
     weights: Sequence[float] | None = None,
     *,
     norm: str = "none",

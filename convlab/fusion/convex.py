@@ -17,14 +17,14 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from convlab.fusion.base import FUSIONS, aligned, normalised, ranked
+from convlab.fusion.base import FUSIONS, Runs, aligned, normalised, ranked
 
 __all__ = ["convex"]
 
 
 @FUSIONS.register("convex")
 def convex(
-    runs: Sequence[pl.DataFrame],
+    runs: Runs,
     weights: Sequence[float] | None = None,
     *,
     norm: str = "min-max",

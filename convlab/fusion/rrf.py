@@ -17,15 +17,13 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from convlab.fusion.base import FUSIONS, aligned, ranked
+from convlab.fusion.base import FUSIONS, Runs, aligned, ranked
 
 __all__ = ["rrf"]
 
 
 @FUSIONS.register("rrf")
-def rrf(
-    runs: Sequence[pl.DataFrame], weights: Sequence[float] | None = None, *, k: float = 60.0
-) -> pl.DataFrame:
+def rrf(runs: Runs, weights: Sequence[float] | None = None, *, k: float = 60.0) -> pl.DataFrame:
     """Weighted reciprocal rank fusion of ``runs``.
 
     Args:

@@ -201,3 +201,26 @@ def test_against_ranx(
     assert set(got) == set(expected)
     for q, docs in expected.items():
         assert got[q] == pytest.approx(docs), q
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [("rrf", {"k": 1}), ("convex", {"norm": "z-score"}), ("combsum", {}), ("combmnz", {})],
+)
+def test_runs_aligned_once_fuse_like_the_list_under_every_weighting(
+    method: str, params: dict
+) -> None:
+    from convlab.fusion import Aligned
+
+    a = pl.DataFrame({"query_id": ["q"] * 3, "doc_id": ["d1", "d2", "d3"], "score": [3.0, 2, 1]})
+    b = pl.DataFrame(
+        {"query_id": ["q", "q", "r"], "doc_id": ["d3", "d4", "d1"], "score": [5.0, 1, 2]}
+    )
+    c = pl.DataFrame({"query_id": ["q", "r"], "doc_id": ["d5", "d2"], "score": [0.5, 0.1]})
+    once = Aligned([a, b, c])
+    for weights in ([1, 1, 1], [1, 0, 1], [1, 0.5, 0], [0, 0, 2]):
+        want = fuse([a, b, c], weights, method=method, **params)
+        got = fuse(once, weights, method=method, **params)
+        assert got.equals(want), (weights, got, want)
+    # a doc only a run of weight 0 retrieved is left out (d4, d5 here)
+    assert set(fuse(once, [1, 0, 0], method=method, **params)["doc_id"]) == {"d1", "d2", "d3"}
