@@ -12,8 +12,9 @@ primary metric named): :func:`save_run` writes
 - ``runs/SYSTEM.trec``: one TREC run per system (``:`` in a name becomes ``_``);
 - ``tuning.parquet``: the setting each fold chose for each cross-validated system;
   ``systems.toml``: every system as run (an experiment file), and ``systems.chosen.toml``: the
-  baseline and the cross-validated systems with the settings chosen on all queries, fixed, to
-  run unchanged on other data (:mod:`convlab.evaluation.systemsfile`);
+  cross-validated systems with the settings chosen on all queries, fixed, beside the baseline
+  and the systems they fuse, to run unchanged on other data
+  (:func:`convlab.evaluation.systemsfile.transfer_systems`);
 - ``recall_at_k.png``, ``coverage_by_budget.png``, ``recall_by_category.png``,
   ``unit_lengths.png`` and ``report.md`` (:func:`convlab.evaluation.report.write_report`).
 
@@ -95,14 +96,13 @@ def _save_chosen(ev: Evaluation, out: Path) -> None:
     queries, fixed: what to run on other data.
     """
     from convlab.evaluation.systems import System
-    from convlab.evaluation.systemsfile import chosen_systems, write_systems
+    from convlab.evaluation.systemsfile import transfer_systems, write_systems
 
     systems = [System.from_dict(s) for s in ev.config["systems"]]
     write_systems(systems, out / "systems.toml")
-    chosen = chosen_systems(systems, ev.config.get("tuned", {}))
-    if chosen:  # the baseline first, so that a run of the file compares against it again
-        baseline = [s for s in systems if s.name == ev.config["baseline"]]
-        write_systems(baseline + chosen, out / "systems.chosen.toml")
+    chosen = transfer_systems(systems, ev.config.get("tuned", {}), ev.config["baseline"])
+    if chosen:
+        write_systems(chosen, out / "systems.chosen.toml")
 
 
 def save_run(ev: Evaluation, out: Path) -> Path:

@@ -19,9 +19,11 @@ systems of the run's strategies first (:func:`convlab.evaluation.systems.default
     views = ["bm25:message", "sequential"]
     tuning = { weights = [0.0, 0.5, 1.0], samples = 8 }
 
-A run folder's ``systems.chosen.toml`` (:func:`chosen_systems`) holds its cross-validated systems
-with the weights chosen on all of its queries, fixed: run it on other data to judge the settings
-on queries nobody tuned on.
+A run folder's ``systems.chosen.toml`` (:func:`transfer_systems`) holds its cross-validated
+systems with the weights chosen on all of its queries, fixed, beside the baseline and the
+systems they fuse: run it on other data to judge the settings on queries nobody tuned on::
+
+    python -m eval.run --data OTHER --systems RUN/systems.chosen.toml --baseline bm25:message
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any
 from convlab.atomic import write_text_atomic
 from convlab.evaluation.systems import System, default_systems
 
-__all__ = ["chosen_systems", "read_systems", "write_systems"]
+__all__ = ["chosen_systems", "read_systems", "transfer_systems", "write_systems"]
 
 _TOP = ("defaults", "systems")
 
@@ -102,6 +104,27 @@ def chosen_systems(
             )
         )
     return out
+
+
+def transfer_systems(
+    systems: Sequence[System], tuned: Mapping[str, Mapping[str, Any]], baseline: str
+) -> list[System]:
+    """What ``systems.chosen.toml`` holds: the baseline, the parts and the chosen fusions.
+
+    The baseline, every one-view system that is a view of a tuned system (so that the parts
+    are compared on the new data too), then the tuned systems with their choice fixed
+    (:func:`chosen_systems`); in the order of ``systems``. Empty when nothing was tuned.
+    """
+    chosen = {s.name: s for s in chosen_systems(systems, tuned)}
+    if not chosen:
+        return []
+    parts = {v.name for s in chosen.values() for v in s.views}
+    keep = [
+        chosen.get(s.name, s)
+        for s in systems
+        if s.name in chosen or s.name == baseline or (not s.fused and s.name in parts)
+    ]
+    return keep
 
 
 def _plain(value: Any) -> Any:

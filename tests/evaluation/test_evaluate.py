@@ -178,8 +178,9 @@ def test_fused_systems_run_beside_single_ones_and_leave_them_alone(tmp_path: Pat
 
     save_run(both, tmp_path)
     assert read_systems(tmp_path / "systems.toml") == single + fused
-    baseline, chosen = read_systems(tmp_path / "systems.chosen.toml")
-    assert baseline == single[0]
+    # the baseline and the tuned system's parts, then the tuned system with its choice fixed
+    baseline, part, chosen = read_systems(tmp_path / "systems.chosen.toml")
+    assert (baseline, part) == (single[0], single[1])
     assert chosen.tuning is None
     assert list(chosen.weights or ()) == both.config["tuned"]["tuned"]["weights"]
     assert pl.read_parquet(tmp_path / "tuning.parquet").equals(both.tuning)

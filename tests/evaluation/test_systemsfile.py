@@ -7,7 +7,12 @@ from pathlib import Path
 import pytest
 
 from convlab.evaluation.systems import System, Tuning, default_systems
-from convlab.evaluation.systemsfile import chosen_systems, read_systems, write_systems
+from convlab.evaluation.systemsfile import (
+    chosen_systems,
+    read_systems,
+    transfer_systems,
+    write_systems,
+)
 
 EXPERIMENT = """
 defaults = true
@@ -79,3 +84,25 @@ def test_chosen_systems_fix_the_tuned_settings_and_leave_the_rest_out() -> None:
     assert out[0].weights == (1.0, 0.25)
     assert out[0].fusion_params == {"k": 10}
     assert out[0].views == tuned.views
+
+
+def test_transfer_systems_keep_the_baseline_the_parts_and_the_fixed_choice() -> None:
+    systems = default_systems(["isolated", "message", "sequential", "turn_pair"])
+    tuned = {
+        "fusion:convex": {"weights": [1.0, 1.0, 0.0, 1.0, 0.5], "params": {}},
+        "fusion:rrf": {"weights": [1.0, 0.5, 0.5, 1.0, 0.0], "params": {"k": 10}},
+    }
+    out = transfer_systems(systems, tuned, "isolated")
+    assert [s.name for s in out] == [
+        "isolated",
+        "sequential",
+        "turn_pair",
+        "bm25:message",
+        "bm25:sequential",
+        "bm25:turn_pair",
+        "fusion:convex",
+        "fusion:rrf",
+    ]
+    assert out[-2].weights == (1.0, 1.0, 0.0, 1.0, 0.5)
+    assert out[-1].fusion_params == {"k": 10}
+    assert transfer_systems(systems, {}, "isolated") == []
