@@ -128,9 +128,9 @@ def transfer_systems(
 
 
 def _plain(value: Any) -> Any:
-    """TOML has no null: drop ``None`` values, recursively."""
+    """TOML has no null: drop ``None`` values (and empty tables), recursively."""
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items() if v is not None}
+        return {k: _plain(v) for k, v in value.items() if v is not None and v != {}}
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return value
