@@ -96,7 +96,7 @@ class Tuning:
 
     weights: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0)
     params: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
-    samples: int = 24
+    samples: int = 64
     metric: str = "recall@5"
     folds: int = 10
     seed: int = 0
