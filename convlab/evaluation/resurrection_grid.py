@@ -63,6 +63,7 @@ __all__ = [
 ]
 
 DEFAULT_SYSTEMS = "bm25:message,message,sequential,turn_pair"
+DEFAULT_BUDGETS = "128,256,512,1024,2048"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -81,8 +82,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help=f"systems of the grid (default: every system of a saved grid, else {DEFAULT_SYSTEMS})",
     )
-    p.add_argument("--policies", default=",".join(POLICIES.names()), help="%(default)s")
-    p.add_argument("--budgets", default="128,256,512,1024,2048")
+    p.add_argument(
+        "--policies",
+        default=None,
+        help="policies of the grid (default: every policy of a saved grid, else all: "
+        f"{','.join(POLICIES.names())})",
+    )
+    p.add_argument(
+        "--budgets",
+        default=None,
+        help=f"budgets (default: every budget of a saved grid, else {DEFAULT_BUDGETS})",
+    )
     p.add_argument(
         "--baseline",
         default=None,
@@ -212,16 +222,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     run_dir = Path(args.run)
     cfg = json.loads((run_dir / "config.json").read_text())
-    policies = _names(args.policies)
-    for p in policies:
+    for p in _names(args.policies):
         POLICIES.get(p)  # an unknown name fails here, listing the valid ones
-    budgets = [int(b) for b in _names(args.budgets)]
     saved_grid = run_dir / "policy_budgets.parquet"
     mapping: dict[str, Any] = {}
     check: dict[str, Any] = {}
     if saved_grid.is_file() and not args.exact:
         grid = pl.read_parquet(saved_grid)
         systems = _names(args.systems) or grid["system"].unique(maintain_order=True).to_list()
+        policies = _names(args.policies) or grid["policy"].unique(maintain_order=True).to_list()
+        budgets = [int(b) for b in _names(args.budgets)] or grid["budget"].unique().sort().to_list()
         _check_known(systems, grid["system"].unique().to_list(), saved_grid)
         _check_known(policies, grid["policy"].unique().to_list(), saved_grid)
         grid = grid.filter(
@@ -237,6 +247,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from convlab.evaluation.datasets import load_labelled
 
         systems = _names(args.systems) or _names(DEFAULT_SYSTEMS)
+        policies = _names(args.policies) or list(POLICIES.names())
+        budgets = [int(b) for b in _names(args.budgets or DEFAULT_BUDGETS)]
         _check_known(systems, [s["name"] for s in cfg["systems"]], run_dir / "config.json")
         data = load_labelled(args.data)
         grid, mapping, check = grid_from_runs(
