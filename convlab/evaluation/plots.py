@@ -168,7 +168,9 @@ def policy_grid(
     """Answer containment (left) and coverage (right) against mean tokens used.
 
     One line per (system, policy), a point per budget; colour per system, line style and marker
-    per policy, so 20 lines stay apart.
+    per policy, so 20 lines stay apart. Policies whose points are the same for a system (with
+    single-message units ``unit``, ``doc`` and ``unit+doc`` bring back the same text) are one
+    line, labelled ``system + unit = doc = unit+doc``.
 
     Args:
         means: :func:`convlab.evaluation.policy_grid.grid_means` (``system, policy, budget,
@@ -189,19 +191,14 @@ def policy_grid(
     panels = (("answer_contained", "answer containment"), ("coverage", "evidence coverage"))
     for ax, (measure, label) in zip(axes, panels, strict=True):
         for i, system in enumerate(chosen):
-            for j, policy in enumerate(policies):
-                part = means.filter(
-                    (pl.col("system") == system) & (pl.col("policy") == policy)
-                ).sort("budget")
-                if part.height == 0:
-                    continue
+            for j, names, part in _distinct_lines(means, system, policies):
                 ax.plot(
                     part["tokens_used"],
                     part[measure],
                     color=f"C{i % 10}",
                     linestyle=_POLICY_STYLES[j % len(_POLICY_STYLES)],
                     marker=_POLICY_MARKERS[j % len(_POLICY_MARKERS)],
-                    label=f"{system} + {policy}",
+                    label=f"{system} + {' = '.join(names)}",
                 )
         ax.set_xscale("log", base=2)
         ax.set(xlabel="mean tokens used (a point per budget)", ylabel=label)
@@ -213,3 +210,22 @@ def policy_grid(
     fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(0.8, 0.5))
     fig.tight_layout(rect=(0, 0, 0.8, 1))
     return fig
+
+
+def _distinct_lines(
+    means: pl.DataFrame, system: str, policies: list[str]
+) -> list[tuple[int, list[str], pl.DataFrame]]:
+    """``(policy index, policy names, points)`` of one system, identical lines merged."""
+    lines: list[tuple[int, list[str], pl.DataFrame]] = []
+    cols = ["budget", "tokens_used", "answer_contained", "coverage"]
+    for j, policy in enumerate(policies):
+        part = means.filter((pl.col("system") == system) & (pl.col("policy") == policy))
+        part = part.sort("budget")
+        if part.height == 0:
+            continue
+        same = next((ln for ln in lines if ln[2].select(cols).equals(part.select(cols))), None)
+        if same is None:
+            lines.append((j, [policy], part))
+        else:
+            same[1].append(policy)
+    return lines

@@ -88,6 +88,12 @@ def test_policy_grid_draws_containment_and_coverage_against_tokens() -> None:
     assert containment.get_ylabel() == "answer containment"
     assert coverage.get_ylabel() == "evidence coverage"
     assert containment.get_xscale() == "log"
+    # a policy whose points equal another's for the system is drawn once, both named
+    same = pl.concat(
+        [means, means.filter(pl.col("system") == "b").with_columns(pl.lit("doc").alias("policy"))]
+    )
+    labels = [ln.get_label() for ln in plots.policy_grid(same).axes[1].get_lines()]
+    assert labels == ["a + unit", "a + doc", "b + unit = doc"]
     only_b = plots.policy_grid(means, systems=["b"]).axes[0]
     assert [ln.get_label() for ln in only_b.get_lines()] == ["b + unit"]
     with pytest.raises(
