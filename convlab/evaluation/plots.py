@@ -1,6 +1,7 @@
 """Figures from evaluation frames.
 
-Recall@k curves, coverage against budget, per-category bars, unit length histograms. Each
+Recall@k curves, coverage against budget, the system x policy grid (answer containment and
+coverage against tokens used), per-category bars, unit length histograms. Each
 function returns a matplotlib Figure a reader understands without the code (title, axis labels,
 legend).
 """
@@ -16,6 +17,7 @@ from matplotlib.figure import Figure
 
 __all__ = [
     "coverage_by_budget",
+    "policy_grid",
     "recall_at_k",
     "recall_by_category",
     "unit_lengths",
@@ -151,3 +153,79 @@ def unit_map(
         ax.legend()
     fig.tight_layout()
     return fig
+
+
+_POLICY_STYLES = ("-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1)))
+_POLICY_MARKERS = ("o", "s", "^", "D", "v")
+
+
+def policy_grid(
+    means: pl.DataFrame,
+    *,
+    systems: Sequence[str] | None = None,
+    title: str = "Resurrection policies: what comes back against the tokens it costs",
+) -> Figure:
+    """Answer containment (left) and coverage (right) against mean tokens used.
+
+    One line per (system, policy), a point per budget; colour per system, line style and marker
+    per policy, so 20 lines stay apart. Policies whose points are the same for a system (with
+    single-message units ``unit``, ``doc`` and ``unit+doc`` bring back the same text) are one
+    line, labelled ``system + unit = doc = unit+doc``.
+
+    Args:
+        means: :func:`convlab.evaluation.policy_grid.grid_means` (``system, policy, budget,
+            tokens_used, answer_contained, coverage``).
+        systems: the systems drawn, in this order (default: all of ``means``'s).
+        title: the figure's title.
+
+    Raises:
+        ValueError: a system in ``systems`` that is not in ``means`` (naming the ones that are).
+    """
+    known = means["system"].unique(maintain_order=True).to_list()
+    chosen = list(systems) if systems is not None else known
+    unknown = [s for s in chosen if s not in known]
+    if unknown:
+        raise ValueError(f"systems not in the grid: {unknown}; the grid's: {known}")
+    policies = means["policy"].unique(maintain_order=True).to_list()
+    fig, axes = plt.subplots(1, 2, figsize=(15, 5.5), sharex=True)
+    panels = (("answer_contained", "answer containment"), ("coverage", "evidence coverage"))
+    for ax, (measure, label) in zip(axes, panels, strict=True):
+        for i, system in enumerate(chosen):
+            for j, names, part in _distinct_lines(means, system, policies):
+                ax.plot(
+                    part["tokens_used"],
+                    part[measure],
+                    color=f"C{i % 10}",
+                    linestyle=_POLICY_STYLES[j % len(_POLICY_STYLES)],
+                    marker=_POLICY_MARKERS[j % len(_POLICY_MARKERS)],
+                    label=f"{system} + {' = '.join(names)}",
+                )
+        ax.set_xscale("log", base=2)
+        ax.set(xlabel="mean tokens used (a point per budget)", ylabel=label)
+        ax.set_ylim(bottom=0)  # containment stays low: a fixed 0..1 would flatten its lines
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    handles, labels = axes[0].get_legend_handles_labels()
+    # the legend in a right margin of the figure itself: saved whole without bbox_inches
+    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(0.8, 0.5))
+    fig.tight_layout(rect=(0, 0, 0.8, 1))
+    return fig
+
+
+def _distinct_lines(
+    means: pl.DataFrame, system: str, policies: list[str]
+) -> list[tuple[int, list[str], pl.DataFrame]]:
+    """``(policy index, policy names, points)`` of one system, identical lines merged."""
+    lines: list[tuple[int, list[str], pl.DataFrame]] = []
+    cols = ["budget", "tokens_used", "answer_contained", "coverage"]
+    for j, policy in enumerate(policies):
+        part = means.filter((pl.col("system") == system) & (pl.col("policy") == policy))
+        part = part.sort("budget")
+        if part.height == 0:
+            continue
+        same = next((ln for ln in lines if ln[2].select(cols).equals(part.select(cols))), None)
+        if same is None:
+            lines.append((j, [policy], part))
+        else:
+            same[1].append(policy)
+    return lines

@@ -1,8 +1,9 @@
 """The Markdown report of an evaluation run (``report.md`` of a run folder).
 
 Headline table with significance marks, per-category tables, LongMemEval's measures when run,
-resurrection by budget, significance against the baseline, units per strategy and the figures
-saved beside it by :func:`convlab.evaluation.runfolder.save_run`.
+resurrection by budget, the system x policy grid with its significance marks and efficiency test
+(when several policies ran), significance against the baseline, units per strategy and the
+figures saved beside it by :func:`convlab.evaluation.runfolder.save_run`.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import polars as pl
 
 from convlab.atomic import write_text_atomic
 from convlab.evaluation.config import LONGMEMEVAL_METRICS
-from convlab.evaluation.result import Evaluation
+from convlab.evaluation.policy_grid import EFFICIENCY, TESTED, grid_means
+from convlab.evaluation.result import Evaluation, mark_significant
 
-__all__ = ["markdown_table", "write_report"]
+__all__ = ["markdown_table", "policy_grid_lines", "write_report"]
 
 
 def _fmt(v: object) -> str:
@@ -158,18 +160,86 @@ def write_report(ev: Evaluation, out: Path) -> Path:
 
 
 def _policy_section(ev: Evaluation) -> list[str]:
-    """The system x policy grid (means over queries), when several policies were compared."""
+    """The system x policy grid, when several policies were compared."""
     if not ev.policy_budgets.height:
         return []
-    grid = (
-        ev.policy_budgets.group_by("system", "policy", "budget")
-        .agg(
-            pl.col("coverage").mean(),
-            pl.col("answer_contained").mean(),
-            pl.col("tokens_used").mean(),
-            pl.col("redundancy").mean(),
+    return policy_grid_lines(ev.policy_budgets, ev.policy_significance, image="policy_grid.png")
+
+
+def policy_grid_lines(
+    policy_budgets: pl.DataFrame, significance: pl.DataFrame, *, image: str | None = None
+) -> list[str]:
+    """The grid's Markdown: means marked ``*`` against the reference cell, the efficiency test.
+
+    Args:
+        policy_budgets: the per-query grid (:attr:`Evaluation.policy_budgets`).
+        significance: :func:`convlab.evaluation.policy_grid.grid_significance` of it.
+        image: the plot's file name beside the Markdown, linked when given.
+    """
+    means = grid_means(policy_budgets).with_columns(pl.col("tokens_used").round(0).cast(pl.Int64))
+    means = means.select("system", "policy", "budget", *[c for c in means.columns[3:]])
+    grid_tests = significance.filter(pl.col("test") == "grid") if significance.height else None
+    lines = ["## Resurrection policies at equal budgets: the system x policy grid", ""]
+    if grid_tests is not None and grid_tests.height:
+        ref = grid_tests.row(0, named=True)
+        cell = f"`{ref['reference_system']}` + `{ref['reference_policy']}`"
+        lines += [
+            f"Means over queries. `*`: differs from {cell} at the same budget (paired "
+            "randomization test, Holm-corrected over the whole grid of the measure, p < 0.05); "
+            "tested: " + ", ".join(TESTED) + ".",
+            "",
+        ]
+        means = mark_significant(
+            means, grid_tests, TESTED, ["system", "policy", "budget"]
+        ).with_columns(
+            pl.when(
+                (pl.col("system") == ref["reference_system"])
+                & (pl.col("policy") == ref["reference_policy"])
+            )
+            .then(pl.col("coverage") + " (ref)")
+            .otherwise(pl.col("coverage"))
+            .alias("coverage")
         )
-        .sort("system", "policy", "budget")
+    else:
+        lines += ["Means over queries (no significance tests were run).", ""]
+    lines += [markdown_table(means), "", *_efficiency_lines(significance)]
+    if image:
+        lines += [f"![answer containment and coverage against tokens used]({image})", ""]
+    return lines
+
+
+def _efficiency_lines(significance: pl.DataFrame) -> list[str]:
+    """Issue 13's question in words, from the ``efficiency`` rows of the grid's tests."""
+    budget, (ref_system, ref_policy), ref_budget = EFFICIENCY
+    rows = (
+        {
+            r["metric"]: r
+            for r in significance.filter(pl.col("test") == "efficiency").iter_rows(named=True)
+        }
+        if significance.height
+        else {}
     )
-    title = "## Resurrection policies at equal budgets (mean over queries)"
-    return [title, "", markdown_table(grid), ""]
+    if "coverage" not in rows:
+        return [
+            f"Efficiency test not run: the grid needs the budgets {budget} and {ref_budget} and "
+            f"the cell `{ref_system}` + `{ref_policy}`.",
+            "",
+        ]
+    c = rows["coverage"]
+    out = [
+        f"Efficiency (issue 13): the best cell at {budget} tokens by coverage, "
+        f"`{c['system']}` + `{c['policy']}`, against `{ref_system}` + `{ref_policy}` at "
+        f"{ref_budget}, paired over the same queries (randomization test, one pre-stated "
+        "comparison; the best cell is picked on these queries, which favours it):",
+        "",
+        f"| measure | queries | best@{budget} | reference@{ref_budget} | delta | delta 95% CI "
+        "| p |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for m, r in rows.items():
+        out.append(
+            f"| {m} | {r['queries']} | {r['mean']:.3f} | {r['reference_mean']:.3f} "
+            f"| {r['delta']:+.3f} | [{r['delta_ci_low']:+.3f}, {r['delta_ci_high']:+.3f}] "
+            f"| {r['p_randomization']:.4f}{'*' if r['significant'] else ''} |"
+        )
+    return [*out, ""]

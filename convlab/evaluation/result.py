@@ -9,7 +9,7 @@ import polars as pl
 
 from convlab.evaluation.config import HEADLINE
 
-__all__ = ["Evaluation"]
+__all__ = ["Evaluation", "mark_significant"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +30,9 @@ class Evaluation:
     # system, fold, setting, params, train_mean, test_mean, ...: what each fold chose for the
     # cross-validated systems (empty without any)
     tuning: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # the grid's tests (convlab.evaluation.policy_grid.grid_significance); save_run fills it
+    # when it is empty and the grid is not
+    policy_significance: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def systems(self) -> list[str]:
@@ -61,7 +64,7 @@ class Evaluation:
         Marked when the paired randomization test, Holm-corrected, gives p < 0.05.
         """
         metrics = metrics or self.headline_metrics
-        return _marked(self.table(metrics), self.significance, metrics, ["system"])
+        return mark_significant(self.table(metrics), self.significance, metrics, ["system"])
 
     def category_headline(self, metrics: tuple[str, ...] | None = None) -> pl.DataFrame:
         """Per (system, category), the metrics' means marked ``*`` as in :meth:`headline`.
@@ -74,13 +77,17 @@ class Evaluation:
         )
         wide = wide.select("category", "system", *[m for m in metrics if m in wide.columns])
         wide = self._in_system_order(wide, "category")
-        return _marked(wide, self.category_significance, metrics, ["category", "system"])
+        return mark_significant(wide, self.category_significance, metrics, ["category", "system"])
 
 
-def _marked(
+def mark_significant(
     table: pl.DataFrame, sig: pl.DataFrame, metrics: tuple[str, ...], keys: list[str]
 ) -> pl.DataFrame:
-    """``table``'s metric columns as text, ``*`` appended where ``sig`` says significant."""
+    """``table``'s metric columns as text, ``*`` appended where ``sig`` says significant.
+
+    ``sig`` has the ``keys`` columns, ``metric`` and ``significant``; a row of ``table`` is
+    matched on its ``keys`` values and the metric's column name.
+    """
     flags: dict[tuple[Any, ...], bool] = {}
     if sig.height:
         for row in sig.filter(pl.col("metric").is_in(list(metrics))).iter_rows(named=True):

@@ -1,26 +1,33 @@
-"""Resurrection policies compared at equal budgets, from a saved run folder, no model needed.
+"""The system x policy grid of a saved run folder: ``python -m eval.resurrection_grid``.
 
-``python -m eval.resurrection_grid RUN_FOLDER --data LOCOMO --out DIR``
+``python -m eval.resurrection_grid RUN_FOLDER [--data DATA] --out DIR``
 
-Reads a run folder of ``python -m eval.run`` (``config.json`` and the TREC runs under ``runs/``:
-ranked docs per query), rebuilds the data's chunks and units (the tokenizer only, with the run's
-content policy), and scores every (system, policy, budget) with
-:func:`convlab.resurrection.budget_measures`: mean coverage, evidence token recall, answer
-containment, tokens used and redundancy. Writes ``grid.json``, ``grid.md`` and
-``containment_vs_tokens.png`` (answer containment against tokens used, one line per
-(system, policy)) into ``DIR``.
+The grid's figures, tests, plot and table are those of ``python -m eval.run --resurrection
+unit,doc,...`` (:mod:`convlab.evaluation.policy_grid`,
+:func:`convlab.evaluation.runfolder.save_grid`,
+:func:`convlab.evaluation.report.policy_grid_lines`); this command only finds the per-query grid
+(``policy_budgets``) of a run folder made without it, in one of three ways:
 
-TREC runs hold doc ids, not unit ids. With ``--exact CACHE`` the systems are searched again
-(MiniLM through the embedding cache, BM25 without a model) and their hits carry unit ids; the
-re-run's ranked docs are compared with the saved run's (``mapping`` in ``grid.json``). Without
-it (no model at all), each ranked doc is mapped back to the system's unit for it:
-among the units whose ``doc_ids`` hold the doc, those whose other docs all rank at or above it
-(a doc scores its best unit, so its best unit's other docs score at least as high), the first in
-conversation order. The doc-based policies (``doc``, ``window``, ``pair``) read only the hit's doc
-and are exact; ``unit`` and ``unit+doc`` are exact where one unit remains, and ``mapping`` in
-``grid.json`` counts the hits where several did. Where the run folder holds ``budgets.parquet``
-(its ``unit`` figures, computed from the real hits), the rebuilt ``unit`` figures are compared
-with it per query and budget.
+- the folder already holds ``policy_budgets.parquet`` (made by ``eval.run --resurrection``): it
+  is read, no data or model needed;
+- ``--exact CACHE``: the chosen systems are evaluated again with the run's settings and the
+  policies (:func:`convlab.evaluation.evaluate.evaluate`, MiniLM through the embedding cache,
+  BM25 without a model), the very code path of ``eval.run``; the re-run's ranked docs are
+  compared with the saved TREC runs (``mapping`` in ``grid.json``);
+- otherwise, with no model at all, from the TREC runs under ``runs/`` (ranked docs) and the
+  data's chunks and units rebuilt with the run's content policy (the tokenizer only). TREC runs
+  hold doc ids, not unit ids: each ranked doc is mapped back to the system's unit for it (among
+  the units whose ``doc_ids`` hold the doc, those whose other docs all rank at or above it -- a
+  doc scores its best unit, so its best unit's other docs score at least as high -- the first in
+  conversation order). The doc-based policies (``doc``, ``window``, ``pair``) read only the
+  hit's doc and are exact; ``unit`` and ``unit+doc`` are exact where one unit remains, and
+  ``mapping`` in ``grid.json`` counts the hits where several did. Where the run folder holds
+  ``budgets.parquet`` (its ``unit`` figures, from the real hits), the rebuilt ``unit`` figures
+  are compared with it per query and budget.
+
+This last mode is why the command stays: it scores run folders made before the grid existed
+(e.g. a full LoCoMo run) without a model. Writes ``grid.json``, ``grid.md``,
+``policy_budgets.parquet``, ``policy_significance.parquet`` and ``policy_grid.png`` into ``DIR``.
 """
 
 from __future__ import annotations
@@ -35,32 +42,70 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from convlab.atomic import write_file_atomic, write_text_atomic
-from convlab.evaluation.datasets import load_labelled
+from convlab.atomic import write_text_atomic
+from convlab.evaluation.policy_grid import grid_means, grid_significance, reference_cell
 from convlab.evaluation.queries import read_run
-from convlab.pipeline.chunks import chunks as make_chunks
+from convlab.evaluation.systems import System
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.units import MAX_TOKENS
-from convlab.pipeline.units import units as make_units
 from convlab.resurrection import POLICIES, budget_measures
 
 if TYPE_CHECKING:
     from convlab.evaluation.datasets import LabelledData
-    from convlab.evaluation.evaluate import Evaluation
+
+__all__ = [
+    "compare_with_saved",
+    "grid_from_runs",
+    "main",
+    "map_hits",
+    "parse_args",
+    "rerun_grid",
+    "same_ranking",
+]
 
 DEFAULT_SYSTEMS = "bm25:message,message,sequential,turn_pair"
-MEASURES = ("coverage", "evidence_token_recall", "answer_contained", "tokens_used", "redundancy")
+DEFAULT_BUDGETS = "128,256,512,1024,2048"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """The command line of ``python -m eval.resurrection_grid``."""
     p = argparse.ArgumentParser(prog="python -m eval.resurrection_grid", description=__doc__)
     p.add_argument("run", help="a run folder of python -m eval.run (config.json, runs/*.trec)")
-    p.add_argument("--data", required=True, help="the labelled data the run was made on")
+    p.add_argument(
+        "--data",
+        default=None,
+        help="the labelled data the run was made on (not needed when the folder holds "
+        "policy_budgets.parquet)",
+    )
     p.add_argument("--out", required=True, help="folder for grid.json, grid.md and the plot")
-    p.add_argument("--systems", default=DEFAULT_SYSTEMS, help="%(default)s")
-    p.add_argument("--policies", default=",".join(POLICIES.names()), help="%(default)s")
-    p.add_argument("--budgets", default="128,256,512,1024,2048")
+    p.add_argument(
+        "--systems",
+        default=None,
+        help=f"systems of the grid (default: every system of a saved grid, else {DEFAULT_SYSTEMS})",
+    )
+    p.add_argument(
+        "--policies",
+        default=None,
+        help="policies of the grid (default: every policy of a saved grid, else all: "
+        f"{','.join(POLICIES.names())})",
+    )
+    p.add_argument(
+        "--budgets",
+        default=None,
+        help=f"budgets (default: every budget of a saved grid, else {DEFAULT_BUDGETS})",
+    )
+    p.add_argument(
+        "--baseline",
+        default=None,
+        help="system of the reference cell (with unit): the run's baseline when in the grid, "
+        "else the first system",
+    )
+    p.add_argument(
+        "--plot-systems",
+        default=None,
+        help="systems drawn in policy_grid.png (default: the baseline, message and the best 3 "
+        "by coverage at 512)",
+    )
     p.add_argument(
         "--exact",
         metavar="CACHE",
@@ -71,12 +116,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def rerun(
-    data: LabelledData, cfg: dict[str, Any], systems: list[str], budgets: list[int], cache: str
-) -> Evaluation:
-    """The run's ``systems`` searched again with the run's settings, hits with their unit ids."""
+def _names(text: str | None) -> list[str]:
+    return [s for s in (text or "").split(",") if s]
+
+
+def rerun_grid(
+    data: LabelledData,
+    cfg: dict[str, Any],
+    systems: list[str],
+    policies: list[str],
+    budgets: list[int],
+    cache: str,
+) -> tuple[pl.DataFrame, dict[str, pl.DataFrame], dict[str, pl.DataFrame]]:
+    """The run's ``systems`` evaluated again with its settings and ``policies`` (as eval.run).
+
+    Returns:
+        The per-query grid (``Evaluation.policy_budgets``), each system's hits and each
+        strategy's units.
+    """
     from convlab.embed import CachedEmbedder, minilm_embedder
-    from convlab.evaluation.evaluate import EvalConfig, System, evaluate
+    from convlab.evaluation.evaluate import EvalConfig, evaluate
 
     c = cfg["config"]
     config = EvalConfig(
@@ -85,14 +144,153 @@ def rerun(
         scope=c["scope"],
         policy=ContentPolicy(**c["policy"]),
         max_tokens=c.get("max_tokens", c.get("budget", MAX_TOKENS)),
+        resurrection=tuple(policies),
     )
-    chosen = [
-        System(name=s["name"], strategy=s["strategy"], retrieval=s["retrieval"])
-        for s in cfg["systems"]
-        if s["name"] in systems
-    ]
+    chosen = [System.from_dict(s) for s in cfg["systems"] if s["name"] in systems]
     embedder = CachedEmbedder(minilm_embedder(), cache)
-    return evaluate(data, chosen, embedder=embedder, config=config, progress=False)
+    ev = evaluate(data, chosen, embedder=embedder, config=config, progress=False)
+    grid = ev.policy_budgets
+    if not grid.height:  # one policy: evaluate keeps it in budgets only
+        grid = ev.budgets.with_columns(pl.lit(policies[0]).alias("policy"))
+    return grid, ev.hits, ev.units
+
+
+def grid_from_runs(
+    run_dir: Path,
+    data: LabelledData,
+    cfg: dict[str, Any],
+    systems: list[str],
+    policies: list[str],
+    budgets: list[int],
+    exact: str | None,
+) -> tuple[pl.DataFrame, dict[str, Any], dict[str, Any]]:
+    """The per-query grid of a run folder's TREC runs (module doc), with its checks.
+
+    Returns:
+        The grid, ``mapping`` (per system: how hits were found) and ``unit_policy_vs_saved_run``.
+    """
+    from convlab.pipeline.chunks import chunks as make_chunks
+    from convlab.pipeline.units import units as make_units
+
+    # a fused system's docs are mapped to its first view's units here (the exact units come
+    # with --exact, or with eval.run --resurrection)
+    strategy_of = {s["name"]: System.from_dict(s).strategy for s in cfg["systems"]}
+    chunks = make_chunks(data.corpus, ContentPolicy(**cfg["config"]["policy"]))
+    rerun = rerun_grid(data, cfg, systems, policies, budgets, exact) if exact else None
+    saved = run_dir / "budgets.parquet"
+    saved_unit = pl.read_parquet(saved) if saved.is_file() else None
+    parts, mapping, check = [], {}, {}
+    units_of: dict[str, pl.DataFrame] = {}
+    started = time.perf_counter()
+    for system in systems:
+        strategy = strategy_of[system]
+        if strategy not in units_of:
+            units_of[strategy] = make_units(chunks, strategy, MAX_TOKENS)
+        units = units_of[strategy]
+        run = read_run(run_dir / "runs" / f"{system.replace(':', '_')}.trec")
+        if rerun is not None:
+            grid, hits_of, units_by_strategy = rerun
+            if not units_by_strategy[strategy].equals(units):
+                raise SystemExit(f"{system}: the re-run's units differ from the rebuilt ones")
+            mapping[system] = {"rerun": 1, **same_ranking(hits_of[system], run)}
+            mine = grid.filter(pl.col("system") == system)
+        else:
+            hits, mapping[system] = map_hits(run, units)
+            mine = pl.concat(
+                budget_measures(
+                    hits, data.queries, units=units, chunks=chunks, budgets=budgets, policy=p
+                ).with_columns(pl.lit(system).alias("system"), pl.lit(p).alias("policy"))
+                for p in policies
+            )
+        parts.append(mine)
+        if "unit" in policies and saved_unit is not None:
+            check[system] = compare_with_saved(
+                mine.filter(pl.col("policy") == "unit"),
+                saved_unit.filter(pl.col("system") == system),
+            )
+        print(f"{system}: {mapping[system]} ({time.perf_counter() - started:.0f} s)", flush=True)
+    return pl.concat(parts, how="diagonal_relaxed"), mapping, check
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Find the run's grid, test it, and write ``grid.json``, ``grid.md``, the frames and plot."""
+    from convlab.evaluation.report import policy_grid_lines
+    from convlab.evaluation.runfolder import save_grid
+
+    args = parse_args(argv)
+    started = time.perf_counter()
+    run_dir = Path(args.run)
+    cfg = json.loads((run_dir / "config.json").read_text())
+    for p in _names(args.policies):
+        POLICIES.get(p)  # an unknown name fails here, listing the valid ones
+    saved_grid = run_dir / "policy_budgets.parquet"
+    mapping: dict[str, Any] = {}
+    check: dict[str, Any] = {}
+    if saved_grid.is_file() and not args.exact:
+        grid = pl.read_parquet(saved_grid)
+        systems = _names(args.systems) or grid["system"].unique(maintain_order=True).to_list()
+        policies = _names(args.policies) or grid["policy"].unique(maintain_order=True).to_list()
+        budgets = [int(b) for b in _names(args.budgets)] or grid["budget"].unique().sort().to_list()
+        _check_known(systems, grid["system"].unique().to_list(), saved_grid)
+        _check_known(policies, grid["policy"].unique().to_list(), saved_grid)
+        grid = grid.filter(
+            pl.col("system").is_in(systems)
+            & pl.col("policy").is_in(policies)
+            & pl.col("budget").is_in(budgets)
+        )
+        queries = grid["query_id"].n_unique()
+        source = str(saved_grid)
+    else:
+        if not args.data:
+            raise SystemExit(f"--data is needed: {saved_grid} does not exist (or --exact given)")
+        from convlab.evaluation.datasets import load_labelled
+
+        systems = _names(args.systems) or _names(DEFAULT_SYSTEMS)
+        policies = _names(args.policies) or list(POLICIES.names())
+        budgets = [int(b) for b in _names(args.budgets or DEFAULT_BUDGETS)]
+        _check_known(systems, [s["name"] for s in cfg["systems"]], run_dir / "config.json")
+        data = load_labelled(args.data)
+        grid, mapping, check = grid_from_runs(
+            run_dir, data, cfg, systems, policies, budgets, args.exact
+        )
+        queries = data.queries.height
+        source = "rerun" if args.exact else "trec runs"
+    baseline = args.baseline or (cfg.get("baseline") if cfg.get("baseline") in systems else None)
+    baseline = baseline or systems[0]
+    reference_cell(grid, baseline)  # a baseline not in the grid fails here, naming its systems
+    significance = grid_significance(grid, baseline=baseline, seed=cfg["config"].get("seed", 0))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plot_systems = _names(args.plot_systems) or None
+    save_grid(out, grid, significance, baseline=baseline, systems=plot_systems)
+    grid_md = "\n".join(policy_grid_lines(grid, significance, image="policy_grid.png"))
+    result = {
+        "command": " ".join(["python -m eval.resurrection_grid", *(argv or sys.argv[1:])]),
+        "run": str(run_dir),
+        "data": args.data,
+        "source": source,
+        "queries": queries,
+        "budgets": budgets,
+        "policies": policies,
+        "baseline": baseline,
+        "mapping": mapping,
+        "unit_policy_vs_saved_run": check,
+        "efficiency": significance.filter(pl.col("test") == "efficiency").to_dicts(),
+        "grid": grid_means(grid).to_dicts(),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    write_text_atomic(out / "grid.json", json.dumps(result, indent=1))
+    write_text_atomic(out / "grid.md", grid_md)
+    print(grid_md)
+    if mapping:
+        print(json.dumps({"mapping": mapping, "unit_policy_vs_saved_run": check}, indent=1))
+    return 0
+
+
+def _check_known(names: list[str], known: list[str], where: Path) -> None:
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"not in {where}: {unknown}; there: {sorted(known)}")
 
 
 def same_ranking(hits: pl.DataFrame, run: pl.DataFrame) -> dict[str, int]:
@@ -138,147 +336,6 @@ def map_hits(run: pl.DataFrame, units: pl.DataFrame) -> tuple[pl.DataFrame, dict
     return hits, {"hits": len(rows), "ambiguous": ambiguous, "unmapped": 0}
 
 
-def summarise(per_query: pl.DataFrame) -> pl.DataFrame:
-    """Means per (system, policy, budget), each over the queries where the measure is defined."""
-    return (
-        per_query.group_by("system", "policy", "budget")
-        .agg(
-            *(pl.col(m).mean() for m in MEASURES),
-            pl.col("coverage").is_not_null().sum().alias("queries"),
-        )
-        .sort("system", "policy", "budget")
-    )
-
-
-def markdown(summary: pl.DataFrame, headline: dict[str, object]) -> str:
-    """The grid as a markdown table, and the headline comparison."""
-    lines = [
-        "| system | policy | budget | coverage | evidence token recall | answer contained "
-        "| tokens used | redundancy |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in summary.iter_rows(named=True):
-        lines.append(
-            f"| {r['system']} | {r['policy']} | {r['budget']} | {r['coverage']:.3f} "
-            f"| {r['evidence_token_recall']:.3f} | {r['answer_contained']:.3f} "
-            f"| {r['tokens_used']:.0f} | {r['redundancy']:.3f} |"
-        )
-    h = headline
-    lines += [
-        "",
-        f"Best (system, policy) at {h['budget']} tokens by coverage: {h['best_system']} + "
-        f"{h['best_policy']}, coverage {h['best_coverage']:.3f}; "
-        f"{h['reference']} at {h['reference_budget']}: {h['reference_coverage']:.3f}.",
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def plot(summary: pl.DataFrame, path: Path) -> None:
-    """Answer containment against mean tokens used, one line per (system, policy)."""
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(9, 6))
-    systems = summary["system"].unique(maintain_order=True).to_list()
-    policies = summary["policy"].unique(maintain_order=True).to_list()
-    styles = ["-", "--", ":", "-.", (0, (5, 1, 1, 1, 1, 1))]
-    markers = ["o", "s", "^", "D", "v"]
-    # colour per system, line style and marker per policy: 20 lines stay apart
-    for (system, policy), part in summary.group_by("system", "policy", maintain_order=True):
-        part = part.sort("budget")
-        i, j = systems.index(system), policies.index(policy)
-        ax.plot(
-            part["tokens_used"],
-            part["answer_contained"],
-            color=f"C{i % 10}",
-            linestyle=styles[j % len(styles)],
-            marker=markers[j % len(markers)],
-            label=f"{system} + {policy}",
-        )
-    ax.set_xscale("log", base=2)
-    ax.set_xlabel("mean tokens used (budgets 128 .. 2048)")
-    ax.set_ylabel("answer contained in the context")
-    ax.set_title("Answer containment against tokens used, per (system, policy)")
-    ax.legend(fontsize=7, ncol=2, loc="lower right")
-    ax.grid(alpha=0.3)
-    try:
-        write_file_atomic(
-            path, lambda tmp: fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
-        )
-    finally:
-        plt.close(fig)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the system x policy grid and write ``grid.json``, ``grid.md`` and the plot."""
-    args = parse_args(argv)
-    started = time.perf_counter()
-    run_dir = Path(args.run)
-    cfg = json.loads((run_dir / "config.json").read_text())
-    strategy_of = {s["name"]: s["strategy"] for s in cfg["systems"]}
-    systems = [s for s in args.systems.split(",") if s]
-    unknown = [s for s in systems if s not in strategy_of]
-    if unknown:
-        raise SystemExit(f"systems not in {run_dir / 'config.json'}: {unknown}")
-    policies = [p for p in args.policies.split(",") if p]
-    for p in policies:
-        POLICIES.get(p)  # an unknown name fails here, listing the valid ones
-    budgets = [int(b) for b in args.budgets.split(",")]
-    data = load_labelled(args.data)
-    content = ContentPolicy(**cfg["config"]["policy"])
-    chunks = make_chunks(data.corpus, content)
-    queries = data.queries
-    ev = rerun(data, cfg, systems, budgets, args.exact) if args.exact else None
-    saved = run_dir / "budgets.parquet"
-    saved_unit = pl.read_parquet(saved) if saved.is_file() else None
-    per_query, mapping, check = [], {}, {}
-    units_of: dict[str, pl.DataFrame] = {}
-    for system in systems:
-        strategy = strategy_of[system]
-        if strategy not in units_of:
-            units_of[strategy] = make_units(chunks, strategy, MAX_TOKENS)
-        units = units_of[strategy]
-        run = read_run(run_dir / "runs" / f"{system.replace(':', '_')}.trec")
-        if ev is None:
-            hits, mapping[system] = map_hits(run, units)
-        else:
-            hits = ev.hits[system].select("query_id", "rank", "unit_id", "doc_id")
-            if not ev.units[strategy].equals(units):
-                raise SystemExit(f"{system}: the re-run's units differ from the rebuilt ones")
-            mapping[system] = {"rerun": 1, **same_ranking(hits, run)}
-        for policy in policies:
-            m = budget_measures(
-                hits, queries, units=units, chunks=chunks, budgets=budgets, policy=policy
-            ).with_columns(pl.lit(system).alias("system"), pl.lit(policy).alias("policy"))
-            per_query.append(m)
-            if policy == "unit" and saved_unit is not None:
-                check[system] = compare_with_saved(m, saved_unit.filter(pl.col("system") == system))
-        print(f"{system}: {mapping[system]} ({time.perf_counter() - started:.0f} s)", flush=True)
-    pq = pl.concat(per_query)
-    summary = summarise(pq)
-    headline = best_at(summary, budget=512, reference=("message", "unit"), reference_budget=1024)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    result = {
-        "command": " ".join(["python -m eval.resurrection_grid", *(argv or sys.argv[1:])]),
-        "run": str(run_dir),
-        "data": str(args.data),
-        "queries": queries.height,
-        "budgets": budgets,
-        "policies": policies,
-        "mapping": mapping,
-        "unit_policy_vs_saved_run": check,
-        "headline": headline,
-        "grid": summary.to_dicts(),
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-    write_text_atomic(out / "grid.json", json.dumps(result, indent=1))
-    write_text_atomic(out / "grid.md", markdown(summary, headline))
-    plot(summary, out / "containment_vs_tokens.png")
-    print(markdown(summary, headline))
-    print(json.dumps({"mapping": mapping, "unit_policy_vs_saved_run": check}, indent=1))
-    return 0
-
-
 def compare_with_saved(mine: pl.DataFrame, saved: pl.DataFrame) -> dict[str, float]:
     """How the rebuilt ``unit`` figures match the saved run's, per query and budget."""
     cols = ["coverage", "evidence_token_recall", "tokens_used", "answer_contained"]
@@ -289,26 +346,3 @@ def compare_with_saved(mine: pl.DataFrame, saved: pl.DataFrame) -> dict[str, flo
         out[f"mean_{c}"] = float(j.select(pl.col(c).mean()).item() or 0.0)
         out[f"mean_{c}_saved"] = float(j.select(pl.col(f"{c}_saved").mean()).item() or 0.0)
     return out
-
-
-def best_at(
-    summary: pl.DataFrame, *, budget: int, reference: tuple[str, str], reference_budget: int
-) -> dict[str, object]:
-    """The (system, policy) with the best coverage at ``budget`` against ``reference``."""
-    at = summary.filter(pl.col("budget") == budget).sort("coverage", descending=True)
-    ref = summary.filter(
-        (pl.col("system") == reference[0])
-        & (pl.col("policy") == reference[1])
-        & (pl.col("budget") == reference_budget)
-    )
-    best = at.row(0, named=True)
-    return {
-        "budget": budget,
-        "best_system": best["system"],
-        "best_policy": best["policy"],
-        "best_coverage": best["coverage"],
-        "best_answer_contained": best["answer_contained"],
-        "reference": " + ".join(reference),
-        "reference_budget": reference_budget,
-        "reference_coverage": ref["coverage"].item() if ref.height else float("nan"),
-    }

@@ -15,6 +15,10 @@ primary metric named): :func:`save_run` writes
   cross-validated systems with the settings chosen on all queries, fixed, beside the baseline
   and the systems they fuse, to run unchanged on other data
   (:func:`convlab.evaluation.systemsfile.transfer_systems`);
+- with several resurrection policies (:func:`save_grid`): ``policy_budgets.parquet`` (the system
+  x policy grid per query), ``policy_significance.parquet``
+  (:func:`convlab.evaluation.policy_grid.grid_significance`) and ``policy_grid.png`` (answer
+  containment and coverage against tokens used, :func:`convlab.evaluation.plots.policy_grid`);
 - ``recall_at_k.png``, ``coverage_by_budget.png``, ``recall_by_category.png``,
   ``unit_lengths.png`` and ``report.md`` (:func:`convlab.evaluation.report.write_report`).
 
@@ -26,6 +30,8 @@ whole files only. ``qrels.txt`` is the labels' business
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +47,14 @@ if TYPE_CHECKING:
 
     from convlab.evaluation.result import Evaluation
 
-__all__ = ["BUDGET_MEANS", "metrics_record", "primary_metric", "save_run"]
+__all__ = [
+    "BUDGET_MEANS",
+    "metrics_record",
+    "primary_metric",
+    "save_grid",
+    "save_run",
+    "with_policy_significance",
+]
 
 BUDGET_MEANS = (
     "coverage",
@@ -105,8 +118,57 @@ def _save_chosen(ev: Evaluation, out: Path) -> None:
         write_systems(chosen, out / "systems.chosen.toml")
 
 
-def save_run(ev: Evaluation, out: Path) -> Path:
+def with_policy_significance(ev: Evaluation) -> Evaluation:
+    """``ev`` with :attr:`Evaluation.policy_significance` filled when it has a grid but no tests.
+
+    The reference cell is the run's baseline with ``unit``; the seed is the run's.
+    """
+    from convlab.evaluation.policy_grid import grid_significance
+
+    if not ev.policy_budgets.height or ev.policy_significance.height:
+        return ev
+    seed = int(ev.config.get("config", {}).get("seed", 0))
+    baseline = ev.config.get("baseline") or ev.systems[0]
+    sig = grid_significance(ev.policy_budgets, baseline=baseline, seed=seed)
+    return replace(ev, policy_significance=sig)
+
+
+def save_grid(
+    out: Path,
+    policy_budgets: pl.DataFrame,
+    significance: pl.DataFrame,
+    *,
+    baseline: str | None,
+    systems: Sequence[str] | None = None,
+) -> list[Path]:
+    """Write the grid's files into ``out``, each whole or not at all; return their paths.
+
+    ``policy_budgets.parquet``, ``policy_significance.parquet`` and ``policy_grid.png``, whose
+    lines are ``systems`` (default: :func:`convlab.evaluation.policy_grid.plot_systems`).
+    """
+    import matplotlib.pyplot as plt
+
+    from convlab.evaluation import plots
+    from convlab.evaluation.policy_grid import grid_means, plot_systems
+
+    paths = [out / "policy_budgets.parquet", out / "policy_significance.parquet"]
+    write_file_atomic(paths[0], policy_budgets.write_parquet)
+    write_file_atomic(paths[1], significance.write_parquet)
+    chosen = systems if systems is not None else plot_systems(policy_budgets, baseline=baseline)
+    fig = plots.policy_grid(grid_means(policy_budgets), systems=chosen)
+    try:
+        paths.append(out / "policy_grid.png")
+        write_file_atomic(paths[-1], partial(_save_figure, fig))
+    finally:
+        plt.close(fig)
+    return paths
+
+
+def save_run(ev: Evaluation, out: Path, *, grid_systems: Sequence[str] | None = None) -> Path:
     """Write the run folder ``out`` (created when missing) and return its ``report.md``.
+
+    ``grid_systems``: the systems drawn in ``policy_grid.png`` (default:
+    :func:`convlab.evaluation.policy_grid.plot_systems`).
 
     Example:
         >>> report = save_run(evaluate(data, systems, embedder=embedder), Path("runs/eval"))
@@ -115,6 +177,7 @@ def save_run(ev: Evaluation, out: Path) -> Path:
     import matplotlib.pyplot as plt
 
     out.mkdir(parents=True, exist_ok=True)
+    ev = with_policy_significance(ev)
     config = {**ev.config, "primary_metric": primary_metric(ev)}
     write_text_atomic(out / "config.json", json.dumps(config, indent=1, default=str))
     frames = {
@@ -123,8 +186,6 @@ def save_run(ev: Evaluation, out: Path) -> Path:
         "significance.parquet": ev.significance,
         "category_significance.parquet": ev.category_significance,
     }
-    if ev.policy_budgets.height:  # several resurrection policies: the system x policy grid
-        frames["policy_budgets.parquet"] = ev.policy_budgets
     if ev.tuning.height:  # what each fold chose for the cross-validated systems
         frames["tuning.parquet"] = ev.tuning
     for name, frame in frames.items():
@@ -139,4 +200,9 @@ def save_run(ev: Evaluation, out: Path) -> Path:
     for name, fig in _figures(ev).items():
         write_file_atomic(out / name, partial(_save_figure, fig))
         plt.close(fig)
+    if ev.policy_budgets.height:  # several resurrection policies: the system x policy grid
+        baseline = ev.config.get("baseline")
+        save_grid(
+            out, ev.policy_budgets, ev.policy_significance, baseline=baseline, systems=grid_systems
+        )
     return write_report(ev, out)

@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 
 import numpy as np
 import polars as pl
+import pytest
 
 from convlab.evaluation import plots
 
@@ -58,3 +59,44 @@ def test_unit_map_marks_query_and_hits() -> None:
     fig = plots.unit_map(v, ["c1"] * 15 + ["c2"] * 15, query=v[0], hit_rows=[1, 2])
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert labels == ["hits", "query"]
+
+
+def test_policy_grid_draws_containment_and_coverage_against_tokens() -> None:
+    means = pl.DataFrame(
+        {
+            "system": ["a", "a", "a", "a", "b", "b"],
+            "policy": ["unit", "unit", "doc", "doc", "unit", "unit"],
+            "budget": [256, 128, 128, 256, 128, 256],
+            "tokens_used": [250.0, 120.0, 110.0, 240.0, 125.0, 255.0],
+            "answer_contained": [0.3, 0.1, 0.2, 0.4, 0.0, 0.5],
+            "coverage": [0.6, 0.5, 0.7, 0.8, 0.1, 0.2],
+        }
+    )
+    fig = plots.policy_grid(means)
+    containment, coverage = fig.axes
+    lines = {ln.get_label(): ln for ln in containment.get_lines()}
+    assert list(lines) == ["a + unit", "a + doc", "b + unit"]
+    # a point per budget, in budget order
+    assert list(lines["a + unit"].get_xdata()) == [120.0, 250.0]
+    assert list(lines["a + unit"].get_ydata()) == [0.1, 0.3]
+    cov = {ln.get_label(): ln for ln in coverage.get_lines()}
+    assert list(cov["a + doc"].get_ydata()) == [0.7, 0.8]
+    # colour per system, style per policy
+    assert lines["a + unit"].get_color() == lines["a + doc"].get_color()
+    assert lines["a + unit"].get_linestyle() != lines["a + doc"].get_linestyle()
+    assert lines["a + unit"].get_color() != lines["b + unit"].get_color()
+    assert containment.get_ylabel() == "answer containment"
+    assert coverage.get_ylabel() == "evidence coverage"
+    assert containment.get_xscale() == "log"
+    # a policy whose points equal another's for the system is drawn once, both named
+    same = pl.concat(
+        [means, means.filter(pl.col("system") == "b").with_columns(pl.lit("doc").alias("policy"))]
+    )
+    labels = [ln.get_label() for ln in plots.policy_grid(same).axes[1].get_lines()]
+    assert labels == ["a + unit", "a + doc", "b + unit = doc"]
+    only_b = plots.policy_grid(means, systems=["b"]).axes[0]
+    assert [ln.get_label() for ln in only_b.get_lines()] == ["b + unit"]
+    with pytest.raises(
+        ValueError, match=r"systems not in the grid: \['c'\]; the grid's: \['a', 'b'\]"
+    ):
+        plots.policy_grid(means, systems=["b", "c"])

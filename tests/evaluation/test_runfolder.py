@@ -15,9 +15,10 @@ from convlab.evaluation import compare, thresholds
 from convlab.evaluation.config import HEADLINE, EvalConfig
 from convlab.evaluation.datasets import LabelledData, load_labelled
 from convlab.evaluation.evaluate import evaluate
+from convlab.evaluation.policy_grid import grid_significance
 from convlab.evaluation.queries import write_qrels, write_run
 from convlab.evaluation.result import Evaluation
-from convlab.evaluation.runfolder import metrics_record, primary_metric, save_run
+from convlab.evaluation.runfolder import metrics_record, primary_metric, save_grid, save_run
 from convlab.evaluation.systems import System
 from convlab.paths import sample_data_path
 
@@ -248,3 +249,69 @@ def test_the_comparison_config_follows_the_data() -> None:
     )
     assert judged.scope == "corpus"
     assert judged.headline == (*HEADLINE, "judged@10", "bpref")
+
+
+# --- the system x policy grid --------------------------------------------------------------------
+
+
+def test_save_grid_writes_the_frames_and_a_png(tmp_path: Path) -> None:
+    from tests.evaluation.test_policy_grid import grid_frame
+
+    grid = grid_frame()
+    sig = grid_significance(grid, baseline="message")
+    paths = save_grid(tmp_path, grid, sig, baseline="message")
+    assert [p.name for p in paths] == [
+        "policy_budgets.parquet",
+        "policy_significance.parquet",
+        "policy_grid.png",
+    ]
+    assert (tmp_path / "policy_grid.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert pl.read_parquet(tmp_path / "policy_budgets.parquet").equals(grid)
+    assert pl.read_parquet(tmp_path / "policy_significance.parquet").equals(sig)
+
+
+def test_a_plot_that_fails_leaves_the_old_png_and_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from convlab.evaluation import runfolder
+    from tests.evaluation.test_policy_grid import grid_frame
+
+    (tmp_path / "policy_grid.png").write_bytes(b"old")
+
+    def half(fig: object, path: Path) -> None:
+        path.write_bytes(b"\x89PNG half")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(runfolder, "_save_figure", half)
+    grid = grid_frame()
+    with pytest.raises(OSError, match="disk full"):
+        save_grid(tmp_path, grid, grid_significance(grid, baseline="message"), baseline="message")
+    assert (tmp_path / "policy_grid.png").read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "policy_budgets.parquet",
+        "policy_grid.png",
+        "policy_significance.parquet",
+    ]
+
+
+def test_a_run_with_several_policies_saves_the_grid_and_its_tests(tmp_path: Path) -> None:
+    data = load_labelled(str(sample_data_path()))
+    systems = [
+        System(name="isolated", strategy="isolated"),
+        System(name="bm25:isolated", strategy="isolated", retrieval="bm25"),
+    ]
+    config = EvalConfig(budgets=(128, 512), resurrection=("unit", "doc"))
+    grid_ev = evaluate(data, systems, embedder=HashEmbedder(64), config=config)
+    assert grid_ev.policy_significance.height == 0  # save_run fills it
+    save_run(grid_ev, tmp_path, grid_systems=["bm25:isolated"])
+    for name in ("policy_budgets.parquet", "policy_significance.parquet", "policy_grid.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    sig = pl.read_parquet(tmp_path / "policy_significance.parquet").filter(pl.col("test") == "grid")
+    # 2 measures x 2 budgets x (2 systems x 2 policies); the reference: the baseline with unit
+    assert sig.height == 16
+    assert set(sig.select("reference_system", "reference_policy").rows()) == {("isolated", "unit")}
+    report = (tmp_path / "report.md").read_text()
+    assert "differs from `isolated` + `unit` at the same budget" in report
+    assert "](policy_grid.png)" in report
+    # no message system: the efficiency question cannot be asked, and the report says so
+    assert "Efficiency test not run" in report

@@ -1,0 +1,93 @@
+"""``python -m eval.resurrection_grid``: the grid of a run folder, through eval.run's grid code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from convlab.embed import HashEmbedder
+from convlab.evaluation.config import EvalConfig
+from convlab.evaluation.datasets import load_labelled
+from convlab.evaluation.evaluate import evaluate
+from convlab.evaluation.policy_grid import grid_means
+from convlab.evaluation.resurrection_grid import main
+from convlab.evaluation.runfolder import save_run
+from convlab.evaluation.systems import System
+from convlab.paths import sample_data_path
+from tests.evaluation.test_policy_grid import grid_frame
+
+GRID_FILES = [
+    "grid.json",
+    "grid.md",
+    "policy_budgets.parquet",
+    "policy_grid.png",
+    "policy_significance.parquet",
+]
+
+
+def test_a_saved_grid_is_read_tested_and_written_without_data(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    config = {"baseline": "message", "config": {"seed": 0}, "systems": [{"name": "message"}]}
+    (run / "config.json").write_text(json.dumps(config))
+    grid_frame().write_parquet(run / "policy_budgets.parquet")
+    out = tmp_path / "out"
+    assert main([str(run), "--out", str(out), "--budgets", "512,1024"]) == 0
+    assert sorted(p.name for p in out.iterdir()) == GRID_FILES
+    result = json.loads((out / "grid.json").read_text())
+    assert result["source"] == str(run / "policy_budgets.parquet")
+    assert (result["baseline"], result["queries"]) == ("message", 10)
+    eff = {r["metric"]: r for r in result["efficiency"]}
+    assert (eff["coverage"]["system"], eff["coverage"]["policy"]) == ("message", "doc")
+    assert eff["coverage"]["delta"] == 0.5
+    assert "| message | doc | 512 | 1.000* |" in (out / "grid.md").read_text()
+    sig = pl.read_parquet(out / "policy_significance.parquet")
+    assert set(sig["system"]) == {"message", "bm25:message"}
+    # one budget asked for: the grid is cut to it, and the efficiency test cannot be run
+    assert (
+        main([str(run), "--out", str(out), "--budgets", "512", "--baseline", "bm25:message"]) == 0
+    )
+    result = json.loads((out / "grid.json").read_text())
+    assert {r["budget"] for r in result["grid"]} == {512}
+    assert result["efficiency"] == []
+    with pytest.raises(SystemExit, match=r"not in .*policy_budgets.parquet: \['nope'\]"):
+        main([str(run), "--out", str(out), "--systems", "nope"])
+
+
+def test_without_a_saved_grid_the_data_is_needed(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"config": {}, "systems": []}))
+    with pytest.raises(SystemExit, match="--data is needed"):
+        main([str(tmp_path), "--out", str(tmp_path / "out")])
+
+
+def test_the_trec_runs_give_eval_runs_grid_for_the_doc_policy(tmp_path: Path) -> None:
+    """The no-model mode maps ranked docs back to units; ``doc`` reads only the doc: exact."""
+    data = load_labelled(str(sample_data_path()))
+    systems = [
+        System(name="message", strategy="message"),
+        System(name="bm25:turn_pair", strategy="turn_pair", retrieval="bm25"),
+    ]
+    config = EvalConfig(budgets=(256, 1024), resurrection=("unit", "doc"))
+    ev = evaluate(data, systems, embedder=HashEmbedder(64), config=config, progress=False)
+    run = tmp_path / "run"
+    save_run(ev, run)
+    (run / "policy_budgets.parquet").unlink()  # a run folder made before the grid
+    out = tmp_path / "out"
+    argv = [str(run), "--data", str(sample_data_path()), "--out", str(out)]
+    assert main([*argv, "--systems", "message,bm25:turn_pair", "--budgets", "256,1024"]) == 0
+    result = json.loads((out / "grid.json").read_text())
+    assert result["source"] == "trec runs"
+    assert result["mapping"]["message"]["unmapped"] == 0
+    rebuilt = pl.read_parquet(out / "policy_budgets.parquet")
+    cols = ["system", "policy", "budget", "coverage", "answer_contained", "tokens_used"]
+    doc = pl.col("policy") == "doc"
+    assert (
+        grid_means(rebuilt.filter(doc))
+        .select(cols)
+        .equals(grid_means(ev.policy_budgets.filter(doc)).select(cols))
+    )
+    # the saved run's unit figures are checked against the rebuilt ones
+    assert set(result["unit_policy_vs_saved_run"]) == {"message", "bm25:turn_pair"}
