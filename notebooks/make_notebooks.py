@@ -103,6 +103,7 @@ NOTEBOOKS = {
             "code",
             "import polars as pl\nfrom convlab.evaluation import plots\nfrom convlab.evaluation.datasets import "
             "load_labelled\nfrom convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
+            "pl.Config.set_tbl_rows(50)  # every system's row\n"
             "from convlab.evaluation.config import EvalConfig\n"
             "from convlab.evaluation.evaluate import evaluate\n"
             "from convlab.evaluation.systems import default_systems\n"
@@ -161,7 +162,8 @@ NOTEBOOKS = {
         (
             "md",
             "# 4. Resurrection budgets\nHow much evidence each strategy brings back into a "
-            "context for a token budget, and one query walked through step by step.",
+            "context for a token budget, which resurrection policy spends the budget best, and "
+            "one query walked through step by step.",
         ),
         ("code", CONFIG),
         (
@@ -173,9 +175,10 @@ NOTEBOOKS = {
             "from convlab.evaluation.evaluate import evaluate\n"
             "from convlab.evaluation.systems import default_systems\n\n"
             "data = load_labelled(DATA)\n"
+            "POLICIES = ('unit', 'doc', 'window', 'pair', 'unit+doc')\n"
             "ev = evaluate(data, default_systems(STRATEGIES), "
             "embedder=CachedEmbedder(MiniLMEmbedder(), CACHE), "
-            "config=EvalConfig(budgets=tuple(BUDGETS)))",
+            "config=EvalConfig(budgets=tuple(BUDGETS), resurrection=POLICIES))",
         ),
         ("code", "plots.coverage_by_budget(ev.budgets);"),
         (
@@ -190,6 +193,38 @@ NOTEBOOKS = {
             "pl.col('answer_contained').mean(), pl.col('tokens_used').mean(), "
             "pl.col('redundancy').mean()).sort('system', 'budget')",
         ),
+        (
+            "md",
+            "## Resurrection policies at equal budgets\n"
+            "Each system's hits brought back by each policy: `unit` (exactly what was embedded "
+            "together), `doc` (the whole utterance or turn), `window` (the doc and its "
+            "neighbours), `pair` (the doc and its question or answer), `unit+doc`. Answer "
+            "containment and coverage against the tokens they cost, one line per (system, "
+            "policy):",
+        ),
+        (
+            "code",
+            "from convlab.evaluation.policy_grid import grid_means, grid_significance, "
+            "plot_systems\n\n"
+            "means = grid_means(ev.policy_budgets)\n"
+            "plots.policy_grid(means, systems=plot_systems(ev.policy_budgets, "
+            "baseline='message'));",
+        ),
+        (
+            "md",
+            "Each cell against `message` + `unit` at the same budget (paired randomization, "
+            "Holm over the grid), and the efficiency question: does the best cell at 512 "
+            "tokens cover as much as `message` + `unit` at 1,024?",
+        ),
+        (
+            "code",
+            "tests = grid_significance(ev.policy_budgets, baseline='message')\n"
+            "(tests.filter(pl.col('test') == 'grid', pl.col('budget') == 512, "
+            "pl.col('metric') == 'coverage')\n"
+            " .select('system', 'policy', 'mean', 'delta', 'p_holm', 'significant')\n"
+            " .sort('mean', descending=True).head(10))",
+        ),
+        ("code", "tests.filter(pl.col('test') == 'efficiency')"),
         ("md", "One query, step by step: the hits in rank order and what each brings back."),
         (
             "code",

@@ -57,8 +57,19 @@ def test_notebook_runs(path: Path) -> None:
             "qa_pair",
             "bm25:message",
             "hybrid:message",
+            "bm25:sequential",
+            "fusion:convex",
+            "fusion:rrf",
         ]:
             assert system in table, system
+        # the folds' choices of the cross-validated systems, and a fused system of one's own
+        tuning = _text(next(c for c in code if c.source.startswith("ev.tuning")))
+        assert "fusion:convex" in tuning
+        assert "bm25+dense" in _text(code[-1])
+    if path.stem.startswith("04"):  # the policy grid: its plot and the efficiency test
+        grid = next(c for c in code if "plots.policy_grid" in c.source)
+        assert any("image/png" in o.get("data", {}) for o in grid.get("outputs", []))
+        assert "efficiency" in _text(next(c for c in code if "'efficiency'" in c.source))
     if path.stem.startswith("02"):
         images = [o for c in code for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
         assert len(images) == 2  # unit lengths and the PCA map
