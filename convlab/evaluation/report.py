@@ -65,6 +65,31 @@ def _longmemeval_section(ev: Evaluation) -> list[str]:
     return lines
 
 
+def _tuned_note(ev: Evaluation) -> list[str]:
+    """Which figures are cross-validated, and which systems had nothing tuned."""
+    tuned = ev.config.get("tuned") or {}
+    if not tuned:
+        return ["Nothing was tuned: every system's settings were fixed before the run.", ""]
+    cv = [f"`{s}` ({t['folds']} folds)" for s, t in tuned.items() if t.get("cv")]
+    fixed = [f"`{s}`" for s, t in tuned.items() if not t.get("cv")]
+    lines = []
+    if cv:
+        lines.append(
+            "**Cross-validated:** "
+            + ", ".join(cv)
+            + ": weights chosen on the training conversations of each fold, every figure "
+            "from the held-out ones (`tuning.parquet`: each fold's choice; "
+            "`systems.chosen.toml`: the choice on all queries, fixed, for other data). "
+            "Every other system had nothing tuned."
+        )
+    if fixed:
+        lines.append(
+            "**Not cross-validated** (too few conversations to make folds; the system's "
+            "fixed weights were used): " + ", ".join(fixed) + "."
+        )
+    return [*lines, ""]
+
+
 def _judged_note(ev: Evaluation) -> list[str]:
     """What judged@10 and bpref mean, when the labels are pooled judgments."""
     if "judged@10" not in ev.headline_metrics:
@@ -96,6 +121,7 @@ def write_report(ev: Evaluation, out: Path) -> Path:
         "",
         markdown_table(ev.headline()),
         "",
+        *_tuned_note(ev),
         *_judged_note(ev),
         *_longmemeval_section(ev),
         "## Per category",

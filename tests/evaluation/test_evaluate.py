@@ -184,6 +184,10 @@ def test_fused_systems_run_beside_single_ones_and_leave_them_alone(tmp_path: Pat
     assert chosen.tuning is None
     assert list(chosen.weights or ()) == both.config["tuned"]["tuned"]["weights"]
     assert pl.read_parquet(tmp_path / "tuning.parquet").equals(both.tuning)
+    report = (tmp_path / "report.md").read_text()
+    assert "**Cross-validated:** `tuned` (3 folds)" in report
+    save_run(alone, tmp_path / "alone")
+    assert "Nothing was tuned" in (tmp_path / "alone" / "report.md").read_text()
 
 
 def test_two_systems_may_not_share_a_name() -> None:
