@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,15 +24,40 @@ __all__ = ["bootstrap_ci", "compare", "holm", "paired_randomization", "wilcoxon"
 def paired_randomization(
     a: np.ndarray, b: np.ndarray, *, permutations: int = 10_000, seed: int = 0
 ) -> float:
-    """Two-sided p-value that the mean of ``a - b`` is zero (sign-flip permutation test)."""
+    """Two-sided p-value that the mean of ``a - b`` is zero (sign-flip permutation test).
+
+    The signs depend only on ``seed``, ``permutations`` and the number of queries, so they are
+    drawn once for each such triple (:func:`_signs`) and shared by every comparison of an
+    evaluation: each system against the baseline, on each metric, gets the very permutations it
+    got when it drew them itself, and the same p-value, without drawing them again.
+    """
     d = np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64)
     if d.size == 0 or not np.any(d):
         return 1.0
-    rng = np.random.default_rng(seed)
     observed = abs(d.mean())
-    signs = rng.choice(np.array([-1.0, 1.0]), size=(permutations, d.size))
-    means = np.abs((signs * d).mean(axis=1))
-    return float((np.sum(means >= observed - 1e-12) + 1) / (permutations + 1))
+    positive = _signs(seed, permutations, d.size)
+    at_least = 0
+    for start in range(0, permutations, _BLOCK):  # blocks: a float copy of the signs is large
+        # sign * d, exactly: a sign flip of d where the sign is -1
+        flipped = np.where(positive[start : start + _BLOCK], d, -d)
+        at_least += int(np.sum(np.abs(flipped.mean(axis=1)) >= observed - 1e-12))
+    return float((at_least + 1) / (permutations + 1))
+
+
+_BLOCK = 1024  # permutations per block of paired_randomization
+
+
+@functools.lru_cache(maxsize=8)
+def _signs(seed: int, permutations: int, n: int) -> np.ndarray:
+    """The permutations' signs (True for +1), as ``rng.choice([-1.0, 1.0], (permutations, n))``.
+
+    Drawn by exactly that call on ``np.random.default_rng(seed)``, so the stream is the one the
+    test has always used; kept as booleans (one byte per sign), read-only, as they are shared.
+    """
+    rng = np.random.default_rng(seed)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(permutations, n)) > 0
+    signs.setflags(write=False)
+    return signs
 
 
 def wilcoxon(a: np.ndarray, b: np.ndarray) -> float:
