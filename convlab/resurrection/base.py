@@ -161,10 +161,10 @@ def _walk(ranked: Sequence[tuple[int, tuple[Piece, ...]]], budget: int) -> Walk:
     skipped: list[int] = []
     for rank, pieces in ranked:
         for i, (ids, toks, total) in enumerate(pieces):
-            cost = total
-            for c, t in zip(ids, toks, strict=True):
-                if c in alive:
-                    cost -= t
+            if len(ids) == 1:
+                cost = 0 if ids[0] in alive else total
+            else:
+                cost = total - sum(t for c, t in zip(ids, toks, strict=True) if c in alive)
             if used + cost > budget:
                 if i == 0:
                     skipped.append(rank)
