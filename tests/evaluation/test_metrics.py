@@ -134,6 +134,23 @@ def test_randomization_p_values_are_those_of_fresh_draws() -> None:
     assert paired_randomization(np.array([1.0]), np.array([0.5]), permutations=9) == 1.0
 
 
+def test_bootstrap_interval_is_scipys_exactly() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(2)
+    for n, seed in [(2, 0), (17, 3), (400, 0), (401, 0)]:
+        for x in (rng.integers(0, 5, n) / 4.0, rng.random(n)):
+            want = stats.bootstrap(
+                (x,),
+                np.mean,
+                n_resamples=2000,
+                method="percentile",
+                rng=np.random.default_rng(seed),
+            ).confidence_interval
+            assert bootstrap_ci(x, seed=seed) == (float(want.low), float(want.high))
+    assert bootstrap_ci(np.array([0.5, 0.5, 0.5])) == (0.5, 0.5)  # no spread, no resampling
+
+
 def test_compare_marks_only_real_differences() -> None:
     rng = np.random.default_rng(2)
     base = rng.integers(0, 2, 300).astype(float)
