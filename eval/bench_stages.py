@@ -9,7 +9,8 @@ a copy. Run it as a file so that ``PYTHONPATH`` picks the code measured (a workt
         --data /work/shared/datasets/locomo/locomo10.json --cache /work/cache/locomo-base \
         --out runs/stages
 
-The JSON holds seconds and calls per stage, the total, the load average before and after,
+The JSON holds wall-clock and CPU seconds (all threads) and calls per stage, the totals, the
+load average before and after,
 and the ``convlab`` package measured.
 """
 
@@ -41,14 +42,21 @@ STAGES = {
 """Stage name -> (module, function name looked up at call time in that module)."""
 
 
-def _timed(fn: Callable[..., Any], seconds: dict[str, float], calls: dict[str, int], name: str):
+def _timed(
+    fn: Callable[..., Any],
+    seconds: dict[str, float],
+    cpu: dict[str, float],
+    calls: dict[str, int],
+    name: str,
+) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         try:
             return fn(*args, **kwargs)
         finally:
             seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t
+            cpu[name] = cpu.get(name, 0.0) + time.process_time() - c
             calls[name] = calls.get(name, 0) + 1
 
     return wrapper
@@ -64,23 +72,26 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     seconds: dict[str, float] = {}
+    cpu: dict[str, float] = {}
     calls: dict[str, int] = {}
     for name, (module, attr) in STAGES.items():
         mod = importlib.import_module(module)
         if hasattr(mod, attr):
-            setattr(mod, attr, _timed(getattr(mod, attr), seconds, calls, name))
+            setattr(mod, attr, _timed(getattr(mod, attr), seconds, cpu, calls, name))
     from convlab.evaluation import compare
 
     # compare.py imports evaluate at call time from its module: the wrapped one is found
     load_before = Path("/proc/loadavg").read_text().split()[:3]
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
     code = compare.main(rest)
-    total = time.perf_counter() - started
+    total, total_cpu = time.perf_counter() - started, time.process_time() - started_cpu
     record = {
         "convlab": os.path.dirname(sys.modules["convlab"].__file__ or ""),
         "argv": rest,
         "total_seconds": round(total, 2),
+        "total_cpu_seconds": round(total_cpu, 2),
         "seconds": {k: round(v, 2) for k, v in seconds.items()},
+        "cpu_seconds": {k: round(v, 2) for k, v in cpu.items()},
         "calls": calls,
         "loadavg_before": load_before,
         "loadavg_after": Path("/proc/loadavg").read_text().split()[:3],

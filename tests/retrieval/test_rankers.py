@@ -209,3 +209,22 @@ def test_best_per_doc_matches_the_plain_loop_on_random_candidates() -> None:
         assert got.docs == want.docs
         assert got.rows.tolist() == want.rows.tolist()
         assert got.scores.tolist() == want.scores.tolist()
+
+
+def test_rrf_ranker_matches_the_rrf_function_on_random_rankings() -> None:
+    from convlab.retrieval.rankers import rrf
+
+    rng = np.random.default_rng(11)
+    for case in range(300):
+        n = int(rng.integers(1, 60))
+        dense, bm25, more = (
+            rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False) for _ in range(3)
+        )
+        fused = tuple(Candidates.of(r, np.zeros(r.size)) for r in (bm25, more)[: 1 + case % 2])
+        k = int(rng.integers(0, 80))
+        want = rrf([dense.tolist(), *(f.rows.tolist() for f in fused)], k=k)
+        # best first; equal scores keep the order the rows were first seen
+        order = sorted(range(len(want)), key=lambda i: -list(want.values())[i])
+        got = RRF(k)(Candidates.of(dense, np.zeros(dense.size)), context(fused=fused))
+        assert got.rows.tolist() == [list(want)[i] for i in order]
+        assert got.scores.tolist() == [list(want.values())[i] for i in order]
