@@ -37,6 +37,7 @@ from convlab import schema
 from convlab.protocols import ResurrectionPolicy
 from convlab.registry import Registry
 from convlab.resurrection.layout import Layout
+from convlab.resurrection.shared import context_text, shared
 
 __all__ = [
     "POLICIES",
@@ -303,16 +304,9 @@ def budget_measures(
         ValueError: an unknown policy, or a hit whose unit is not in ``units``.
     """
     pol = get_policy(policy)
-    layout = Layout.of(units, chunks)
-    pieces = _pieces_of(pol, layout)
-    doc_chunks = {d: set(cs) for d, cs in layout.doc_chunks.items()}
-    tokens = layout.tokens
-    texts = dict(chunks.select("chunk_id", "text").iter_rows())
-    normalized: dict[str, str] = {}  # chunk id -> its normalised text, made once
-    # conversation order, so an answer that spans two adjacent chunks is found in the context
-    order = {
-        c: i for i, c in enumerate(chunks.sort("conversation_id", "position")["chunk_id"].to_list())
-    }
+    memo = shared(units, chunks)
+    pieces = _pieces_of(pol, memo.layout)
+    doc_chunks, tokens = memo.doc_chunks, memo.layout.tokens
     prepared: dict[tuple[str, str | None], tuple[Piece, ...]] = {}
     by_query: dict[str, list[tuple[int, tuple[Piece, ...]]]] = {}
     docs = hits["doc_id"].to_list() if "doc_id" in hits.columns else [None] * hits.height
@@ -350,7 +344,7 @@ def budget_measures(
             )
             contained = None
             if wanted:
-                contained = float(wanted in _context_text(got, order, texts, normalized))
+                contained = float(wanted in context_text(got, memo, normalize_answer))
             rows.append(
                 {
                     "query_id": q,
@@ -378,23 +372,3 @@ def budget_measures(
             "hits_skipped": pl.Int32,
         },
     )
-
-
-def _context_text(
-    alive: dict[str, int], order: dict[str, int], texts: dict[str, str], normalized: dict[str, str]
-) -> str:
-    """The normalised text of the chunks ``alive``, in conversation order.
-
-    Equal to ``normalize_answer(" ".join(texts in order))``: lower-casing and removing punctuation
-    act per character and the space between chunks is a word boundary on both sides (for the
-    articles and the final sigma of ``str.lower``), so each chunk is normalised once (memoised in
-    ``normalized``) and the non-empty ones joined by single spaces.
-    """
-    parts = []
-    for c in sorted(alive, key=order.__getitem__):
-        n = normalized.get(c)
-        if n is None:
-            n = normalized[c] = normalize_answer(texts[c])
-        if n:
-            parts.append(n)
-    return " ".join(parts)

@@ -203,10 +203,30 @@ def test_the_walk_matches_its_rule_on_random_hits() -> None:
     ],
 )
 def test_each_chunk_normalised_alone_gives_the_normalised_context(texts: list[str]) -> None:
-    from convlab.resurrection.base import _context_text
+    from convlab.resurrection.shared import context_text, shared
 
-    ids = [f"k{i}" for i in range(len(texts))]
+    chunks = chunks_frame([(i, i, "user", 0, 0, t, 5) for i, t in enumerate(texts)])
+    ids = chunks["chunk_id"].to_list()
+    memo = shared(U, chunks)
     alive = {c: 1 for c in reversed(ids)}  # walk order is not conversation order
-    order = {c: i for i, c in enumerate(ids)}
-    got = _context_text(alive, order, dict(zip(ids, texts, strict=True)), {})
-    assert got == normalize_answer(" ".join(texts))
+    assert context_text(alive, memo, normalize_answer) == normalize_answer(" ".join(texts))
+    assert context_text({}, memo, normalize_answer) == ""
+
+
+def test_look_ups_are_shared_per_pair_of_frames_and_only_while_they_live() -> None:
+    import gc
+
+    from convlab.resurrection.shared import _MEMO, shared
+
+    chunks = CHUNKS.clone()
+    first = shared(U, chunks)
+    assert shared(U, chunks) is first  # the same frames: made once
+    other = CHUNKS.clone()  # equal content, another frame: its own look-ups
+    assert shared(U, other) is not first
+    assert first.texts["c:t1:user:s0"] == "And the decay?"
+    assert first.order["c:t1:user:s0"] == 3
+    del chunks, other
+    gc.collect()
+    kept = CHUNKS.clone()
+    shared(U, kept)  # a new entry sweeps the dead ones
+    assert all(u() is not None and c() is not None for u, c, _ in _MEMO.values())
