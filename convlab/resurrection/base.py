@@ -157,6 +157,7 @@ def _walk(ranked: Sequence[tuple[int, tuple[Piece, ...]]], budget: int) -> Walk:
     The same rule as :func:`walk`, in integers, so every figure is the same.
     """
     alive: dict[str, int] = {}
+    keys = alive.keys()
     used = offered = pieces_skipped = 0
     hits_used: list[int] = []
     skipped: list[int] = []
@@ -164,6 +165,8 @@ def _walk(ranked: Sequence[tuple[int, tuple[Piece, ...]]], budget: int) -> Walk:
         for i, (ids, toks, total) in enumerate(pieces):
             if len(ids) == 1:
                 cost = 0 if ids[0] in alive else total
+            elif keys.isdisjoint(ids):  # no chunk alive yet: the whole piece (a C-level test)
+                cost = total
             else:
                 cost = total - sum(t for c, t in zip(ids, toks, strict=True) if c in alive)
             if used + cost > budget:
