@@ -191,16 +191,21 @@ def _scored(
     ]
     measures = {m.measure() for m in parsed}
     values: dict[tuple[str, str], float] = {}
+    label = {m: str(m) for m in measures}  # str() of a measure is slow, and asked per result
     for res in ir_measures.iter_calc(list(measures), qrels, run):
-        values[(res.query_id, str(res.measure))] = float(res.value)
-    rows = []
+        m = res.measure
+        values[(res.query_id, label[m] if m in label else str(m))] = float(res.value)
+    keys = [(m.name, str(m.measure()), m.family == "recall_all") for m in parsed]
+    ids, names, scores = [], [], []
     for q in judged["query_id"].to_list():
-        for m in parsed:
-            v = values.get((q, str(m.measure())), 0.0)
-            if m.family == "recall_all":
+        for name, measure, all_of in keys:
+            v = values.get((q, measure), 0.0)
+            if all_of:
                 v = 1.0 if v >= 1.0 - 1e-12 else 0.0
-            rows.append({"query_id": q, "metric": m.name, "value": v})
-    return pl.DataFrame(rows, schema=_PER_QUERY)
+            ids.append(q)
+            names.append(name)
+            scores.append(v)
+    return pl.DataFrame({"query_id": ids, "metric": names, "value": scores}, schema=_PER_QUERY)
 
 
 def aggregate(per_query_frame: pl.DataFrame, by: Sequence[str] = ()) -> pl.DataFrame:

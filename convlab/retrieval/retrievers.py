@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from convlab.index.vector import _top_into
 from convlab.protocols import Candidates, Embedder, Query
 
 if TYPE_CHECKING:
@@ -23,6 +24,13 @@ __all__ = ["DenseRetriever", "LexicalRetriever"]
 class DenseRetriever:
     """Cosine similarity of the query vector to the unit vectors of a :class:`VectorIndex`.
 
+    A search inside a subset of rows (a conversation scope, filters) is exact over that subset,
+    as :meth:`VectorIndex.search` does it, with one difference of cost only: the subset's vectors
+    are gathered once and kept while the next query searches the same ``rows`` array (the same
+    object), so the queries of one conversation, searched one after the other, share one gather
+    instead of copying the conversation's vectors per query. Each query's similarities are still
+    its own matrix-vector product, so the scores are bit for bit those of the index's search.
+
     Args:
         index: the units and their vectors.
         embedder: the embedder the index was built with (it embeds the queries).
@@ -31,6 +39,8 @@ class DenseRetriever:
     def __init__(self, index: VectorIndex, embedder: Embedder) -> None:
         self.index = index
         self.embedder = embedder
+        self._rows: np.ndarray | None = None  # the subset whose vectors are held
+        self._vectors = np.zeros((0, index.dimension), dtype=np.float32)
 
     def queries(self, texts: Sequence[str]) -> list[Query]:
         """The queries of a batch, embedded in one call."""
@@ -41,9 +51,33 @@ class DenseRetriever:
 
     def search(self, query: Query, depth: int, rows: np.ndarray | None) -> Candidates:
         """The ``depth`` most similar units among ``rows`` (exact inside a subset)."""
-        scores, found = self.index.search(query.vector[None, :], depth, rows=rows)
-        keep = found[0] >= 0
-        return Candidates.of(found[0][keep], scores[0][keep])
+        if rows is None:
+            scores, found = self.index.search(query.vector[None, :], depth, rows=rows)
+            keep = found[0] >= 0
+            return Candidates.of(found[0][keep], scores[0][keep])
+        return self._search_subset(query, depth, rows)
+
+    def _search_subset(self, query: Query, depth: int, rows: np.ndarray) -> Candidates:
+        """:meth:`VectorIndex.search` restricted to ``rows``, the subset's vectors gathered once.
+
+        Raises:
+            ValueError: the query's dimension is not the index's.
+        """
+        q = np.ascontiguousarray(np.atleast_2d(query.vector), dtype=np.float32)
+        if q.shape[1] != self.index.dimension:
+            raise ValueError(
+                f"queries have {q.shape[1]} dimensions, the index {self.index.dimension}"
+            )
+        subset = np.asarray(rows, dtype=np.int64)
+        if subset.size == 0:
+            return Candidates.empty()
+        if rows is not self._rows:
+            self._rows, self._vectors = rows, self.index.vectors(subset)
+        scores = np.full(depth, -np.inf, dtype=np.float32)
+        found = np.full(depth, -1, dtype=np.int64)
+        _top_into((q @ self._vectors.T)[0], depth, subset, scores, found)
+        keep = found >= 0
+        return Candidates.of(found[keep], scores[keep])
 
 
 class LexicalRetriever:

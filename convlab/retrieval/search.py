@@ -76,24 +76,38 @@ class _Searcher:
         self.now: datetime | None = options.now or u["timestamp"].max()  # type: ignore[assignment]
         self.centroids: tuple[np.ndarray, np.ndarray] | None = None
         self.first = ConversationFirst(options.top_conversations, options.conversation_floor)
+        self._scope: tuple[tuple[str, ...] | None, np.ndarray | None] | None = None
         if options.hierarchical and u.height:
             self.centroids = conversation_centroids(index.vectors(np.arange(u.height)), self.conv)
 
     def rows(self, conversations: tuple[str, ...] | None) -> np.ndarray | None:
-        """Rows passing the filters inside ``conversations`` (None: every row passes)."""
-        if conversations is None:
-            return None if self.mask.all() else np.flatnonzero(self.mask)
-        parts = [self.by_conv.get(c, np.zeros(0, np.int64)) for c in conversations]
-        r = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-        return r[self.mask[r]]
+        """Rows passing the filters inside ``conversations`` (None: every row passes).
 
-    def one(self, query: Query, conversations: tuple[str, ...] | None) -> pl.DataFrame:
-        """Hits of one query inside ``conversations`` (None: the options' scope)."""
+        The last scope's rows are kept: queries of one scope, searched one after the other, get
+        the same array, which lets the dense retriever reuse the vectors it gathered for it.
+        """
+        if self._scope is not None and self._scope[0] == conversations:
+            return self._scope[1]
+        if conversations is None:
+            rows = None if self.mask.all() else np.flatnonzero(self.mask)
+        else:
+            parts = [self.by_conv.get(c, np.zeros(0, np.int64)) for c in conversations]
+            r = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+            rows = r[self.mask[r]]
+        self._scope = (conversations, rows)
+        return rows
+
+    def one(self, query: Query, conversations: tuple[str, ...] | None) -> Candidates | None:
+        """The ``k`` docs of one query inside ``conversations`` (None: the options' scope).
+
+        Returns:
+            The docs' best units, grouped per doc, best first; None when nothing was found.
+        """
         if self.centroids is not None:
             conversations = self.first.select(query.vector, self.centroids, conversations)
         rows = self.rows(conversations)
         if rows is not None and rows.size == 0:
-            return _empty_hits()
+            return None
         found = [r.search(query, self.options.fetch, rows) for r in self.retrievers]
         context = RankContext(
             query=query,
@@ -108,20 +122,32 @@ class _Searcher:
         )
         candidates = found[0]
         if len(candidates) == 0 and not any(len(f) for f in context.fused):
-            return _empty_hits()
+            return None
         for ranker in self.rankers:
             candidates = ranker(candidates, context)
-        return _hits(self.units, candidates.take(slice(0, self.options.k)))
+        if candidates.docs is None:
+            raise ValueError("search's rankers must group the candidates per doc (best_per_doc)")
+        return candidates.take(slice(0, self.options.k))
 
     def many(
         self, queries: Sequence[Query], ids: Sequence[str], scopes: Sequence[tuple[str, ...] | None]
     ) -> pl.DataFrame:
-        """Hits of every query, each in its scope, with its ``query_id``."""
-        frames = [
-            self.one(q, scope).with_columns(pl.lit(qid, dtype=pl.String).alias("query_id"))
-            for q, qid, scope in zip(queries, ids, scopes, strict=True)
-        ]
-        return pl.concat(frames).select(list(schema.HITS)) if frames else _empty_hits()
+        """Hits of every query, each in its scope, with its ``query_id``, in the queries' order.
+
+        The queries are searched grouped by scope (the rows and vectors of a scope are prepared
+        once for all its queries) and their hits put back in the order of ``queries``; the hits
+        of all queries are then read from the units frame in one gather.
+        """
+        found: list[Candidates | None] = [None] * len(queries)
+        order = sorted(range(len(queries)), key=lambda i: _scope_key(scopes[i]))
+        for i in order:
+            found[i] = self.one(queries[i], scopes[i])
+        return _hits(self.units, ids, found)
+
+
+def _scope_key(scope: tuple[str, ...] | None) -> tuple[int, tuple[str, ...]]:
+    """A sort key grouping equal scopes (None, the whole index, first)."""
+    return (0, ()) if scope is None else (1, scope)
 
 
 def _filter_mask(units: pl.DataFrame, options: SearchOptions) -> np.ndarray:
@@ -252,17 +278,29 @@ def _empty_hits() -> pl.DataFrame:
     return schema.empty(schema.HITS)
 
 
-def _hits(units: pl.DataFrame, docs: Candidates) -> pl.DataFrame:
-    """The hits frame (without ``query_id``) of docs grouped by :class:`BestPerDoc`."""
-    if docs.docs is None:
-        raise ValueError("search's rankers must group the candidates per doc (best_per_doc)")
-    u = units[docs.rows.tolist()]
+def _hits(
+    units: pl.DataFrame, ids: Sequence[str], found: Sequence[Candidates | None]
+) -> pl.DataFrame:
+    """The hits frame of each query's docs (grouped by :class:`BestPerDoc`), in one gather.
+
+    Args:
+        units: the index's units frame.
+        ids: the queries' ids.
+        found: each query's docs, best first (None: no hit).
+    """
+    parts = [(qid, c) for qid, c in zip(ids, found, strict=True) if c is not None and len(c)]
+    if not parts:
+        return _empty_hits()
+    rows = np.concatenate([c.rows for _, c in parts])
+    u = units[rows]
     return u.select(
-        pl.lit(None, dtype=pl.String).alias("query_id"),
-        pl.Series("rank", np.arange(1, len(docs) + 1), dtype=pl.Int32),
-        pl.Series("score", docs.scores, dtype=pl.Float64),
+        pl.Series("query_id", [qid for qid, c in parts for _ in range(len(c))], dtype=pl.String),
+        pl.Series(
+            "rank", np.concatenate([np.arange(1, len(c) + 1) for _, c in parts]), dtype=pl.Int32
+        ),
+        pl.Series("score", np.concatenate([c.scores for _, c in parts]), dtype=pl.Float64),
         "unit_id",
-        pl.Series("doc_id", list(docs.docs), dtype=pl.String),
+        pl.Series("doc_id", [d for _, c in parts for d in c.docs or ()], dtype=pl.String),
         "conversation_id",
         "turn_index",
         "message_index",
@@ -272,4 +310,4 @@ def _hits(units: pl.DataFrame, docs: Candidates) -> pl.DataFrame:
         "side",
         "timestamp",
         "chunk_ids",
-    )
+    ).select(list(schema.HITS))

@@ -115,6 +115,42 @@ def test_paired_tests() -> None:
     assert lo < a.mean() < hi
 
 
+def test_randomization_p_values_are_those_of_fresh_draws() -> None:
+    # the signs are drawn once per (seed, permutations, n) and shared; each p-value must be the
+    # one the test gave when every call drew its own signs: count the |means| >= observed
+    def fresh(a: np.ndarray, b: np.ndarray, permutations: int, seed: int) -> float:
+        d = a - b
+        signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(permutations, d.size))
+        means = np.abs((signs * d).mean(axis=1))
+        return float((np.sum(means >= abs(d.mean()) - 1e-12) + 1) / (permutations + 1))
+
+    rng = np.random.default_rng(4)
+    for n, permutations, seed in [(1, 50, 0), (7, 999, 3), (300, 2500, 0), (301, 2500, 0)]:
+        for _ in range(3):
+            a, b = rng.integers(0, 3, n) / 2.0, rng.integers(0, 3, n) / 2.0  # ties included
+            got = paired_randomization(a, b, permutations=permutations, seed=seed)
+            assert got == fresh(a, b, permutations, seed)
+    # by hand: one query, d = 0.5; every sign gives |mean| 0.5 >= 0.5, so p = (P + 1)/(P + 1)
+    assert paired_randomization(np.array([1.0]), np.array([0.5]), permutations=9) == 1.0
+
+
+def test_bootstrap_interval_is_scipys_exactly() -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(2)
+    for n, seed in [(2, 0), (17, 3), (400, 0), (401, 0)]:
+        for x in (rng.integers(0, 5, n) / 4.0, rng.random(n)):
+            want = stats.bootstrap(
+                (x,),
+                np.mean,
+                n_resamples=2000,
+                method="percentile",
+                rng=np.random.default_rng(seed),
+            ).confidence_interval
+            assert bootstrap_ci(x, seed=seed) == (float(want.low), float(want.high))
+    assert bootstrap_ci(np.array([0.5, 0.5, 0.5])) == (0.5, 0.5)  # no spread, no resampling
+
+
 def test_compare_marks_only_real_differences() -> None:
     rng = np.random.default_rng(2)
     base = rng.integers(0, 2, 300).astype(float)

@@ -136,3 +136,97 @@ def test_grid_maps_a_ranked_doc_to_the_unit_that_can_have_ranked_it() -> None:
     assert counts == {"hits": 4, "ambiguous": 1, "unmapped": 0}
     with pytest.raises(ValueError, match="ranked doc 'm9' has no unit"):
         map_hits(pl.DataFrame({"query_id": ["q"], "doc_id": ["m9"], "rank": [1]}), units)
+
+
+def _walk_reference(
+    ranked: list[tuple[int, list[list[str]]]], budget: int, tokens: dict[str, int]
+) -> tuple[dict[str, int], int, int, list[int], list[int], int]:
+    """The budget walk's rule as first written (chunk by chunk, nothing prepared)."""
+    alive: dict[str, int] = {}
+    used = offered = pieces_skipped = 0
+    hits_used: list[int] = []
+    skipped: list[int] = []
+    for rank, pieces in ranked:
+        for i, piece in enumerate(pieces):
+            ids = list(dict.fromkeys(piece))
+            cost = sum(tokens[c] for c in ids if c not in alive)
+            if used + cost > budget:
+                if i == 0:
+                    skipped.append(rank)
+                    break
+                pieces_skipped += 1
+                continue
+            offered += sum(tokens[c] for c in ids)
+            for c in ids:
+                alive.setdefault(c, rank)
+            used += cost
+            if i == 0:
+                hits_used.append(rank)
+    return alive, used, offered, hits_used, skipped, pieces_skipped
+
+
+def test_the_walk_matches_its_rule_on_random_hits() -> None:
+    import numpy as np
+
+    from convlab.resurrection import walk
+
+    rng = np.random.default_rng(3)
+    tokens = {f"c{i}": int(rng.integers(1, 60)) for i in range(20)}
+    for _ in range(300):
+        ranked = [
+            (
+                rank,
+                [
+                    [f"c{c}" for c in rng.integers(0, 20, size=int(rng.integers(1, 4)))]
+                    for _ in range(int(rng.integers(1, 3)))
+                ],
+            )
+            for rank in range(1, int(rng.integers(1, 15)))
+        ]
+        budget = int(rng.integers(0, 300))
+        w = walk(ranked, budget, tokens)
+        alive, used, offered, hits_used, skipped, pieces_skipped = _walk_reference(
+            ranked, budget, tokens
+        )
+        assert list(w.alive.items()) == list(alive.items())  # the same chunks, in walk order
+        assert (w.used, w.offered, w.pieces_skipped) == (used, offered, pieces_skipped)
+        assert (w.hits_used, w.hits_skipped) == (hits_used, skipped)
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["The cat.", "A dog", "an"],  # articles at both ends of a chunk
+        ["...", "", "  Hello,  World  "],  # chunks that normalise to nothing, spaces
+        ["ΟΔΟΣ", "ΣΑΣ ΑΣ"],  # a final sigma before the space between chunks
+        ["don't", "the-end", "x"],  # punctuation inside words
+    ],
+)
+def test_each_chunk_normalised_alone_gives_the_normalised_context(texts: list[str]) -> None:
+    from convlab.resurrection.shared import context_text, shared
+
+    chunks = chunks_frame([(i, i, "user", 0, 0, t, 5) for i, t in enumerate(texts)])
+    ids = chunks["chunk_id"].to_list()
+    memo = shared(U, chunks)
+    alive = {c: 1 for c in reversed(ids)}  # walk order is not conversation order
+    assert context_text(alive, memo, normalize_answer) == normalize_answer(" ".join(texts))
+    assert context_text({}, memo, normalize_answer) == ""
+
+
+def test_look_ups_are_shared_per_pair_of_frames_and_only_while_they_live() -> None:
+    import gc
+
+    from convlab.resurrection.shared import _MEMO, shared
+
+    chunks = CHUNKS.clone()
+    first = shared(U, chunks)
+    assert shared(U, chunks) is first  # the same frames: made once
+    other = CHUNKS.clone()  # equal content, another frame: its own look-ups
+    assert shared(U, other) is not first
+    assert first.texts["c:t1:user:s0"] == "And the decay?"
+    assert first.order["c:t1:user:s0"] == 3
+    del chunks, other
+    gc.collect()
+    kept = CHUNKS.clone()
+    shared(U, kept)  # a new entry sweeps the dead ones
+    assert all(u() is not None and c() is not None for u, c, _ in _MEMO.values())

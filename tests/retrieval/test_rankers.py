@@ -165,3 +165,66 @@ def test_retrievers_return_candidates_best_first() -> None:
     assert sorted(inside.rows.tolist()) == [1, 2]
     lex = lexical.search(q, 3, None)
     assert sorted(lex.rows.tolist()) == [0, 2]  # "nginx websocket" scores 0: left out
+
+
+def _best_per_doc_reference(candidates: Candidates, doc_ids: list[list[str]]) -> Candidates:
+    """BestPerDoc's rule written as the plain loop it replaces (the reference)."""
+    best: dict[str, tuple[float, int]] = {}
+    for row, score in zip(candidates.rows.tolist(), candidates.scores.tolist(), strict=True):
+        for doc in doc_ids[row]:
+            if doc not in best or score > best[doc][0]:
+                best[doc] = (score, row)
+    docs = sorted(best, key=lambda d: (-best[d][0], best[d][1]))
+    return Candidates.of([best[d][1] for d in docs], [best[d][0] for d in docs], docs)
+
+
+def test_best_per_doc_ties_and_many_doc_units_by_hand() -> None:
+    # row 0 stands for docs b and a (in that order), row 2 for a; rows 0 and 1 tie at 0.5
+    doc_ids = [["b", "a"], ["c"], ["a"], []]
+    c = Candidates.of([1, 0, 2, 3], [0.5, 0.5, 0.5, 0.9])
+    got = BestPerDoc()(c, context(conversations=["x"] * 4, doc_ids=doc_ids))
+    # a doc's best unit: its first candidate among equal scores (row 0 for a, not row 2); equal
+    # (score, row) pairs keep the order their docs were met (b before a); row 3 has no doc
+    assert got.docs == ("b", "a", "c")
+    assert got.rows.tolist() == [0, 0, 1]
+    assert got.scores.tolist() == [0.5, 0.5, 0.5]
+
+
+def test_best_per_doc_matches_the_plain_loop_on_random_candidates() -> None:
+    rng = np.random.default_rng(7)
+    for case in range(400):
+        n = int(rng.integers(1, 30))
+        many = case % 2 == 1  # units standing for 0..3 docs, or exactly one
+        doc_ids = [
+            [
+                f"d{x}"
+                for x in rng.choice(12, size=int(rng.integers(0, 4)) if many else 1, replace=False)
+            ]
+            for _ in range(n)
+        ]
+        rows = rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False)
+        c = Candidates.of(rows, rng.integers(0, 4, size=rows.size) / 4.0)  # many ties
+        ctx = context(conversations=["x"] * n, doc_ids=doc_ids)
+        got, want = BestPerDoc()(c, ctx), _best_per_doc_reference(c, doc_ids)
+        assert got.docs == want.docs
+        assert got.rows.tolist() == want.rows.tolist()
+        assert got.scores.tolist() == want.scores.tolist()
+
+
+def test_rrf_ranker_matches_the_rrf_function_on_random_rankings() -> None:
+    from convlab.retrieval.rankers import rrf
+
+    rng = np.random.default_rng(11)
+    for case in range(300):
+        n = int(rng.integers(1, 60))
+        dense, bm25, more = (
+            rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False) for _ in range(3)
+        )
+        fused = tuple(Candidates.of(r, np.zeros(r.size)) for r in (bm25, more)[: 1 + case % 2])
+        k = int(rng.integers(0, 80))
+        want = rrf([dense.tolist(), *(f.rows.tolist() for f in fused)], k=k)
+        # best first; equal scores keep the order the rows were first seen
+        order = sorted(range(len(want)), key=lambda i: -list(want.values())[i])
+        got = RRF(k)(Candidates.of(dense, np.zeros(dense.size)), context(fused=fused))
+        assert got.rows.tolist() == [list(want)[i] for i in order]
+        assert got.scores.tolist() == [list(want.values())[i] for i in order]

@@ -237,3 +237,33 @@ def test_search_haystacks_scopes_each_query(setup) -> None:  # type: ignore[no-u
         assert hits.filter(pl.col("query_id") == "b").equals(one)
     dense = search_haystacks(idx, queries, haystacks, embedder=emb)
     assert set(dense.filter(pl.col("query_id") == "a")["doc_id"]) == {"c1:t0", "c1:t1", "c3:t0"}
+
+
+def test_scoped_queries_in_any_order_get_each_its_own_search(setup) -> None:  # type: ignore[no-untyped-def]
+    idx, emb, _ = setup
+    texts = ["websocket", "index", "nginx upgrade", "kubernetes ingress timeout", "rebuild"]
+    convs = ["c3", "c2", "c1", "c3", "c2"]  # scopes interleaved: searched grouped, put back
+    q = pl.DataFrame({"query_id": list("abcde"), "text": texts, "conversation_id": convs})
+    many = search_many(idx, q, embedder=emb, scoped=True)
+    assert many["query_id"].unique(maintain_order=True).to_list() == list("abcde")
+    for qid, text, conv in zip("abcde", texts, convs, strict=True):
+        alone = search(idx, text, embedder=emb, options=SearchOptions(conversations=(conv,)))
+        assert (
+            many.filter(pl.col("query_id") == qid).drop("query_id").equals(alone.drop("query_id"))
+        )
+
+
+def test_dense_search_in_a_scope_is_the_index_search_bit_for_bit(setup) -> None:  # type: ignore[no-untyped-def]
+    from convlab.protocols import Query
+    from convlab.retrieval.retrievers import DenseRetriever
+
+    idx, emb, _ = setup
+    dense = DenseRetriever(idx, emb)
+    rows = np.array([0, 1, 3, 5], dtype=np.int64)
+    for text in ["nginx websocket", "drop the index", "timeout"]:
+        query = Query(text, emb.encode([text])[0].astype(np.float32))
+        scores, found = idx.search(query.vector[None, :], 3, rows=rows)
+        got = dense.search(query, 3, rows)  # the second and third reuse the gathered vectors
+        assert got.rows.tolist() == found[0].tolist()
+        assert got.scores.tolist() == scores[0].astype(np.float64).tolist()
+    assert len(dense.search(query, 3, np.zeros(0, dtype=np.int64))) == 0

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from convlab.protocols import Candidates, RankContext
 from convlab.retrieval.rankers.base import RANKERS
@@ -25,10 +28,50 @@ class BestPerDoc:
 
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """The docs' best units, with ``docs`` set."""
-        best: dict[str, tuple[float, int]] = {}
-        for row, score in zip(candidates.rows.tolist(), candidates.scores.tolist(), strict=True):
-            for doc in context.doc_ids[row]:
-                if doc not in best or score > best[doc][0]:
-                    best[doc] = (score, row)
-        docs = sorted(best, key=lambda d: (-best[d][0], best[d][1]))
-        return Candidates.of([best[d][1] for d in docs], [best[d][0] for d in docs], docs)
+        if len(candidates) == 0:
+            return Candidates.of([], [], [])
+        offsets, codes, names = _doc_codes(context.doc_ids)
+        rows, scores = candidates.rows, candidates.scores
+        starts, counts = offsets[rows], offsets[rows + 1] - offsets[rows]
+        if np.all(counts == 1):  # one doc per unit: the pairs are the candidates
+            pair_of, doc = np.arange(len(rows)), codes[starts]
+        else:  # a unit standing for several docs counts for each, in its docs' order
+            pair_of = np.repeat(np.arange(len(rows)), counts)
+            first = np.repeat(starts - np.cumsum(counts) + counts, counts)
+            doc = codes[first + np.arange(pair_of.size)]
+        score = scores[pair_of]
+        # first, the first pair per doc in candidate order (the order docs met the dict before)
+        _, seen = np.unique(doc, return_index=True)
+        # best: the highest score, the first candidate among equal ones (pairs are in order)
+        by_score = np.lexsort((np.arange(doc.size), -score))
+        docs_sorted, at = np.unique(doc[by_score], return_index=True)
+        best = by_score[at]  # pair index of each doc's best unit, docs ascending by code
+        order = np.lexsort((seen, rows[pair_of[best]], -score[best]))
+        best = best[order]
+        return Candidates.of(
+            rows[pair_of[best]], score[best], [names[d] for d in docs_sorted[order].tolist()]
+        )
+
+
+_CODES: list[tuple[Sequence[Sequence[str]], tuple[np.ndarray, np.ndarray, list[str]]]] = []
+
+
+def _doc_codes(doc_ids: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Every row's docs as integer codes: ``(offsets, codes, names)``.
+
+    A row's codes are ``codes[offsets[row]:offsets[row + 1]]``, ``names[code]`` their doc ids.
+
+    Made once per ``doc_ids`` object (a search's, shared by all its queries) and kept for the
+    last one: the object is held, so it cannot be another list at the same address.
+    """
+    if _CODES and _CODES[0][0] is doc_ids:
+        return _CODES[0][1]
+    index: dict[str, int] = {}
+    codes: list[int] = []
+    offsets = [0]
+    for docs in doc_ids:
+        codes.extend(index.setdefault(d, len(index)) for d in docs)
+        offsets.append(len(codes))
+    made = (np.asarray(offsets, dtype=np.int64), np.asarray(codes, dtype=np.int64), list(index))
+    _CODES[:] = [(doc_ids, made)]
+    return made
