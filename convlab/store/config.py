@@ -69,8 +69,8 @@ class StoreConfig:
             embedded, titles included; the default), ``tool-output`` or ``none``.
         policy: the content policy as a dict of the fields that differ from the default
             (``ContentPolicy`` field names, e.g. ``{"text_format": "date"}`` from ``convlab index
-            --text-format date``; empty = the default; a whole ``ContentPolicy.as_dict()``, as
-            older stores saved, loads too).
+            --text-format date``; empty = the default). A whole ``ContentPolicy.as_dict()``
+            loads too, with or without ``text_format`` (dicts saved before it existed).
 
     Raises:
         ValueError: an unknown strategy, index kind or redaction mode (listing the valid
