@@ -6,7 +6,7 @@ conversations, conversation scope, MiniLM torch) once per text format
 (:data:`convlab.pipeline.policy.TEXT_FORMATS`), and compares each format with ``speaker``
 (today's default) by paired randomization with Holm's correction over the formats
 (:func:`convlab.evaluation.significance.compare`). Each format's per-query frame is written
-beside the JSON (``text_format/<format>.parquet``) as soon as it is done, and the JSON is
+beside the JSON (``<out without .json>/<format>.parquet``) as soon as it is done, and the JSON is
 rewritten after every format, so a stopped run keeps what it measured.
 """
 
@@ -51,7 +51,17 @@ def main(argv: list[str] | None = None) -> int:
         help="text formats, the baseline first (%(default)s)",
     )
     p.add_argument("--conversations", default="", help="comma-separated ids (default: all)")
+    p.add_argument(
+        "--systems",
+        default=",".join(s.name for s in SYSTEMS),
+        help="a subset of the systems (%(default)s)",
+    )
     args = p.parse_args(argv)
+    by_name = {s.name: s for s in SYSTEMS}
+    unknown = [n for n in args.systems.split(",") if n not in by_name]
+    if unknown:
+        p.error(f"unknown systems {unknown}; valid: {', '.join(by_name)}")
+    systems = [by_name[n] for n in args.systems.split(",")]
     formats = [f for f in args.formats.split(",") if f]
     for f in formats:
         TEXT_FORMATS.get(f)  # an unknown name: the error lists the valid ones
@@ -61,12 +71,12 @@ def main(argv: list[str] | None = None) -> int:
     data = data.select([c for c in args.conversations.split(",") if c] or None)
     base = comparison_config(data, budgets=(512,), scope="conversation", baseline=None)
     embedder = CachedEmbedder(minilm_embedder("torch"), args.cache)
-    frames_dir = args.out.parent / "text_format"
+    frames_dir = args.out.with_suffix("")
     frames_dir.mkdir(parents=True, exist_ok=True)
     result: dict[str, object] = {
         "data": str(args.data or locomo_path()),
         "queries": data.queries.height,
-        "systems": [s.name for s in SYSTEMS],
+        "systems": [s.name for s in systems],
         "metrics": list(METRICS),
         "baseline": BASELINE,
         "formats": {},
@@ -76,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         config = replace(base, policy=ContentPolicy(text_format=name))
         before = embedder.stats.embedded
         started = time.perf_counter()
-        ev = evaluate(data, SYSTEMS, embedder=embedder, config=config, progress=False)
+        ev = evaluate(data, systems, embedder=embedder, config=config, progress=False)
         pq = ev.per_query.filter(pl.col("metric").is_in(METRICS))
         per_query[name] = pq
         write_file_atomic(frames_dir / f"{name}.parquet", pq.write_parquet)
@@ -86,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
             "texts_embedded": embedder.stats.embedded - before,
             "means": _means(pq),
         }
-        result["significance"] = _significance(per_query)
+        result["significance"] = _significance(per_query, [s.name for s in systems])
         write_text_atomic(args.out, json.dumps(result, indent=1) + "\n")
         print(f"{name}: {result['formats'][name]}", flush=True)  # type: ignore[index]
     print(f"wrote {args.out}")
@@ -101,12 +111,14 @@ def _means(pq: pl.DataFrame) -> dict[str, dict[str, float]]:
     return out
 
 
-def _significance(per_query: dict[str, pl.DataFrame]) -> list[dict[str, object]]:
+def _significance(
+    per_query: dict[str, pl.DataFrame], systems: list[str]
+) -> list[dict[str, object]]:
     """Each format against the baseline, per system: one :func:`compare` per system."""
     if BASELINE not in per_query or len(per_query) < 2:
         return []
     rows: list[dict[str, object]] = []
-    for system in [s.name for s in SYSTEMS]:
+    for system in systems:
         frame = pl.concat(
             [
                 pq.filter(pl.col("system") == system)
