@@ -67,7 +67,10 @@ class StoreConfig:
             ``ivfpq``).
         redact: a key of :data:`convlab.pipeline.redact.REDACT_MODES`: ``all`` (every text stored or
             embedded, titles included; the default), ``tool-output`` or ``none``.
-        policy: the content policy as a dict (``ContentPolicy.as_dict()``; empty = the default).
+        policy: the content policy as a dict of the fields that differ from the default
+            (``ContentPolicy`` field names, e.g. ``{"text_format": "date"}`` from ``convlab index
+            --text-format date``; empty = the default). A whole ``ContentPolicy.as_dict()``
+            loads too, with or without ``text_format`` (dicts saved before it existed).
 
     Raises:
         ValueError: an unknown strategy, index kind or redaction mode (listing the valid

@@ -440,3 +440,49 @@ def test_show_budget_resurrects_the_turns_units(
     assert f"== resurrected context: {total}/{total} tokens" in out
     assert main([*argv, "--budget", "0"]) == EXIT_OK
     assert "== resurrected context: 0/0 tokens" in capsys.readouterr().out
+
+
+def test_index_text_format_writes_dialogs_in_that_format(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from convlab.store import Store
+
+    sample = {
+        "sample_id": "d1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "Hi there."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "Yo."},
+            ],
+        },
+        "qa": [],
+    }
+    src = tmp_path / "d1.json"
+    src.write_text(json.dumps(sample), encoding="utf-8")
+    out = tmp_path / "s"
+    argv = ["index", str(src), "--store", str(out), "--embedder", "hash", "-q"]
+    assert main([*argv, "--text-format", "locomo"]) == EXIT_OK
+    store = Store(out)
+    ann, bo = (
+        '(1:56 pm on 8 May, 2023) Ann said, "Hi there."',
+        '(1:56 pm on 8 May, 2023) Bo said, "Yo."',
+    )
+    assert store.frame("sentences")["text"].to_list() == [ann, bo]
+    # turn_pair (the default strategy) embeds each of the two messages with the other
+    assert store.frame("units")["text"].to_list() == [f"{ann} {bo}", f"{ann} {bo}"]
+    assert store.manifest()["config"]["policy"] == {"text_format": "locomo"}
+    capsys.readouterr()
+    # the default writes no policy, so a store built before --text-format keeps matching it;
+    # another format is another setting
+    assert main([*argv, "--text-format", "speaker"]) == EXIT_USAGE
+    assert "other settings (policy)" in capsys.readouterr().err
+    default = ["index", str(src), "--store", str(tmp_path / "d"), "--embedder", "hash", "-q"]
+    assert main(default) == EXIT_OK
+    assert Store(tmp_path / "d").manifest()["config"]["policy"] == {}
+    assert Store(tmp_path / "d").frame("sentences")["text"].to_list() == [
+        "Ann: Hi there.",
+        "Bo: Yo.",
+    ]

@@ -20,6 +20,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     from convlab.embed import BACKENDS
     from convlab.engines import ENGINES
     from convlab.index import INDEX_KINDS
+    from convlab.pipeline.policy import TEXT_FORMATS, ContentPolicy
     from convlab.pipeline.redact import REDACT_MODES
     from convlab.store import StoreConfig
     from convlab.strategies import STRATEGIES
@@ -56,6 +57,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "embedding or storing: 'all' covers prompts, replies, thinking, tool calls and outputs "
         "and titles; 'tool-output' only tool calls and outputs; 'none' nothing (%(default)s)",
     )
+    ix.add_argument(
+        "--text-format",
+        default=ContentPolicy().text_format,
+        choices=TEXT_FORMATS.names(),
+        help="how a dialog message's text is embedded: 'plain', 'speaker' (Ann: text), 'date' "
+        "((1:56 pm on 8 May, 2023) Ann: text) or 'locomo' ((date) Ann said, \"text\"); "
+        "chats are never prefixed (%(default)s)",
+    )
     ix.add_argument("--rebuild", action="store_true", help="start the store from scratch")
     ix.add_argument("--wait", action="store_true", help="wait for another indexer to finish")
     ix.add_argument(
@@ -83,6 +92,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 
 def run(args: argparse.Namespace) -> int:
     """Index ``args.paths`` (or the usual history homes) into ``args.store``."""
+    from convlab.pipeline.policy import ContentPolicy
     from convlab.store import Store, StoreConfig, default_history_paths
 
     paths = list(args.paths) or default_history_paths()
@@ -99,6 +109,10 @@ def run(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             index_kind=args.index_kind,
             redact=args.redact,
+            # only a changed field is written, so stores built before --text-format still match
+            policy={}
+            if args.text_format == ContentPolicy().text_format
+            else {"text_format": args.text_format},
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
