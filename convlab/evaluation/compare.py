@@ -41,6 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The comparison's options (``--data``, ``--strategies``, ``--out``, ...) on ``p``."""
     from convlab.embed import BACKENDS
     from convlab.evaluation.config import SCOPES
+    from convlab.pipeline.policy import TEXT_FORMATS
 
     p.add_argument(
         "--data",
@@ -68,6 +69,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="an experiment file (TOML) of the systems to compare; default: the default "
         "systems of --strategies (a file can include them with defaults = true)",
+    )
+    p.add_argument(
+        "--text-format",
+        default=None,
+        choices=TEXT_FORMATS.names(),
+        help="how dialog messages are written before chunking, for every system without its "
+        "own (default: ContentPolicy's, speaker)",
     )
     p.add_argument("--baseline", default=None, help="system compared against (first strategy)")
     p.add_argument("--out", default="runs/eval")
@@ -183,6 +191,8 @@ def run_comparison(args: argparse.Namespace) -> Path:
     budgets = tuple(int(b) for b in args.budgets.split(","))
     config = comparison_config(data, budgets=budgets, scope=args.scope, baseline=args.baseline)
     config = replace(config, resurrection=check_policies(args.resurrection))
+    if args.text_format is not None:
+        config = replace(config, policy=config.policy.with_text_format(args.text_format))
     embedder = CachedEmbedder(minilm_embedder(args.backend), args.cache)
     ev = evaluate(data, systems, embedder=embedder, config=config)
     out = Path(args.out)

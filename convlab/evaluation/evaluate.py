@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import replace
 from typing import Any
 
 import polars as pl
@@ -152,7 +151,7 @@ def _build(
     built: dict[tuple[str | None, str], BuiltIndex] = {}
     for text in dict.fromkeys(s.text for s in systems):
         views = [v for s in systems if s.text == text for v in s.views]
-        policy = config.policy if text is None else replace(config.policy, text_format=text)
+        policy = config.policy if text is None else config.policy.with_text_format(text)
         made = build_indexes(
             data.corpus,
             list(dict.fromkeys(v.strategy for v in views)),

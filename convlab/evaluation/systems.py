@@ -6,7 +6,8 @@ by BM25 or both), a **fusion** of the views' doc rankings (a method of
 cross-validation, :class:`Tuning`), **rankers** and filters (:class:`SearchOptions`, applied in
 every view's search), a **resurrection policy** (a name of
 :data:`convlab.resurrection.POLICIES`) and a **text format** (how a dialog message is written
-before it is chunked: :data:`convlab.pipeline.policy.TEXT_FORMATS`).
+before it is chunked: :data:`convlab.pipeline.policy.TEXT_FORMATS`; LoCoMo's own RAG format is
+``locomo``).
 
 A one-view system is written with ``strategy`` and ``retrieval`` alone. The same records are
 read from an experiment file (:func:`convlab.evaluation.systemsfile.read_systems`).
@@ -150,7 +151,7 @@ class System:
 
     Raises:
         ValueError: no strategy and no views, weights that do not match the views, tuning or
-            weights on one view, an unknown fusion method or resurrection policy.
+            weights on one view, an unknown fusion method, resurrection policy or text format.
     """
 
     name: str
@@ -194,6 +195,10 @@ class System:
             raise ValueError(f"system {self.name!r} has one view: weights and tuning need several")
         if self.resurrection is not None:
             POLICIES.get(self.resurrection)
+        if self.text is not None:
+            from convlab.pipeline.policy import TEXT_FORMATS
+
+            TEXT_FORMATS.get(self.text)  # an unknown format: the error lists the valid ones
 
     @property
     def fused(self) -> bool:

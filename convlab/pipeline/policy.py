@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import polars as pl
@@ -166,6 +166,15 @@ class ContentPolicy:
     def as_dict(self) -> dict[str, Any]:
         """The policy as a plain dict (saved in manifests and run configs)."""
         return asdict(self)
+
+    def with_text_format(self, text_format: str) -> ContentPolicy:
+        """A copy that writes dialog messages in ``text_format`` (the speaker switch follows).
+
+        Example:
+            >>> ContentPolicy().with_text_format("plain").speaker_labels
+            False
+        """
+        return replace(self, text_format=text_format, speaker_labels=None)
 
 
 def render_tool_call(name: str | None, tool_input: str | None, value_chars: int = 250) -> str:

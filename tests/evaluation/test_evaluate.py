@@ -195,3 +195,39 @@ def test_two_systems_may_not_share_a_name() -> None:
     twice = [System(name="s", strategy="message"), System(name="s", strategy="sequential")]
     with pytest.raises(ValueError, match="two systems share a name"):
         evaluate(data, twice, embedder=HashEmbedder(64))
+
+
+def test_a_systems_text_format_builds_its_own_units(tmp_path: Path) -> None:
+    import json
+
+    sample = {
+        "sample_id": "d1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy."},
+                {"speaker": "Bo", "dia_id": "D1:2", "text": "What is its name?"},
+                {"speaker": "Ann", "dia_id": "D1:3", "text": "Her name is Pepper."},
+            ],
+        },
+        "qa": [{"question": "What is the puppy called?", "answer": "Pepper", "evidence": ["D1:3"]}],
+    }
+    path = tmp_path / "tiny.json"
+    path.write_text(json.dumps(sample), encoding="utf-8")
+    data = load_labelled(str(path))
+    systems = [
+        System(name="bm25:message", strategy="message", retrieval="bm25"),
+        System(name="bm25:message@locomo", strategy="message", retrieval="bm25", text="locomo"),
+    ]
+    ev = evaluate(data, systems, embedder=HashEmbedder(64), config=EvalConfig(budgets=(64,)))
+    assert set(ev.units) == {"message", "message[locomo]"}
+    assert ev.units["message"]["text"].to_list()[2] == "Ann: Her name is Pepper."
+    assert ev.units["message[locomo]"]["text"].to_list()[2] == (
+        '(1:56 pm on 8 May, 2023) Ann said, "Her name is Pepper."'
+    )
+    # the prefix is resurrected and counted with the chunk: more tokens for the same message
+    used = ev.budgets.group_by("system").agg(pl.col("tokens_used").max())
+    tokens = dict(used.iter_rows())
+    assert tokens["bm25:message@locomo"] > tokens["bm25:message"]

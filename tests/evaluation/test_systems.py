@@ -59,6 +59,7 @@ def test_several_views_take_the_first_views_strategy() -> None:
         ({"views": ("message", "bm25:message", "message")}, "names a view twice"),
         ({"views": ("message", "sequential"), "fusion": "borda"}, "borda"),
         ({"strategy": "message", "resurrection": "everything"}, "everything"),
+        ({"strategy": "message", "text": "iso"}, "iso"),
     ],
 )
 def test_invalid_systems_are_refused(kwargs: dict, error: str) -> None:
