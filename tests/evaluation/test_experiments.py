@@ -1,0 +1,21 @@
+"""The experiment files shipped under eval/experiments read as valid systems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from convlab.evaluation.systemsfile import read_systems
+
+EXPERIMENTS = sorted((Path(__file__).parents[2] / "eval" / "experiments").glob("*.toml"))
+
+
+def test_there_are_experiment_files() -> None:
+    assert EXPERIMENTS
+
+
+@pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
+def test_an_experiment_file_reads(path: Path) -> None:
+    systems = read_systems(path)
+    assert len({s.name for s in systems}) == len(systems)
