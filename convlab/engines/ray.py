@@ -10,9 +10,11 @@ A job (:meth:`RayEngine.embed`):
    never reach Ray; the remaining distinct texts are sorted longest first (batches of similar
    length pad less) and put into a Ray Dataset from Arrow tables (``ray.data.from_arrow``, no
    pickled frames), in blocks of ``block_rows`` texts;
-2. ``map_batches`` runs :class:`_EmbedBatches` on an actor pool of ``actors`` actors: each actor
+2. ``map_batches`` runs :class:`_EmbedBatches` on a fixed pool of ``actors`` actors: each actor
    rebuilds the embedder from its :class:`EmbedderSpec` (class by import path and keyword
-   arguments, never a live torch model) and loads the model once;
+   arguments, never a live torch model), loads the model once at start-up and runs torch on
+   ``cpus_per_actor`` threads; an actor takes one block at a time (Ray Data's default of four
+   queued per actor left one actor working through its queue while the others stopped);
 3. the actors' output (row id, vector, encode time) is written as Parquet shards into a temporary
    folder, read back, checked (every id exactly once: none lost, none duplicated), put back into
    input order and merged into the cache (an atomic segment, as the local path writes).
@@ -406,7 +408,9 @@ class RayEngine:
         shard_root.mkdir(parents=True, exist_ok=True)
         shards = Path(tempfile.mkdtemp(prefix=".ray-shards-", dir=shard_root))
         try:
-            out.write_parquet(str(shards))
+            # The writes take no CPU slot: the actors hold every CPU of a local instance, and a
+            # write waiting for one would keep every shard in the object store to the job's end.
+            out.write_parquet(str(shards), ray_remote_args={"num_cpus": 0})
             result = pq.read_table(shards)
         finally:
             shutil.rmtree(shards, ignore_errors=True)

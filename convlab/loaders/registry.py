@@ -196,7 +196,7 @@ def _load_found(
         _reader(format)  # an unknown format fails here, not in a worker
     paths = list(found)
     sizes = _sizes(paths)
-    if engine is not None and engine != "local":
+    if engine is not None and (engine if isinstance(engine, str) else engine.name) != "local":
         return _load_on_engine(paths, sizes, format, strict, workers, engine)
     n = _workers(sizes, workers)
     if n > 1:
