@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.bench_ray", description=__doc__)
     p.add_argument("--n", type=int, default=100_000, help="units embedded by each path")
     p.add_argument("--actors", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=5, help="slices of the units, halves alternating")
+    p.add_argument("--rounds", type=int, default=10, help="slices of the units, halves alternating")
     p.add_argument("--batch-size", type=int, default=256, help="texts per map_batches call")
     p.add_argument("--block-rows", type=int, default=256, help="texts per Dataset block")
     p.add_argument("--out", type=Path, default=Path("runs/bench"))
