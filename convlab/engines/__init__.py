@@ -26,8 +26,10 @@ from convlab.registry import Registry
 
 if TYPE_CHECKING:
     from convlab.embed import CachedEmbedder
+    from convlab.loaders.corpus import Corpus
+    from convlab.loaders.files import Found
 
-__all__ = ["ENGINES", "Engine", "get_engine", "register_engine"]
+__all__ = ["ENGINES", "Engine", "LoadingEngine", "get_engine", "register_engine"]
 
 
 @runtime_checkable
@@ -50,6 +52,24 @@ class Engine(Protocol):
 
     def describe(self) -> dict[str, Any]:
         """The engine's name and settings, saved in manifests."""
+        ...
+
+
+@runtime_checkable
+class LoadingEngine(Engine, Protocol):
+    """An engine that can also read transcript files (``convlab.load(..., engine=...)``)."""
+
+    def load_slots(self) -> int:
+        """How many chunks it reads at once (its CPUs): ``workers=None`` makes 4 chunks each."""
+        ...
+
+    def load_parts(
+        self, chunks: Sequence[Sequence[Found]], format: str | None, strict: bool
+    ) -> list[Corpus]:
+        """Each chunk of files read into a corpus, in chunk order.
+
+        A strict-mode :class:`convlab.loaders.errors.LoadError` reaches the caller as it is.
+        """
         ...
 
 

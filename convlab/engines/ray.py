@@ -1,14 +1,20 @@
 """The ``ray`` engine: embedding on Ray Data, an actor pool that loads the model once per actor.
 
+It also reads transcript trees (:meth:`RayEngine.load_parts`, behind
+``convlab.load(path, engine="ray")``): the local parallel loader's chunks of files, one Ray task
+each, merged the same way.
+
 A job (:meth:`RayEngine.embed`):
 
 1. texts already in the :class:`convlab.embed.CachedEmbedder`'s cache are looked up here and
    never reach Ray; the remaining distinct texts are sorted longest first (batches of similar
    length pad less) and put into a Ray Dataset from Arrow tables (``ray.data.from_arrow``, no
    pickled frames), in blocks of ``block_rows`` texts;
-2. ``map_batches`` runs :class:`_EmbedBatches` on an actor pool of ``actors`` actors: each actor
+2. ``map_batches`` runs :class:`_EmbedBatches` on a fixed pool of ``actors`` actors: each actor
    rebuilds the embedder from its :class:`EmbedderSpec` (class by import path and keyword
-   arguments, never a live torch model) and loads the model once;
+   arguments, never a live torch model), loads the model once at start-up and runs torch on
+   ``cpus_per_actor`` threads; an actor takes one block at a time (Ray Data's default of four
+   queued per actor left one actor working through its queue while the others stopped);
 3. the actors' output (row id, vector, encode time) is written as Parquet shards into a temporary
    folder, read back, checked (every id exactly once: none lost, none duplicated), put back into
    input order and merged into the cache (an atomic segment, as the local path writes).
@@ -30,6 +36,7 @@ import importlib
 import logging
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -47,6 +54,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from convlab.embed import CachedEmbedder, Embedder
+    from convlab.loaders.corpus import Corpus
+    from convlab.loaders.files import Found
 
 __all__ = ["EMBEDDER_SPECS", "EmbedderSpec", "RayEngine", "embedder_spec"]
 
@@ -124,11 +133,23 @@ def embedder_spec(embedder: Embedder) -> EmbedderSpec:
 
 
 class _EmbedBatches:
-    """The actor's callable: builds the embedder once, then embeds each batch of texts."""
+    """The actor's callable: builds the embedder once, then embeds each batch of texts.
 
-    def __init__(self, spec: EmbedderSpec) -> None:
+    The model is loaded here, in the actor's start-up, not in its first batch (an embedder with
+    a lazy ``model`` property is made to load it), and torch, when the embedder uses it, runs
+    ``threads`` threads: one actor per CPU must not start a thread per core of the machine.
+    """
+
+    def __init__(self, spec: EmbedderSpec, threads: int) -> None:
+        started = time.perf_counter()
         self.embedder = spec.build()
+        getattr(self.embedder, "model", None)  # load a lazy model now
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_num_threads(threads)
+        self.threads = int(torch.get_num_threads()) if torch is not None else 0
         self.pid = os.getpid()
+        self.start_seconds = time.perf_counter() - started  # reported with the first batch
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         import pyarrow as pa
@@ -143,26 +164,44 @@ class _EmbedBatches:
         vectors = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), d)
         encode_seconds = np.zeros(n, dtype=np.float64)
         encode_seconds[:1] = seconds  # once per batch: the column sums to the actor's busy time
+        start_seconds = np.zeros(n, dtype=np.float64)
+        start_seconds[:1], self.start_seconds = self.start_seconds, 0.0
         return pa.table(
             {
                 "id": batch.column("id"),
                 "vector": vectors,
                 "encode_seconds": encode_seconds,
+                "start_seconds": start_seconds,
                 "pid": np.full(n, self.pid, dtype=np.int64),
+                "threads": np.full(n, self.threads, dtype=np.int64),
             }
         )
 
 
 @dataclass(slots=True)
 class RayJob:
-    """What the last Ray job did (for benchmarks and logs)."""
+    """What the last Ray job did (for benchmarks and logs).
+
+    Attributes:
+        texts: texts embedded.
+        batches: ``map_batches`` calls.
+        actors: actors in the pool.
+        actor_processes: distinct processes that returned batches (more than ``actors`` when
+            an actor was restarted).
+        threads_per_actor: torch threads in an actor (0 for an embedder without torch).
+        seconds: the job's wall time (Ray's start-up not included).
+        encode_seconds: the actors' summed time inside ``encode``.
+        start_seconds: the actors' summed start-up (building the embedder, loading the model).
+    """
 
     texts: int = 0
     batches: int = 0
     actors: int = 0
     actor_processes: int = 0
+    threads_per_actor: int = 0
     seconds: float = 0.0
     encode_seconds: float = 0.0
+    start_seconds: float = 0.0
 
 
 class _RayInner:
@@ -187,9 +226,12 @@ class RayEngine:
         address: a running cluster to join (``ray.init(address=...)``); None starts a local
             instance on this machine, stopped by :meth:`close`.
         actors: actors in the pool; None = the cluster's CPUs divided by ``cpus_per_actor``.
-        cpus_per_actor: CPUs reserved per actor (Ray sets its threads to match).
+        cpus_per_actor: CPUs reserved per actor; torch in the actor runs as many threads
+            (at least one).
         batch_size: texts per ``map_batches`` call.
-        block_rows: texts per Dataset block (a block is the unit of work an actor takes).
+        block_rows: texts per Dataset block, the unit of work an actor takes. Each actor takes
+            one block at a time (no queue of blocks per actor), so an actor that is done takes
+            the next block instead of idling while another works through its queue.
         max_restarts: times Ray restarts a dead actor.
         max_task_retries: times a batch is retried after its actor died.
         shard_dir: where the Parquet shards go (a temporary folder inside it, removed after);
@@ -209,7 +251,7 @@ class RayEngine:
         actors: int | None = None,
         cpus_per_actor: float = 1.0,
         batch_size: int = 256,
-        block_rows: int = 1024,
+        block_rows: int = 256,
         max_restarts: int = 3,
         max_task_retries: int = 3,
         shard_dir: str | Path | None = None,
@@ -277,6 +319,37 @@ class RayEngine:
             self._ray.shutdown()
         self._started = False
 
+    def load_slots(self) -> int:
+        """The cluster's CPUs (``convlab.load(..., engine="ray")`` makes 4 chunks for each)."""
+        self._connect()
+        return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
+
+    def load_parts(
+        self, chunks: Sequence[Sequence[Found]], format: str | None, strict: bool
+    ) -> list[Corpus]:
+        """Each chunk of files read by one Ray task; the corpora in chunk order.
+
+        The task is the local parallel loader's worker body
+        (:func:`convlab.loaders.registry.load_chunk_ipc`): it returns the chunk's frames as
+        Arrow IPC bytes through Ray's object store, so the files need only be readable where
+        the tasks run. A strict-mode :class:`~convlab.loaders.errors.LoadError` raised in a task
+        is raised here as it is (naming file and line), not wrapped in Ray's error.
+        """
+        from convlab.loaders.errors import LoadError
+        from convlab.loaders.registry import corpus_from_ipc, load_chunk_ipc
+
+        self._connect()
+        ray = self._ray
+        task = ray.remote(num_cpus=1)(load_chunk_ipc)
+        refs = [task.remote(list(chunk), format, strict) for chunk in chunks]
+        try:
+            blobs = ray.get(refs)
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, LoadError):
+                raise exc.cause from None
+            raise
+        return [corpus_from_ipc(b) for b in blobs]
+
     def embed(self, texts: Sequence[str], embedder: CachedEmbedder) -> np.ndarray:
         """Each distinct text once; cached texts stay here, the others go to the actor pool.
 
@@ -319,12 +392,15 @@ class RayEngine:
             1, int(ray.cluster_resources().get("CPU", 1) // self.cpus_per_actor)
         )
         actors = min(actors, len(blocks))
+        # One block in flight per actor (Ray Data's default queues 4 on each): with 4, the
+        # last blocks wait behind one busy actor while the others, with nothing left, stop.
+        pool = ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=1)
         out = ray.data.from_arrow(blocks).map_batches(
             _EmbedBatches,
-            fn_constructor_kwargs={"spec": spec},
+            fn_constructor_kwargs={"spec": spec, "threads": max(1, int(self.cpus_per_actor))},
             batch_size=self.batch_size,
             batch_format="pyarrow",
-            concurrency=actors,
+            compute=pool,
             num_cpus=self.cpus_per_actor,
             max_restarts=self.max_restarts,
             max_task_retries=self.max_task_retries,
@@ -332,7 +408,9 @@ class RayEngine:
         shard_root.mkdir(parents=True, exist_ok=True)
         shards = Path(tempfile.mkdtemp(prefix=".ray-shards-", dir=shard_root))
         try:
-            out.write_parquet(str(shards))
+            # The writes take no CPU slot: the actors hold every CPU of a local instance, and a
+            # write waiting for one would keep every shard in the object store to the job's end.
+            out.write_parquet(str(shards), ray_remote_args={"num_cpus": 0})
             result = pq.read_table(shards)
         finally:
             shutil.rmtree(shards, ignore_errors=True)
@@ -342,8 +420,10 @@ class RayEngine:
             batches=int(np.count_nonzero(result.column("encode_seconds").to_numpy() > 0)),
             actors=actors,
             actor_processes=len(set(result.column("pid").to_pylist())),
+            threads_per_actor=int(np.max(result.column("threads").to_numpy())),
             seconds=time.perf_counter() - started,
             encode_seconds=float(np.sum(result.column("encode_seconds").to_numpy())),
+            start_seconds=float(np.sum(result.column("start_seconds").to_numpy())),
         )
         return vectors
 

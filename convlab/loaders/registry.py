@@ -8,13 +8,14 @@ drift from what exists.
 from __future__ import annotations
 
 import gc
+import io
 import multiprocessing
 import os
 import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 import polars as pl
 
@@ -23,6 +24,9 @@ from convlab.loaders.corpus import Corpus, LoadReport, merge_parts
 from convlab.loaders.errors import LoadError
 from convlab.loaders.files import Found, check, open_regular, walk
 from convlab.registry import Registry
+
+if TYPE_CHECKING:
+    from convlab.engines import Engine
 
 __all__ = ["FORMATS", "Reader", "detect", "load", "load_files", "register_format"]
 
@@ -112,6 +116,7 @@ def load(
     strict: bool = False,
     *,
     workers: int | None = None,
+    engine: str | Engine | None = None,
 ) -> Corpus:
     """Load transcripts from a file or a directory tree into a :class:`Corpus`.
 
@@ -124,6 +129,8 @@ def load(
             devices, dangling or looping symlinks: see :func:`convlab.loaders.files.walk`) are
             skipped and listed in ``corpus.report.skipped``.
         workers: processes that read files in parallel (see :func:`load_files`).
+        engine: where the parallel reading runs (see :func:`load_files`); ``None`` or
+            ``"local"`` is this machine's process pool.
 
     Returns:
         The corpus with its conversations, messages, blocks and load report.
@@ -141,7 +148,7 @@ def load(
     root = Path(path).expanduser()
     if not os.path.lexists(root):
         raise FileNotFoundError(f"no such file or directory: {root}")
-    return _load_found(list(walk(root)), format, strict, workers)
+    return _load_found(list(walk(root)), format, strict, workers, engine)
 
 
 def load_files(
@@ -150,6 +157,7 @@ def load_files(
     strict: bool = False,
     *,
     workers: int | None = None,
+    engine: str | Engine | None = None,
 ) -> Corpus:
     """Load an explicit list of files into one corpus (see :func:`load` for the arguments).
 
@@ -161,15 +169,25 @@ def load_files(
     the same as a serial load's, a strict-mode :class:`LoadError` reaches the caller as it is.
     ``None`` uses every CPU when the files hold at least :data:`PARALLEL_MIN_BYTES`, else one.
 
+    ``engine``: ``"ray"`` (or a :class:`convlab.engines.ray.RayEngine`) reads the same chunks
+    as Ray tasks (:meth:`~convlab.engines.ray.RayEngine.load_parts`) and merges them the same
+    way, so the corpus is the same again; ``workers=None`` then makes chunks for every CPU of
+    the Ray cluster, whatever the input's size. An engine named here is closed after the load;
+    an engine object is left running for its caller.
+
     A path that is not a readable regular file (see :func:`convlab.loaders.files.check`) is
     never opened: it is skipped and reported (strict mode: a :class:`LoadError` naming it).
     """
     found = [Found(Path(f), check(f)) for f in files]
-    return _load_found(found, format, strict, workers)
+    return _load_found(found, format, strict, workers, engine)
 
 
 def _load_found(
-    found: Sequence[Found], format: str | None, strict: bool, workers: int | None
+    found: Sequence[Found],
+    format: str | None,
+    strict: bool,
+    workers: int | None,
+    engine: str | Engine | None = None,
 ) -> Corpus:
     """Read the files found, reporting those with a problem; see :func:`load_files`."""
     import convlab.loaders  # noqa: F401 - registers the formats
@@ -178,6 +196,8 @@ def _load_found(
         _reader(format)  # an unknown format fails here, not in a worker
     paths = list(found)
     sizes = _sizes(paths)
+    if engine is not None and (engine if isinstance(engine, str) else engine.name) != "local":
+        return _load_on_engine(paths, sizes, format, strict, workers, engine)
     n = _workers(sizes, workers)
     if n > 1:
         chunks = _chunks(paths, sizes, 4 * n)
@@ -194,6 +214,75 @@ def _load_found(
             ]
         return merge_parts(parts)
     return _load_serial(paths, format, strict)
+
+
+def _load_on_engine(
+    paths: Sequence[Found],
+    sizes: Sequence[int],
+    format: str | None,
+    strict: bool,
+    workers: int | None,
+    engine: str | Engine,
+) -> Corpus:
+    """The chunks of :func:`_chunks` read by ``engine.load_parts`` and merged in file order."""
+    from convlab.engines import LoadingEngine, get_engine
+
+    made = get_engine(engine)
+    try:
+        if not isinstance(made, LoadingEngine):
+            raise ValueError(f"the {made.name!r} engine cannot load transcripts")
+        n = _workers(sizes, made.load_slots() if workers is None else workers)
+        parts = made.load_parts(_chunks(paths, sizes, 4 * n), format, strict)
+    finally:
+        if isinstance(engine, str):
+            made.close()
+    return merge_parts(parts)
+
+
+def part_frames(corpus: Corpus) -> dict[str, pl.DataFrame]:
+    """A chunk's corpus as frames by name, as a parallel load ships it back (queries if any)."""
+    frames = {
+        "conversations": corpus.conversations,
+        "messages": corpus.messages,
+        "blocks": corpus.blocks,
+        "files": corpus.report.files,
+        "skipped": corpus.report.skipped,
+    }
+    if corpus.queries is not None:
+        frames["queries"] = corpus.queries
+    return frames
+
+
+def corpus_from_frames(frames: dict[str, pl.DataFrame]) -> Corpus:
+    """The corpus :func:`part_frames` took apart."""
+    return Corpus(
+        conversations=frames["conversations"],
+        messages=frames["messages"],
+        blocks=frames["blocks"],
+        report=LoadReport(files=frames["files"], skipped=frames["skipped"]),
+        queries=frames.get("queries"),
+    )
+
+
+def load_chunk_ipc(
+    files: Sequence[Found | Path], format: str | None, strict: bool
+) -> dict[str, bytes]:
+    """Read ``files`` in this process; the corpus's frames as Arrow IPC bytes, by name.
+
+    What a remote task (a Ray task) returns: bytes cross any transport and read back into the
+    very frames (dtypes included) that :func:`_load_part`'s Arrow files give.
+    """
+    out = {}
+    for name, frame in part_frames(_load_serial(files, format, strict)).items():
+        buf = io.BytesIO()
+        frame.write_ipc(buf)
+        out[name] = buf.getvalue()
+    return out
+
+
+def corpus_from_ipc(blobs: dict[str, bytes]) -> Corpus:
+    """The corpus :func:`load_chunk_ipc` returned."""
+    return corpus_from_frames({name: pl.read_ipc(blob) for name, blob in blobs.items()})
 
 
 def _as_found(file: Found | str | Path) -> Found:
@@ -268,33 +357,20 @@ def _load_part(files: Sequence[Found | Path], format: str | None, strict: bool, 
     and read, 0.25-0.3 s to pickle and unpickle before the pipe), and the main process is not
     kept busy unpickling while the workers read.
     """
-    corpus = _load_serial(files, format, strict)
-    frames = {
-        "conversations": corpus.conversations,
-        "messages": corpus.messages,
-        "blocks": corpus.blocks,
-        "files": corpus.report.files,
-        "skipped": corpus.report.skipped,
-        "queries": corpus.queries,
-    }
-    for name, frame in frames.items():
-        if frame is not None:
-            frame.write_ipc(f"{out}.{name}.arrow")
+    for name, frame in part_frames(_load_serial(files, format, strict)).items():
+        frame.write_ipc(f"{out}.{name}.arrow")
     return out
 
 
 def _read_part(out: str) -> Corpus:
     """The corpus :func:`_load_part` wrote under ``out``, read into memory (the files can go)."""
-
-    def read(name: str) -> pl.DataFrame:
-        return pl.read_ipc(Path(f"{out}.{name}.arrow").read_bytes())
-
-    return Corpus(
-        conversations=read("conversations"),
-        messages=read("messages"),
-        blocks=read("blocks"),
-        report=LoadReport(files=read("files"), skipped=read("skipped")),
-        queries=read("queries") if Path(f"{out}.queries.arrow").exists() else None,
+    names = ("conversations", "messages", "blocks", "files", "skipped", "queries")
+    return corpus_from_frames(
+        {
+            name: pl.read_ipc(Path(f"{out}.{name}.arrow").read_bytes())
+            for name in names
+            if Path(f"{out}.{name}.arrow").exists()
+        }
     )
 
 

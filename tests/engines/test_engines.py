@@ -178,6 +178,17 @@ def test_build_index_needs_a_cache(tmp_path: Path) -> None:
         )
 
 
+class TorchHashEmbedder(HashEmbedder):
+    """A HashEmbedder that imports torch when built, as the MiniLM embedder's model does."""
+
+    def __init__(self, dimension: int = 32) -> None:
+        super().__init__(dimension)
+        import torch  # noqa: F401 - the actor now holds torch, whose threads it must set
+
+    def get_config_dict(self) -> dict[str, object]:
+        return {"dimension": self.dimension}
+
+
 # -- the Ray engine on a local instance -----------------------------------------------------------
 @pytest.fixture(scope="module")
 def ray_engine() -> Iterator[object]:
@@ -272,3 +283,15 @@ def test_cli_index_engine_ray_end_to_end(
     argv = ["index", sample, "--store", str(tmp_path / "ray"), "--embedder", "hash"]
     assert main([*argv, "--engine", "ray", "--rebuild", "--quiet"]) == 0
     assert "texts: 0 embedded" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_ray_actor_runs_one_torch_thread_per_cpu(ray_engine: object, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    texts = _texts(40)
+    cache = CachedEmbedder(TorchHashEmbedder(32), tmp_path / "torch")
+    got = ray_engine.embed(texts, cache)  # type: ignore[attr-defined]
+    np.testing.assert_allclose(got, embed_texts(texts, HashEmbedder(32)), atol=1e-6)
+    job = ray_engine.last_job  # type: ignore[attr-defined]
+    assert job.threads_per_actor == 1  # cpus_per_actor=1.0, on any machine
+    assert job.start_seconds > 0  # each actor's start-up is timed apart from its batches
