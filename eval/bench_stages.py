@@ -6,7 +6,7 @@ run folder's TREC runs, figures and report), so the stages of the real run are m
 a copy. Run it as a file so that ``PYTHONPATH`` picks the code measured (a worktree or another)::
 
     PYTHONPATH=. nice python eval/bench_stages.py --json runs/stages.json -- \
-        --data /work/shared/datasets/locomo/locomo10.json --cache /work/cache/locomo-base \
+        --data ../shared/datasets/locomo/locomo10.json --cache runs/cache \
         --out runs/stages
 
 The JSON holds wall-clock and CPU seconds (all threads) and calls per stage, the totals, the
