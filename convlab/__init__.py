@@ -30,14 +30,18 @@ _EXPORTS = {
     "MiniLMEmbedder": "convlab.embed",
     "SearchOptions": "convlab.retrieval.options",
     "System": "convlab.evaluation.systems",
+    "Tuning": "convlab.evaluation.systems",
     "VectorIndex": "convlab.index",
+    "View": "convlab.evaluation.systems",
     "build_index": "convlab.build",
     "chunks": "convlab.pipeline.chunks",
     "evaluate": "convlab.evaluation.evaluate",
+    "fuse": "convlab.fusion",
     "load": "convlab.loaders",
     "make_embedder": "convlab.embed",
     "resurrect": "convlab.resurrection",
     "search": "convlab.retrieval.search",
+    "tune": "convlab.evaluation.tune",
     "turns": "convlab.pipeline.turns",
     "units": "convlab.pipeline.units",
 }
@@ -54,14 +58,18 @@ __all__ = [
     "MiniLMEmbedder",
     "SearchOptions",
     "System",
+    "Tuning",
     "VectorIndex",
+    "View",
     "build_index",
     "chunks",
     "evaluate",
+    "fuse",
     "load",
     "make_embedder",
     "resurrect",
     "search",
+    "tune",
     "turns",
     "units",
 ]
@@ -88,7 +96,9 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from convlab.embed import CachedEmbedder, HashEmbedder, MiniLMEmbedder, make_embedder
     from convlab.evaluation.config import EvalConfig
     from convlab.evaluation.evaluate import evaluate
-    from convlab.evaluation.systems import System
+    from convlab.evaluation.systems import System, Tuning, View
+    from convlab.evaluation.tune import tune
+    from convlab.fusion import fuse
     from convlab.index import VectorIndex
     from convlab.loaders import Corpus, LoadError, load
     from convlab.pipeline.chunks import chunks
