@@ -165,8 +165,10 @@ def comparison_config(
     )
 
 
-def run_comparison(args: argparse.Namespace) -> Path:
+def run_comparison(args: argparse.Namespace, systems: list[System] | None = None) -> Path:
     """Run the comparison the options of :func:`add_arguments` describe; print the table.
+
+    ``systems``: those of :func:`systems_of`, when the caller has read them already.
 
     Returns:
         The run folder's ``report.md``.
@@ -184,7 +186,7 @@ def run_comparison(args: argparse.Namespace) -> Path:
     from convlab.evaluation.queries import write_qrels
     from convlab.evaluation.runfolder import save_run
 
-    systems = systems_of(args)
+    systems = systems if systems is not None else systems_of(args)
     data = load_labelled(args.data)
     convs = [c for c in (args.conversations or "").split(",") if c]
     data = data.select(convs or None)
@@ -224,9 +226,9 @@ def main(
     add_arguments(p)
     args = p.parse_args(argv)
     try:
-        systems_of(args)
+        systems = systems_of(args)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
-    run_comparison(args)
+    run_comparison(args, systems)
     return 0

@@ -73,6 +73,9 @@ def evaluate(
     hits: dict[str, pl.DataFrame] = {}
     view_hits: dict[tuple[str | None, str, str], pl.DataFrame] = {}
     tuning, tuned = [], {}
+    # (text, strategies) -> the units and chunks resurrection reads: the same frames for every
+    # system of the same strategies, so resurrection's look-ups (resurrection.shared) are reused
+    resurrectable: dict[tuple[str | None, tuple[str, ...]], tuple[pl.DataFrame, pl.DataFrame]] = {}
     pq, budget_rows, policy_rows = [], [], []
     for system in tqdm(systems, desc="systems", disable=progress is False):
         views = []
@@ -98,7 +101,7 @@ def evaluate(
                 h, data.queries, config.metrics, sessions=data.sessions, judged=data.judged
             ).with_columns(pl.lit(system.name).alias("system"))
         )
-        units, chunks = _resurrectable(system, built)
+        units, chunks = _resurrectable(system, built, resurrectable)
         own = system.resurrection or config.resurrection[0]
         grid = [own, *(p for p in config.resurrection if p != own)]
         for i, policy in enumerate(grid):
@@ -179,13 +182,21 @@ def _system_hits(
 
 
 def _resurrectable(
-    system: System, built: dict[tuple[str | None, str], BuiltIndex]
+    system: System,
+    built: dict[tuple[str | None, str], BuiltIndex],
+    made: dict[tuple[str | None, tuple[str, ...]], tuple[pl.DataFrame, pl.DataFrame]],
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The units a system's hits point to (every view's strategy) and their chunks."""
-    strategies = list(dict.fromkeys(v.strategy for v in system.views))
-    parts = [built[(system.text, s)] for s in strategies]
-    units = parts[0].units if len(parts) == 1 else pl.concat([b.units for b in parts])
-    return units, parts[0].chunks
+    """The units a system's hits point to (every view's strategy) and their chunks.
+
+    Made once per (text format, strategies) and kept in ``made``.
+    """
+    strategies = tuple(dict.fromkeys(v.strategy for v in system.views))
+    key = (system.text, strategies)
+    if key not in made:
+        parts = [built[(system.text, s)] for s in strategies]
+        units = parts[0].units if len(parts) == 1 else pl.concat([b.units for b in parts])
+        made[key] = (units, parts[0].chunks)
+    return made[key]
 
 
 def _check_scope(data: LabelledData, scope: str) -> None:

@@ -54,7 +54,18 @@ def fused_hits(
     """
     runs = runs if runs is not None else _rankings(view_hits)
     fused = fuse(runs, weights, method=method, depth=depth, **params)
-    used = [i for i, w in enumerate(weights or [1.0] * len(runs)) if w > 0]
+    return _with_units(fused, view_hits, weights)
+
+
+def _with_units(
+    fused: pl.DataFrame, view_hits: Sequence[pl.DataFrame], weights: Sequence[float] | None
+) -> pl.DataFrame:
+    """A fused run (``query_id, doc_id, score, rank``) with each doc's unit columns.
+
+    A doc's unit is that of the view of non-zero weight that ranked it best (ties: the view
+    listed first); the columns and their order are the first view's.
+    """
+    used = [i for i, w in enumerate(weights or [1.0] * len(view_hits)) if w > 0]
     candidates = pl.concat(
         [view_hits[i].with_columns(pl.lit(i, dtype=pl.Int32).alias("_view")) for i in used],
         how="vertical_relaxed",
@@ -140,17 +151,12 @@ def tuned_hits(
     rankings = _rankings(view_hits)  # aligned once, fused under every setting
 
     def run(p: Mapping[str, Any]) -> pl.DataFrame:
+        """The fused ranking alone: tuning scores it; units join only the settings chosen."""
         key = json.dumps(dict(p), sort_keys=True)
         if key not in memo:
             weights, extra = _setting(p, n)
-            memo[key] = fused_hits(
-                view_hits,
-                weights,
-                method=system.fusion,
-                params={**system.fusion_params, **extra},
-                depth=depth,
-                runs=rankings,
-            )
+            params = {**system.fusion_params, **extra}
+            memo[key] = fuse(rankings, weights, method=system.fusion, depth=depth, **params)
         return memo[key]
 
     groups = query_groups(queries)
@@ -159,9 +165,16 @@ def tuned_hits(
     n_groups = len({group_of[q] for q in scored["query_id"]})
     if n_groups < 2:
         weights = list(system.weights) if system.weights is not None else [1.0] * n
-        fixed = {f"w{i}": weights[i] for i in range(1, n)}
         chosen = {"weights": weights, "params": {}, "cv": False}
-        return Tuned(run(fixed), pl.DataFrame(), chosen, 0)
+        hits = fused_hits(
+            view_hits,
+            weights,
+            method=system.fusion,
+            params=system.fusion_params,
+            depth=depth,
+            runs=rankings,
+        )
+        return Tuned(hits, pl.DataFrame(), chosen, 0)
     space = _space(n, tuning)
     qrels = scored.select("query_id", pl.col("relevant").alias("doc_id")).explode("doc_id")
     qrels = qrels.with_columns(pl.lit(1).alias("relevance"))
@@ -172,9 +185,9 @@ def tuned_hits(
     best_overall = int(ranked["setting"][0])
     settings = result.choices["setting"].to_list()
     parts = []
-    for q_hits in _by_fold(queries, group_of, fold_of_group, settings, best_overall):
-        setting, ids = q_hits
-        parts.append(run(space[setting]).filter(pl.col("query_id").is_in(ids)))
+    for setting, ids in _by_fold(queries, group_of, fold_of_group, settings, best_overall):
+        mine = run(space[setting]).filter(pl.col("query_id").is_in(ids))
+        parts.append(_with_units(mine, view_hits, _setting(space[setting], n)[0]))
     hits = pl.concat(parts).sort("query_id", "rank")
     weights, extra = _setting(space[best_overall], n)
     chosen = {"weights": weights, "params": extra, "cv": True}

@@ -31,8 +31,12 @@ from convlab.retrieval import Retrieval, SearchOptions
 __all__ = ["FUSION_STRATEGIES", "System", "Tuning", "View", "default_systems"]
 
 _PREFIX = {Retrieval.DENSE: "", Retrieval.LEXICAL: "bm25:", Retrieval.HYBRID: "hybrid:"}
-_PARSE = {"dense": Retrieval.DENSE, "bm25": Retrieval.LEXICAL, "lexical": Retrieval.LEXICAL}
-_PARSE["hybrid"] = Retrieval.HYBRID
+_PARSE = {
+    "dense": Retrieval.DENSE,
+    "bm25": Retrieval.LEXICAL,
+    "lexical": Retrieval.LEXICAL,
+    "hybrid": Retrieval.HYBRID,
+}
 
 FUSION_STRATEGIES = ("message", "sequential", "turn_pair")
 """The strategies whose views the default fused systems combine (dense and BM25 each)."""

@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
     from convlab.evaluation import compare
 
     try:
-        compare.systems_of(args)
+        systems = compare.systems_of(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    compare.run_comparison(args)
+    compare.run_comparison(args, systems)
     return EXIT_OK
