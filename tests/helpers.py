@@ -89,3 +89,26 @@ class CountingHash(HashEmbedder):
         self.texts += len(texts)
         self.seen += list(texts)
         return super().encode(texts)
+
+
+def locomo_file(
+    path: Path, utterances: list[tuple[str, str]], qa: list[dict[str, object]] | None = None
+) -> Path:
+    """A one-session LoCoMo file: Ann and Bo at ``1:56 pm on 8 May, 2023``, ids ``D1:1``..."""
+    import json
+
+    sample = {
+        "sample_id": "d1",
+        "conversation": {
+            "speaker_a": "Ann",
+            "speaker_b": "Bo",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": [
+                {"speaker": who, "dia_id": f"D1:{i}", "text": text}
+                for i, (who, text) in enumerate(utterances, start=1)
+            ],
+        },
+        "qa": qa or [],
+    }
+    path.write_text(json.dumps(sample), encoding="utf-8")
+    return path

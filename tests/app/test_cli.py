@@ -16,6 +16,7 @@ from convlab.app.cli import main
 from convlab.app.display import columns, hit_lines, short_path, skip_report, with_skip_report
 from convlab.app.exits import EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE
 from convlab.paths import sample_data_path
+from tests.helpers import locomo_file
 
 FAISS = "amplifier/projects/-home-dev-amp-faiss-choice/sessions/amp-faiss-choice/transcript.jsonl"
 
@@ -447,21 +448,7 @@ def test_index_text_format_writes_dialogs_in_that_format(
 ) -> None:
     from convlab.store import Store
 
-    sample = {
-        "sample_id": "d1",
-        "conversation": {
-            "speaker_a": "Ann",
-            "speaker_b": "Bo",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": "Ann", "dia_id": "D1:1", "text": "Hi there."},
-                {"speaker": "Bo", "dia_id": "D1:2", "text": "Yo."},
-            ],
-        },
-        "qa": [],
-    }
-    src = tmp_path / "d1.json"
-    src.write_text(json.dumps(sample), encoding="utf-8")
+    src = locomo_file(tmp_path / "d1.json", [("Ann", "Hi there."), ("Bo", "Yo.")])
     out = tmp_path / "s"
     argv = ["index", str(src), "--store", str(out), "--embedder", "hash", "-q"]
     assert main([*argv, "--text-format", "locomo"]) == EXIT_OK

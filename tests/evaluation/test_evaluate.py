@@ -198,24 +198,17 @@ def test_two_systems_may_not_share_a_name() -> None:
 
 
 def test_a_systems_text_format_builds_its_own_units(tmp_path: Path) -> None:
-    import json
+    from tests.helpers import locomo_file
 
-    sample = {
-        "sample_id": "d1",
-        "conversation": {
-            "speaker_a": "Ann",
-            "speaker_b": "Bo",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a puppy."},
-                {"speaker": "Bo", "dia_id": "D1:2", "text": "What is its name?"},
-                {"speaker": "Ann", "dia_id": "D1:3", "text": "Her name is Pepper."},
-            ],
-        },
-        "qa": [{"question": "What is the puppy called?", "answer": "Pepper", "evidence": ["D1:3"]}],
-    }
-    path = tmp_path / "tiny.json"
-    path.write_text(json.dumps(sample), encoding="utf-8")
+    path = locomo_file(
+        tmp_path / "tiny.json",
+        [
+            ("Ann", "I adopted a puppy."),
+            ("Bo", "What is its name?"),
+            ("Ann", "Her name is Pepper."),
+        ],
+        [{"question": "What is the puppy called?", "answer": "Pepper", "evidence": ["D1:3"]}],
+    )
     data = load_labelled(str(path))
     systems = [
         System(name="bm25:message", strategy="message", retrieval="bm25"),
