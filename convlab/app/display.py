@@ -168,6 +168,7 @@ class HitRecord(TypedDict):
 
     rank: int
     score: float
+    score_kind: str | None  # what the score is: cosine, bm25, rrf, ... (SearchOptions.score_kind)
     unit_id: str
     doc_id: str
     conversation_id: str
@@ -194,7 +195,9 @@ class FrameSource(Protocol):
         ...
 
 
-def describe_hits(store: FrameSource, hits: pl.DataFrame) -> list[HitRecord]:
+def describe_hits(
+    store: FrameSource, hits: pl.DataFrame, *, score_kind: str | None = None
+) -> list[HitRecord]:
     """One record per hit: rank, score, unit, where it is (file, line, message) and its text.
 
     The one description of hits, shared by the ``convlab search`` command and the search panel:
@@ -206,6 +209,8 @@ def describe_hits(store: FrameSource, hits: pl.DataFrame) -> list[HitRecord]:
     Args:
         store: the frames the hits were found in.
         hits: ranked hits (:data:`convlab.schema.HITS`).
+        score_kind: what the scores are (:attr:`convlab.retrieval.SearchOptions.score_kind`),
+            carried by every record.
     """
     hit_convs = hits.select("conversation_id").unique()
 
@@ -242,6 +247,7 @@ def describe_hits(store: FrameSource, hits: pl.DataFrame) -> list[HitRecord]:
             {
                 "rank": r["rank"],
                 "score": round(float(r["score"]), 4),
+                "score_kind": score_kind,
                 "unit_id": r["unit_id"],
                 "doc_id": r["doc_id"],
                 "conversation_id": r["conversation_id"],
@@ -259,11 +265,24 @@ def describe_hits(store: FrameSource, hits: pl.DataFrame) -> list[HitRecord]:
     return out
 
 
-def hit_lines(rows: Sequence[HitRecord], width: int) -> list[str]:
-    """Hits for people: a header line per hit, then its question, match and place, clipped."""
+def hit_lines(rows: Sequence[HitRecord], width: int, *, score_kind: str | None = None) -> list[str]:
+    """Hits for people: a header line per hit, then its question, match and place, clipped.
+
+    With ``score_kind``, a first line says what the scores are (``scores: rrf (...)``).
+    """
+    from convlab.retrieval.options import SCORE_KINDS
+
     rank_w = max(len(str(r["rank"])) for r in rows)
     indent = " " * (rank_w + 2)
     out = []
+    if score_kind:
+        meaning = SCORE_KINDS.get(score_kind.split("+")[0])
+        boosts = score_kind.split("+")[1:]
+        label = f"scores: {score_kind}" + (f" ({meaning}" if meaning else "")
+        label += (f"; boosted by {' and '.join(boosts)}" if boosts else "") + (
+            ")" if meaning else ""
+        )
+        out.append(clip(label, width))
     for r in rows:
         when = (r["timestamp"] or "")[:16].replace("T", " ") or "undated"
         left = f"{r['rank']:>{rank_w}}. {r['score']:.3f}  "

@@ -9,17 +9,27 @@ from typing import Any
 
 from convlab import schema
 from convlab.protocols import Ranker
-from convlab.retrieval.rankers import MMR, RRF, BestPerDoc, Density, Recency
+from convlab.retrieval.rankers import RANKERS
 
-__all__ = ["Retrieval", "SearchOptions"]
+__all__ = ["SCORE_KINDS", "Retrieval", "SearchOptions"]
+
+SCORE_KINDS: dict[str, str] = {
+    "cosine": "cosine similarity of the doc's best unit to the query",
+    "bm25": "BM25 score of the doc's best unit",
+    "rrf": "reciprocal rank fusion of the doc's dense and BM25 ranks, sum of 1/(rrf_k + rank)",
+    "mmr": "maximal marginal relevance: lambda * min-max relevance - (1 - lambda) * redundancy",
+}
+"""What a hit's score is, by the name :attr:`SearchOptions.score_kind` starts with; a boost
+(``+recency``, ``+density``) multiplies it."""
 
 
 class Retrieval(StrEnum):
     """How the first candidates are found.
 
     ``dense``: cosine similarity of the unit vectors; ``lexical``: BM25 alone (scores are
-    BM25's); ``hybrid``: both, fused by reciprocal rank fusion. ``bm25`` is accepted for
-    ``lexical`` (the name reports give the lexical systems).
+    BM25's); ``hybrid``: both views rank docs, and the two doc rankings are fused by reciprocal
+    rank fusion (:mod:`convlab.fusion.rrf`). ``bm25`` is accepted for ``lexical`` (the name
+    reports give the lexical systems).
 
     Example:
         >>> Retrieval("bm25"), Retrieval("hybrid").needs_bm25
@@ -47,6 +57,11 @@ class Retrieval(StrEnum):
         """Whether this mode searches the unit vectors."""
         return self is not Retrieval.LEXICAL
 
+    @property
+    def score_kind(self) -> str:
+        """The score this mode gives a doc: ``cosine``, ``bm25`` or ``rrf``."""
+        return {"dense": "cosine", "lexical": "bm25", "hybrid": "rrf"}[self.value]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchOptions:
@@ -59,15 +74,18 @@ class SearchOptions:
         side: only ``question`` or ``answer`` units (qa_pair).
         since: only units at or after this time; until: at or before.
         retrieval: ``dense``, ``lexical`` (BM25 alone, the lexical baseline) or ``hybrid``
-            (dense and BM25 fused by reciprocal rank fusion); a :class:`Retrieval` or its name.
+            (the dense and BM25 doc rankings fused by reciprocal rank fusion); a
+            :class:`Retrieval` or its name.
         rrf_k: the RRF constant (60 in Cormack et al.).
         recency: apply the recency boost; recency_days its horizon; recency_max its size.
         density: apply the session density boost; density_max its size.
         mmr: MMR lambda (None: off).
         hierarchical: conversation-first retrieval; top_conversations and conversation_floor
             set how many conversations and the similarity floor.
-        depth: units fetched before grouping per doc (None: max(100, 10 k)).
-        now: the reference time of the recency boost (None: the newest unit's time).
+        depth: units each view fetches first (None: max(100, 10 k)); the search doubles it
+            until the view has :attr:`pool` docs or its rows are exhausted.
+        now: the reference time of the recency boost (None: the time of the search; give one
+            to make an evaluation with recency reproducible).
     """
 
     k: int = 10
@@ -110,26 +128,42 @@ class SearchOptions:
 
     @property
     def fetch(self) -> int:
-        """Units fetched per retriever before ranking: ``depth``, else ``max(100, 10 k)``."""
+        """Units each view fetches first: ``depth``, else ``max(100, 10 k)``."""
         return self.depth or max(100, 10 * self.k)
 
-    def rankers(self) -> list[Ranker]:
-        """The rankers these options switch on, in search's fixed order.
+    @property
+    def pool(self) -> int:
+        """Docs each view gathers before fusion and the doc rankers: ``k``, or MMR's pool."""
+        return max(5 * self.k, 50) if self.mmr is not None else self.k
 
-        Fusion (hybrid) -> recency -> best unit per doc -> density -> MMR; the cut to ``k``
-        follows them.
+    @property
+    def score_kind(self) -> str:
+        """What the hits' scores are (a key of :data:`SCORE_KINDS`, then the boosts).
+
+        Example:
+            >>> SearchOptions(retrieval="hybrid", recency=True).score_kind
+            'rrf+recency'
         """
-        out: list[Ranker] = []
-        if self.retrieval is Retrieval.HYBRID:
-            out.append(RRF(self.rrf_k))
-        if self.recency:
-            out.append(Recency(self.recency_days, self.recency_max))
-        out.append(BestPerDoc())
-        if self.density:
-            out.append(Density(self.density_max))
         if self.mmr is not None:
-            out.append(MMR(self.mmr))
-        return out
+            return "mmr"
+        boosts = [name for name, on in (("recency", self.recency), ("density", self.density)) if on]
+        return "+".join([self.retrieval.score_kind, *boosts])
+
+    def rankers(self) -> list[Ranker]:
+        """The doc rankers these options switch on, from :data:`RANKERS`, in search's order.
+
+        Each view's units are grouped per doc (``best_per_doc``) and, in hybrid search, the
+        views' doc rankings fused; then recency -> density -> MMR run on the docs, and the
+        cut to ``k`` follows them.
+        """
+        chosen: list[tuple[str, tuple[float, ...]]] = []
+        if self.recency:
+            chosen.append(("recency", (self.recency_days, self.recency_max)))
+        if self.density:
+            chosen.append(("density", (self.density_max,)))
+        if self.mmr is not None:
+            chosen.append(("mmr", (self.mmr,)))
+        return [RANKERS.get(name)(*args) for name, args in chosen]
 
     def replace(self, **changes: Any) -> SearchOptions:
         """A copy with ``changes`` (validated like a new one)."""

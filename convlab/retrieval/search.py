@@ -5,27 +5,33 @@ The order of the steps is fixed:
 1. **filter** the rows by conversation (scope), role, side and time range;
 2. **hierarchical** (optional, seeds/004): keep only the top conversations by centroid similarity
    above a floor (:class:`~convlab.retrieval.rankers.hierarchical.ConversationFirst`);
-3. **retrieve** the ``depth`` best units: dense (cosine similarity, exact inside a subset),
-   lexical (BM25) or both (:class:`~convlab.retrieval.options.Retrieval`);
-4. the rankers :meth:`SearchOptions.rankers` composes, each
+3. **retrieve** per view: dense (cosine similarity, exact inside a subset), lexical (BM25) or
+   both (:class:`~convlab.retrieval.options.Retrieval`); each view fetches
+   :attr:`SearchOptions.fetch` units and groups them per doc (**best_per_doc**, seeds/000, 001:
+   a doc, a turn in chats or a message in dialogs, takes its best unit's score), doubling the
+   depth until it has :attr:`SearchOptions.pool` docs or no rows are left, so ``k`` docs come
+   back whenever ``k`` docs match, however many units a doc holds;
+4. **fuse** (hybrid): the dense and BM25 doc rankings fused by RRF, ``1/(rrf_k + rank)``
+   summed (:func:`~convlab.retrieval.fused.fused_docs` over :mod:`convlab.fusion`);
+5. the doc rankers :meth:`SearchOptions.rankers` composes, each
    ``(Candidates, RankContext) -> Candidates`` (:mod:`convlab.retrieval.rankers`):
 
-   - **rrf** (hybrid): the dense and BM25 rankings fused, ``1/(60 + rank)`` summed;
-   - **recency** (optional, seeds/001): ``score * (1 + 0.20 * max(0, 1 - age_days / 14))``;
-   - **best_per_doc** (seeds/000, 001): a doc (a turn in chats, a message in dialogs) takes its
-     best unit's score;
+   - **recency** (optional, seeds/001): ``score * (1 + 0.20 * max(0, 1 - age_days / 14))``,
+     age from :attr:`SearchOptions.now` (default: the time of the search);
    - **density** (optional, seeds/001):
      ``score * (1 + 0.15 * min(1, (hits in conversation - 1)/3))``;
-   - **mmr** (optional): diversify the docs with their best units' vectors;
-5. cut to ``k`` and rank from 1.
+   - **mmr** (optional): diversify the docs with their best units' vectors, relevance min-max
+     normalised over the pool (the score becomes MMR's value);
+6. cut to ``k`` and rank from 1.
 
-Without rankers the score is the cosine similarity of the doc's best unit.
+The scores are on one scale per search, named by :attr:`SearchOptions.score_kind`: cosine
+(dense), bm25 (lexical) or rrf (hybrid), times the boosts; mmr when MMR is on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,8 +39,9 @@ import polars as pl
 
 from convlab import schema
 from convlab.protocols import Candidates, Embedder, Query, RankContext, Ranker, Retriever
+from convlab.retrieval.fused import fused_docs
 from convlab.retrieval.options import SearchOptions
-from convlab.retrieval.rankers import ConversationFirst, conversation_centroids
+from convlab.retrieval.rankers import BestPerDoc, ConversationFirst, conversation_centroids
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
 
 if TYPE_CHECKING:
@@ -65,6 +72,7 @@ class _Searcher:
             self.retrievers.append(self.dense)
         if bm25 is not None and options.retrieval.needs_bm25:
             self.retrievers.append(LexicalRetriever(bm25))
+        self.group = BestPerDoc()
         self.rankers: list[Ranker] = options.rankers()
         u = index.units
         self.units = u
@@ -73,7 +81,7 @@ class _Searcher:
         self.by_conv = _rows_by_conversation(self.conv)
         self.times: list[datetime | None] = u["timestamp"].to_list()
         self.doc_ids: list[list[str]] = u["doc_ids"].to_list()
-        self.now: datetime | None = options.now or u["timestamp"].max()  # type: ignore[assignment]
+        self.now: datetime = options.now or datetime.now(UTC)
         self.centroids: tuple[np.ndarray, np.ndarray] | None = None
         self.first = ConversationFirst(options.top_conversations, options.conversation_floor)
         self._scope: tuple[tuple[str, ...] | None, np.ndarray | None] | None = None
@@ -97,19 +105,9 @@ class _Searcher:
         self._scope = (conversations, rows)
         return rows
 
-    def one(self, query: Query, conversations: tuple[str, ...] | None) -> Candidates | None:
-        """The ``k`` docs of one query inside ``conversations`` (None: the options' scope).
-
-        Returns:
-            The docs' best units, grouped per doc, best first; None when nothing was found.
-        """
-        if self.centroids is not None:
-            conversations = self.first.select(query.vector, self.centroids, conversations)
-        rows = self.rows(conversations)
-        if rows is not None and rows.size == 0:
-            return None
-        found = [r.search(query, self.options.fetch, rows) for r in self.retrievers]
-        context = RankContext(
+    def context(self, query: Query) -> RankContext:
+        """What the rankers read about ``query`` and the index."""
+        return RankContext(
             query=query,
             units=self.units,
             conversation_of_row=self.conv,
@@ -118,16 +116,40 @@ class _Searcher:
             index=self.index,
             now=self.now,
             k=self.options.k,
-            fused=tuple(found[1:]),
         )
-        candidates = found[0]
-        if len(candidates) == 0 and not any(len(f) for f in context.fused):
-            return None
-        for ranker in self.rankers:
-            candidates = ranker(candidates, context)
-        if candidates.docs is None:
-            raise ValueError("search's rankers must group the candidates per doc (best_per_doc)")
-        return candidates.take(slice(0, self.options.k))
+
+    def views(self, query: Query, conversations: tuple[str, ...] | None) -> list[Candidates | None]:
+        """Each retriever's docs for one query inside ``conversations`` (None: the options').
+
+        Returns:
+            One entry per retriever: its docs' best units, grouped per doc, best first (None:
+            nothing found).
+        """
+        if self.centroids is not None:
+            conversations = self.first.select(query.vector, self.centroids, conversations)
+        rows = self.rows(conversations)
+        if rows is not None and rows.size == 0:
+            return [None] * len(self.retrievers)
+        context = self.context(query)
+        return [self.docs(r, query, rows, context) for r in self.retrievers]
+
+    def docs(
+        self, retriever: Retriever, query: Query, rows: np.ndarray | None, context: RankContext
+    ) -> Candidates | None:
+        """One retriever's best units grouped per doc: :attr:`SearchOptions.pool` docs, or all.
+
+        The retriever fetches :attr:`SearchOptions.fetch` units; while they make fewer than
+        ``pool`` docs and it returned all it was asked for (more rows are left), the depth
+        doubles. One long turn of many units therefore cannot crowd the other docs out.
+        """
+        available = self.units.height if rows is None else rows.size
+        depth = min(self.options.fetch, max(available, 1))
+        while True:
+            found = retriever.search(query, depth, rows)
+            docs = self.group(found, context)
+            if len(docs) >= self.options.pool or len(found) < depth or depth >= available:
+                return docs if len(docs) else None
+            depth = min(2 * depth, available)
 
     def many(
         self, queries: Sequence[Query], ids: Sequence[str], scopes: Sequence[tuple[str, ...] | None]
@@ -135,14 +157,32 @@ class _Searcher:
         """Hits of every query, each in its scope, with its ``query_id``, in the queries' order.
 
         The queries are searched grouped by scope (the rows and vectors of a scope are prepared
-        once for all its queries) and their hits put back in the order of ``queries``; the hits
-        of all queries are then read from the units frame in one gather.
+        once for all its queries); in hybrid search the views' doc rankings of all queries are
+        fused in one call (:func:`~convlab.retrieval.fused.fused_docs`); then each query's docs
+        go through the doc rankers and are cut to ``k``, and the hits of all queries are read
+        from the units frame in one gather.
         """
-        found: list[Candidates | None] = [None] * len(queries)
+        views: list[list[Candidates | None]] = [[None] * len(queries) for _ in self.retrievers]
         order = sorted(range(len(queries)), key=lambda i: _scope_key(scopes[i]))
         for i in order:
-            found[i] = self.one(queries[i], scopes[i])
-        return _hits(self.units, ids, found)
+            for v, docs in enumerate(self.views(queries[i], scopes[i])):
+                views[v][i] = docs
+        if len(views) > 1:
+            found = fused_docs(views, method="rrf", k=float(self.options.rrf_k))
+        else:
+            found = views[0]
+        return _hits(
+            self.units, ids, [self.ranked(q, c) for q, c in zip(queries, found, strict=True)]
+        )
+
+    def ranked(self, query: Query, docs: Candidates | None) -> Candidates | None:
+        """``docs`` through the doc rankers, cut to ``k``."""
+        if docs is None:
+            return None
+        context = self.context(query)
+        for ranker in self.rankers:
+            docs = ranker(docs, context)
+        return docs.take(slice(0, self.options.k))
 
 
 def _scope_key(scope: tuple[str, ...] | None) -> tuple[int, tuple[str, ...]]:

@@ -11,7 +11,7 @@ import pytest
 
 from convlab.protocols import Candidates, Query, RankContext, Ranker, Retriever
 from convlab.retrieval import Retrieval, SearchOptions
-from convlab.retrieval.rankers import MMR, RANKERS, RRF, BestPerDoc, Density, Recency
+from convlab.retrieval.rankers import MMR, RANKERS, BestPerDoc, Density, Recency
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -64,16 +64,6 @@ def test_candidates_check_their_shape_and_keep_docs_when_taken() -> None:
     assert len(c.take(slice(0, 2))) == 2
 
 
-def test_rrf_fuses_with_the_context_rankings() -> None:
-    # dense rows 3, 1, 2; BM25 rows 2, 5. row 2: 1/63 + 1/61; row 3: 1/61; rows 1 and 5: 1/62
-    out = RRF()(
-        Candidates.of([3, 1, 2], [0.9, 0.8, 0.7]),
-        context(fused=(Candidates.of([2, 5], [9.0, 4.0]),)),
-    )
-    assert out.rows.tolist() == [2, 3, 1, 5]  # 1 before 5: equal scores keep first-seen order
-    assert out.scores.tolist() == pytest.approx([1 / 63 + 1 / 61, 1 / 61, 1 / 62, 1 / 62])
-
-
 def test_recency_rescores_and_reranks() -> None:
     ctx = context(times=[NOW - timedelta(days=30), NOW, None, None])
     out = Recency()(Candidates.of([0, 1], [1.15, 1.0]), ctx)
@@ -115,15 +105,35 @@ def test_mmr_ranker_reads_vectors_from_the_context() -> None:
         MMR(1.5)
 
 
+def test_mmr_weighs_min_max_relevance_whatever_the_scale() -> None:
+    # RRF-scale scores 0.0328, 0.0325, 0.0160; d0 and d1 near-duplicates (cos 0.995), d2 apart.
+    # min-max relevance: 1, (0.0325 - 0.016) / (0.0328 - 0.016) = 0.98214..., 0
+    # lambda 0.7: d0 first (0.7); then d1: 0.7 * 0.98214 - 0.3 * 0.995 = 0.38900 beats
+    # d2: 0 - 0.3 * 0 = 0; then d2: 0 - 0.3 * max(0, 0.0998) = -0.02994.
+    # On raw scores the redundancy (0.3 * 0.995) would swamp relevance (0.7 * 0.0325): d2 second.
+    v = np.array([[1.0, 0.0], [0.995, 0.0998], [0.0, 1.0]], dtype=np.float32)
+    ctx = context(conversations=("x", "x", "x"), doc_ids=(["d0"], ["d1"], ["d2"]), vectors=v, k=3)
+    rel1 = (0.0325 - 0.016) / (0.0328 - 0.016)
+    for scale in (1.0, 300.0):  # RRF-like and BM25-like scores: the same picks and values
+        docs = Candidates.of(
+            [0, 1, 2], np.array([0.0328, 0.0325, 0.016]) * scale, ["d0", "d1", "d2"]
+        )
+        out = MMR(0.7)(docs, ctx)
+        assert out.docs == ("d0", "d1", "d2")
+        assert out.scores.tolist() == pytest.approx(
+            [0.7, 0.7 * rel1 - 0.3 * 0.995, -0.3 * 0.0998], abs=1e-6
+        )
+        assert out.scores.tolist() == sorted(out.scores.tolist(), reverse=True)
+
+
 def test_registry_and_composition_follow_the_options() -> None:
-    assert RANKERS.names() == ("best_per_doc", "density", "mmr", "recency", "rrf")
+    assert RANKERS.names() == ("best_per_doc", "density", "mmr", "recency")
     assert all(isinstance(factory(), Ranker) for _, factory in RANKERS.items())
-    with pytest.raises(ValueError, match="valid: best_per_doc, density, mmr, recency, rrf"):
+    with pytest.raises(ValueError, match="valid: best_per_doc, density, mmr, recency"):
         RANKERS.get("bm42")
-    assert [type(r) for r in SearchOptions().rankers()] == [BestPerDoc]
-    every = SearchOptions(retrieval="hybrid", recency=True, density=True, mmr=0.5, rrf_k=10)
-    assert [type(r) for r in every.rankers()] == [RRF, Recency, BestPerDoc, Density, MMR]
-    assert every.rankers()[0] == RRF(10)
+    assert SearchOptions().rankers() == []  # grouping per doc is each view's, not a choice
+    every = SearchOptions(retrieval="hybrid", recency=True, density=True, mmr=0.5, recency_days=7)
+    assert every.rankers() == [Recency(7.0, 0.2), Density(0.15), MMR(0.5)]
     assert every.retrieval is Retrieval.HYBRID
 
 
@@ -209,22 +219,3 @@ def test_best_per_doc_matches_the_plain_loop_on_random_candidates() -> None:
         assert got.docs == want.docs
         assert got.rows.tolist() == want.rows.tolist()
         assert got.scores.tolist() == want.scores.tolist()
-
-
-def test_rrf_ranker_matches_the_rrf_function_on_random_rankings() -> None:
-    from convlab.retrieval.rankers import rrf
-
-    rng = np.random.default_rng(11)
-    for case in range(300):
-        n = int(rng.integers(1, 60))
-        dense, bm25, more = (
-            rng.choice(n, size=int(rng.integers(0, n + 1)), replace=False) for _ in range(3)
-        )
-        fused = tuple(Candidates.of(r, np.zeros(r.size)) for r in (bm25, more)[: 1 + case % 2])
-        k = int(rng.integers(0, 80))
-        want = rrf([dense.tolist(), *(f.rows.tolist() for f in fused)], k=k)
-        # best first; equal scores keep the order the rows were first seen
-        order = sorted(range(len(want)), key=lambda i: -list(want.values())[i])
-        got = RRF(k)(Candidates.of(dense, np.zeros(dense.size)), context(fused=fused))
-        assert got.rows.tolist() == [list(want)[i] for i in order]
-        assert got.scores.tolist() == [list(want.values())[i] for i in order]

@@ -13,16 +13,9 @@ from convlab.embed import HashEmbedder, embed_texts
 from convlab.index import VectorIndex
 from convlab.index.bm25 import BM25Index
 from convlab.retrieval import Retrieval, SearchOptions, search, search_haystacks, search_many
-from convlab.retrieval.rankers import density_boost, mmr, recency_boost, rrf, top_conversations
+from convlab.retrieval.rankers import density_boost, mmr, recency_boost, top_conversations
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
-
-
-def test_rrf_by_hand() -> None:
-    fused = rrf([["d1", "d2", "d3"], ["d3", "d4", "d1"]])
-    assert fused["d1"] == pytest.approx(1 / 61 + 1 / 63)
-    assert fused["d3"] == pytest.approx(1 / 63 + 1 / 61)
-    assert fused["d4"] == pytest.approx(1 / 62)
 
 
 def test_recency_by_hand() -> None:
@@ -267,3 +260,99 @@ def test_dense_search_in_a_scope_is_the_index_search_bit_for_bit(setup) -> None:
         assert got.rows.tolist() == found[0].tolist()
         assert got.scores.tolist() == scores[0].astype(np.float64).tolist()
     assert len(dense.search(query, 3, np.zeros(0, dtype=np.int64))) == 0
+
+
+def _long_turn_index() -> tuple[VectorIndex, HashEmbedder, BM25Index]:
+    """One turn of 900 units about websockets, then 7 one-unit turns, 3 of them about it too."""
+    rows = []
+    texts = [f"websocket timeout websocket timeout line {i}" for i in range(900)]
+    docs = ["big:t0"] * 900
+    for j in range(7):
+        about = "websocket timeout proxy" if j < 3 else "postgres vacuum analyse"
+        texts.append(f"{about} note {j}")
+        docs.append(f"small{j}:t0")
+    for i, (text, doc) in enumerate(zip(texts, docs, strict=True)):
+        rows.append(
+            {
+                "unit_id": f"u{i}",
+                "strategy": "isolated",
+                "conversation_id": doc.split(":")[0],
+                "turn_index": 0,
+                "message_index": i,
+                "doc_ids": [doc],
+                "role": "assistant",
+                "text": text,
+                "n_tokens": 10,
+                "chunk_ids": [f"k{i}"],
+                "timestamp": NOW,
+            }
+        )
+    units = schema.frame(rows, schema.UNITS)
+    emb = HashEmbedder(256)
+    idx = VectorIndex.build(units, embed_texts(units["text"].to_list(), emb), model_id=emb.model_id)
+    return idx, emb, BM25Index.build(units)
+
+
+@pytest.mark.parametrize("mode", list(Retrieval))
+def test_a_900_unit_turn_cannot_crowd_out_the_other_docs(mode: Retrieval) -> None:
+    idx, emb, bm25 = _long_turn_index()
+    # BM25 matches the long turn and 3 small ones; dense (and so hybrid) ranks all 8 docs
+    matching = 4 if mode is Retrieval.LEXICAL else 8
+    # the first 100 (= max(100, 10 k)) units fetched are all the long turn's: k docs still come
+    for k in (1, 2, 4, 5, 8, 20):
+        opts = SearchOptions(k=k, retrieval=mode)
+        hits = search(idx, "websocket timeout", embedder=emb, options=opts, bm25=bm25)
+        assert hits.height == min(k, matching)
+        assert hits["doc_id"].is_unique().all()
+        assert hits["doc_id"][0] == "big:t0"
+
+
+def _dated_index(now: datetime) -> tuple[VectorIndex, HashEmbedder]:
+    """Two one-unit docs with the same text, 7 and 20 days before ``now``."""
+    units = schema.frame(
+        [
+            {
+                "unit_id": f"u{i}",
+                "strategy": "isolated",
+                "conversation_id": f"c{i}",
+                "turn_index": 0,
+                "message_index": 0,
+                "doc_ids": [f"c{i}:t0"],
+                "role": "user",
+                "text": "websocket timeout",
+                "n_tokens": 3,
+                "chunk_ids": [f"k{i}"],
+                "timestamp": now - timedelta(days=days),
+            }
+            for i, days in enumerate((7, 20))
+        ],
+        schema.UNITS,
+    )
+    emb = HashEmbedder(64)
+    idx = VectorIndex.build(units, embed_texts(units["text"].to_list(), emb), model_id=emb.model_id)
+    return idx, emb
+
+
+def test_recency_is_measured_from_now_or_the_given_time() -> None:
+    today = datetime.now(UTC)
+    idx, emb = _dated_index(today)
+    plain = search(idx, "websocket timeout", 2, embedder=emb)
+    cos = plain["score"][0]  # both docs hold the same text: the same cosine
+    assert plain["score"].to_list() == pytest.approx([cos, cos])
+
+    def boosted(now: datetime | None) -> dict[str, float]:
+        opts = SearchOptions(recency=True, now=now)
+        hits = search(idx, "websocket timeout", 2, embedder=emb, options=opts)
+        return dict(zip(hits["doc_id"], hits["score"], strict=True))
+
+    # from the time of the search: c0 is 7 days old, x (1 + 0.2 * (1 - 7/14)) = 1.1; c1 is 20
+    # days old, past the 14-day horizon: x 1 (from the newest unit's time c0 would get 1.2)
+    got = boosted(None)
+    assert got["c0:t0"] == pytest.approx(cos * 1.1, rel=1e-4)
+    assert got["c1:t0"] == pytest.approx(cos)
+    # from a given time 10 days later: c0 is 17 days old (x 1), c1 30 (x 1)
+    assert boosted(today + timedelta(days=10)) == pytest.approx({"c0:t0": cos, "c1:t0": cos})
+    # from a time 10 days earlier: c0 is in the future (age 0: x 1.2), c1 10 days old:
+    # x (1 + 0.2 * (1 - 10/14)) = 1.0571...
+    got = boosted(today - timedelta(days=10))
+    assert got == pytest.approx({"c0:t0": cos * 1.2, "c1:t0": cos * (1 + 0.2 * 4 / 14)})

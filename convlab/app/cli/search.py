@@ -40,6 +40,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     se.add_argument("--since", help="only hits on or after this date (2026-01-31 or ISO time)")
     se.add_argument("--until", help="only hits on or before this date (the whole day counts)")
     se.add_argument("--recency", action="store_true", help="boost recent hits")
+    se.add_argument(
+        "--now", help="the time --recency measures age from (ISO date or time; default: now)"
+    )
     se.add_argument("--density", action="store_true", help="boost conversations with many hits")
     se.add_argument(
         "--mmr",
@@ -80,12 +83,12 @@ def run(args: argparse.Namespace) -> int:
     if hits.height == 0:
         print(f"convlab search: no results for {args.query!r}{_filters(args)}", file=sys.stderr)
         return EXIT_NO_RESULTS
-    rows = describe_hits(store, hits)
+    rows = describe_hits(store, hits, score_kind=options.score_kind)
     if args.json:
         for r in rows:
             print(json.dumps(r, ensure_ascii=False, default=str))
     else:
-        for line in hit_lines(rows, terminal_width()):
+        for line in hit_lines(rows, terminal_width(), score_kind=options.score_kind):
             print(line)
     return EXIT_OK
 
@@ -117,6 +120,7 @@ def search_options(args: argparse.Namespace) -> SearchOptions:
             since=since,
             until=until,
             recency=args.recency,
+            now=parse_date(args.now, "--now"),
             density=args.density,
             mmr=args.mmr,
         )

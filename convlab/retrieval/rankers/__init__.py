@@ -1,15 +1,15 @@
 """Rankers: one file each, one signature ``(Candidates, RankContext) -> Candidates``.
 
 Each registers its factory in :data:`RANKERS`; :meth:`convlab.retrieval.SearchOptions.rankers`
-composes them in search's fixed order. The pure functions behind them (``rrf``,
-``recency_boost``, ``density_boost``, ``mmr``) and the conversation-first row selection
-(:mod:`.hierarchical`) are exported too.
+composes the doc rankers in search's fixed order. The pure functions behind them
+(``recency_boost``, ``density_boost``, ``mmr``) and the conversation-first row selection
+(:mod:`.hierarchical`) are exported too. Fusing views (hybrid search) is no ranker: it is
+:mod:`convlab.fusion`, through :mod:`convlab.retrieval.fused`.
 """
 
 from convlab.retrieval.rankers.base import RANKERS
 from convlab.retrieval.rankers.best_per_doc import BestPerDoc
 from convlab.retrieval.rankers.density import Density, density_boost
-from convlab.retrieval.rankers.fusion import RRF, rrf
 from convlab.retrieval.rankers.hierarchical import (
     ConversationFirst,
     conversation_centroids,
@@ -21,7 +21,6 @@ from convlab.retrieval.rankers.recency import Recency, recency_boost
 __all__ = [
     "MMR",
     "RANKERS",
-    "RRF",
     "BestPerDoc",
     "ConversationFirst",
     "Density",
@@ -30,6 +29,5 @@ __all__ = [
     "density_boost",
     "mmr",
     "recency_boost",
-    "rrf",
     "top_conversations",
 ]
