@@ -17,7 +17,7 @@ SCORE_KINDS: dict[str, str] = {
     "cosine": "cosine similarity of the doc's best unit to the query",
     "bm25": "BM25 score of the doc's best unit",
     "rrf": "reciprocal rank fusion of the doc's dense and BM25 ranks, sum of 1/(rrf_k + rank)",
-    "mmr": "maximal marginal relevance: lambda * min-max relevance - (1 - lambda) * redundancy",
+    "mmr": "maximal marginal relevance: lambda * z-scored relevance - (1 - lambda) * redundancy",
 }
 """What a hit's score is, by the name :attr:`SearchOptions.score_kind` starts with; a boost
 (``+recency``, ``+density``) multiplies it."""

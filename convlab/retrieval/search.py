@@ -20,8 +20,8 @@ The order of the steps is fixed:
      age from :attr:`SearchOptions.now` (default: the time of the search);
    - **density** (optional, seeds/001):
      ``score * (1 + 0.15 * min(1, (hits in conversation - 1)/3))``;
-   - **mmr** (optional): diversify the docs with their best units' vectors, relevance min-max
-     normalised over the pool (the score becomes MMR's value);
+   - **mmr** (optional): diversify the docs with their best units' vectors, relevance z-scored
+     over the pool (the score becomes MMR's value);
 6. cut to ``k`` and rank from 1.
 
 The scores are on one scale per search, named by :attr:`SearchOptions.score_kind`: cosine

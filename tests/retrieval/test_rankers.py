@@ -95,33 +95,33 @@ def test_density_needs_docs_and_boosts_by_hand() -> None:
 
 
 def test_mmr_ranker_reads_vectors_from_the_context() -> None:
-    # test_search's MMR example: d0 and d1 near-duplicates, d2 different; lambda 0.5 -> 0, 2, 1
+    # test_search's MMR example: d0 and d1 near-duplicates, d2 different. Relevance z-scored:
+    # mean 0.7833, sd 0.1312 -> 0.889, 0.508, -1.397. lambda 0.2: after d0, d1 scores
+    # 0.2 * 0.508 - 0.8 * 0.995 = -0.694 and d2 0.2 * -1.397 - 0 = -0.279: d2
     v = np.array([[1.0, 0.0], [0.995, 0.0998], [0.0, 1.0]], dtype=np.float32)
     docs = Candidates.of([0, 1, 2], [0.9, 0.85, 0.6], ["d0", "d1", "d2"])
     ctx = context(conversations=("x", "x", "x"), doc_ids=(["d0"], ["d1"], ["d2"]), vectors=v, k=2)
-    out = MMR(0.5)(docs, ctx)
+    out = MMR(0.2)(docs, ctx)
     assert out.docs == ("d0", "d2")  # k = 2 picks
     with pytest.raises(ValueError, match="mmr lambda"):
         MMR(1.5)
 
 
-def test_mmr_weighs_min_max_relevance_whatever_the_scale() -> None:
-    # RRF-scale scores 0.0328, 0.0325, 0.0160; d0 and d1 near-duplicates (cos 0.995), d2 apart.
-    # min-max relevance: 1, (0.0325 - 0.016) / (0.0328 - 0.016) = 0.98214..., 0
-    # lambda 0.7: d0 first (0.7); then d1: 0.7 * 0.98214 - 0.3 * 0.995 = 0.38900 beats
-    # d2: 0 - 0.3 * 0 = 0; then d2: 0 - 0.3 * max(0, 0.0998) = -0.02994.
-    # On raw scores the redundancy (0.3 * 0.995) would swamp relevance (0.7 * 0.0325): d2 second.
+def test_mmr_weighs_z_scored_relevance_whatever_the_scale() -> None:
+    # scores 0.03, 0.02, 0.01 (RRF's scale) or 9, 6, 3 (BM25's): z-scores sqrt(1.5), 0,
+    # -sqrt(1.5) (mean 2, sd sqrt(2/3), in units of the smaller). d0 and d1 near-duplicates
+    # (cos 0.995), d2 apart. lambda 0.7: d0 first (0.7 sqrt(1.5)); then d1: 0 - 0.3 * 0.995
+    # = -0.2985 beats d2: -0.7 sqrt(1.5) = -0.857; then d2: -0.857 - 0.3 * 0.0998.
+    # On raw RRF scores the redundancy (0.3 * 0.995) would swamp relevance (0.7 * 0.02): d2
+    # second.
     v = np.array([[1.0, 0.0], [0.995, 0.0998], [0.0, 1.0]], dtype=np.float32)
     ctx = context(conversations=("x", "x", "x"), doc_ids=(["d0"], ["d1"], ["d2"]), vectors=v, k=3)
-    rel1 = (0.0325 - 0.016) / (0.0328 - 0.016)
-    for scale in (1.0, 300.0):  # RRF-like and BM25-like scores: the same picks and values
-        docs = Candidates.of(
-            [0, 1, 2], np.array([0.0328, 0.0325, 0.016]) * scale, ["d0", "d1", "d2"]
-        )
-        out = MMR(0.7)(docs, ctx)
+    z = np.sqrt(1.5)
+    for scores in ([0.03, 0.02, 0.01], [9.0, 6.0, 3.0]):
+        out = MMR(0.7)(Candidates.of([0, 1, 2], scores, ["d0", "d1", "d2"]), ctx)
         assert out.docs == ("d0", "d1", "d2")
         assert out.scores.tolist() == pytest.approx(
-            [0.7, 0.7 * rel1 - 0.3 * 0.995, -0.3 * 0.0998], abs=1e-6
+            [0.7 * z, -0.3 * 0.995, -0.7 * z - 0.3 * 0.0998], abs=1e-6
         )
         assert out.scores.tolist() == sorted(out.scores.tolist(), reverse=True)
 

