@@ -86,7 +86,9 @@ def test_search_json_carries_file_line_message_and_time(
         "source_line",
         "question",
         "snippet",
+        "score_kind",
     }
+    assert hit["score_kind"] == "cosine"
     assert str(hit["source_path"]).endswith(FAISS)
     assert hit["source_line"] == 5
     assert hit["message_index"] == 4
@@ -169,7 +171,8 @@ def test_search_human_output_is_aligned_and_clipped(
 ) -> None:
     monkeypatch.setenv("COLUMNS", "72")
     assert main(["search", "cache", "--store", str(sample_store), "-k", "12"]) == EXIT_OK
-    lines = capsys.readouterr().out.splitlines()
+    scores, *lines = capsys.readouterr().out.splitlines()
+    assert scores.startswith("scores: cosine (")  # what the scores are, then the hits
     assert len(lines) == 12 * 4  # a header, Q, match and at per hit
     assert max(len(line) for line in lines) <= 72
     headers = lines[::4]
