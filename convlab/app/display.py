@@ -268,21 +268,14 @@ def describe_hits(
 def hit_lines(rows: Sequence[HitRecord], width: int, *, score_kind: str | None = None) -> list[str]:
     """Hits for people: a header line per hit, then its question, match and place, clipped.
 
-    With ``score_kind``, a first line says what the scores are (``scores: rrf (...)``).
+    With ``score_kind``, a last line says what the scores are (``scores: rrf (...)``): last, so
+    ``convlab search ... | head -1`` still reads the first hit.
     """
     from convlab.retrieval.options import SCORE_KINDS
 
     rank_w = max(len(str(r["rank"])) for r in rows)
     indent = " " * (rank_w + 2)
     out = []
-    if score_kind:
-        meaning = SCORE_KINDS.get(score_kind.split("+")[0])
-        boosts = score_kind.split("+")[1:]
-        label = f"scores: {score_kind}" + (f" ({meaning}" if meaning else "")
-        label += (f"; boosted by {' and '.join(boosts)}" if boosts else "") + (
-            ")" if meaning else ""
-        )
-        out.append(clip(label, width))
     for r in rows:
         when = (r["timestamp"] or "")[:16].replace("T", " ") or "undated"
         left = f"{r['rank']:>{rank_w}}. {r['score']:.3f}  "
@@ -300,6 +293,11 @@ def hit_lines(rows: Sequence[HitRecord], width: int, *, score_kind: str | None =
             ("at:", short_path(place, room - len(where)) + where),
         ]
         out += [f"{indent}{label:<7}{text}" for label, text in body]
+    if score_kind:
+        kind, *boosts = score_kind.split("+")
+        meaning = SCORE_KINDS.get(kind, "")
+        meaning += f"; boosted by {' and '.join(boosts)}" if boosts else ""
+        out.append(clip(f"scores: {score_kind}" + (f" ({meaning})" if meaning else ""), width))
     return out
 
 

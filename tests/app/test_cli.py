@@ -171,8 +171,8 @@ def test_search_human_output_is_aligned_and_clipped(
 ) -> None:
     monkeypatch.setenv("COLUMNS", "72")
     assert main(["search", "cache", "--store", str(sample_store), "-k", "12"]) == EXIT_OK
-    scores, *lines = capsys.readouterr().out.splitlines()
-    assert scores.startswith("scores: cosine (")  # what the scores are, then the hits
+    *lines, scores = capsys.readouterr().out.splitlines()
+    assert scores.startswith("scores: cosine (")  # the hits, then what the scores are
     assert len(lines) == 12 * 4  # a header, Q, match and at per hit
     assert max(len(line) for line in lines) <= 72
     headers = lines[::4]

@@ -1,4 +1,4 @@
-"""``convlab search``: what the scores are (``score_kind``, the ``scores:`` line) and ``--now``."""
+"""``convlab search``: what the scores are (``score_kind``, a last ``scores:`` line), ``--now``."""
 
 from __future__ import annotations
 
@@ -50,8 +50,9 @@ def test_people_see_a_scores_line_and_mmr_scores_fall_with_rank(
 ) -> None:
     argv = ["search", "faiss index", "--store", str(sample_store), "-k", "8"]
     assert main([*argv, "--hybrid"]) == EXIT_OK
-    first = capsys.readouterr().out.splitlines()[0]
-    assert first.startswith("scores: rrf (reciprocal rank fusion")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("1. ")  # `| head -1` reads the first hit
+    assert out[-1].startswith("scores: rrf (reciprocal rank fusion")
     # MMR's value when picked never rises, so the printed scores fall with rank
     hits = _hits(capsys, *argv[1:], "--hybrid", "--mmr", "0.5")
     scores = [float(str(h["score"])) for h in hits]

@@ -13,8 +13,9 @@ __all__ = ["MMR", "mmr", "mmr_values", "z_scores"]
 
 
 def z_scores(scores: np.ndarray) -> np.ndarray:
-    """``(s - mean) / sd`` (population sd), all 0 when every score is equal (Montague & Aslam,
-    CIKM 2001).
+    """``(s - mean) / sd`` (population sd), all 0 when every score is equal.
+
+    Montague & Aslam, CIKM 2001.
 
     Example:
         >>> z_scores(np.array([3.0, 2.0, 1.0])).round(4).tolist()
