@@ -97,7 +97,8 @@ def locomo(path: str | Path | None = None, *, strict: bool = False) -> LabelledD
     Raises:
         LoadError: naming a file that is not of the family (or, strict, the first bad record).
     """
-    p = Path(path) if path is not None and Path(path).is_dir() else locomo_path(path)
+    # a path that is there is read as given (a FIFO or device is refused by name), never swapped
+    p = Path(path) if path is not None and os.path.lexists(path) else locomo_path(path)
     corpus, report = read_locomo(p, strict=strict)
     queries = corpus.queries if corpus.queries is not None else schema.empty(schema.QUERIES)
     return LabelledData(_name(p), corpus, queries, report)

@@ -141,7 +141,9 @@ class AmplifierReader:
                 speaker=rec.get("name") if isinstance(rec.get("name"), str) else None,
             )
             return
-        blocks = content_blocks(rec.get("content"), _block)
+        blocks = content_blocks(
+            rec.get("content"), _block, lambda why: builder.skip(path, number, why)
+        )
         if blocks is None:
             builder.skip(path, number, "content is not a string or a list")
             return
