@@ -16,7 +16,7 @@ from filelock import FileLock, Timeout
 
 from convlab.judge.pool import Candidate
 from convlab.loaders.errors import LoadError
-from convlab.loaders.files import TABLE, open_regular, read_regular
+from convlab.loaders.files import TABLE, check, open_regular, read_regular
 
 __all__ = [
     "GRADES",
@@ -156,6 +156,9 @@ class JudgmentLog:
         self.assessor = assessor
         self.conflicts = []
         self._theirs: dict[tuple[str, str], Judgment | None] = {}
+        problem = check(self.path) if os.path.lexists(self.path) else None
+        if problem is not None:  # refused before a lock file is made beside it (say, in /dev)
+            raise LoadError(self.path, 0, problem)
         with self._lock():
             self.judgments, self.torn = read_judgments(self.path)
             if self.torn is not None:

@@ -174,3 +174,4 @@ def test_fifo_everywhere(entry: str, bad: Path, tmp_path: Path) -> None:
     assert len(lines) == 1, done.stderr[-2000:]
     assert str(named) in lines[0]
     assert "not a regular file" in lines[0]
+    assert not Path("/dev/.zero.lock").exists()  # nothing is made beside a refused file
