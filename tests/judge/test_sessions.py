@@ -116,3 +116,17 @@ def test_a_line_left_unended_by_a_killed_session_is_mended_before_the_next_write
     judgments, torn = read_judgments(path)
     assert torn is None
     assert [(j.doc_id, j.grade) for j in judgments] == [("d1", 2), ("d2", 0)]
+
+
+def test_agreement_of_files_with_nothing_in_common_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from convlab.app.cli import main
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    JudgmentLog(a, assessor="ana").record(_cand("d1"), "relevant")
+    JudgmentLog(b, assessor="bo").record(_cand("d2"), "not")
+    assert main(["judge", "agreement", str(a), str(b)]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"convlab judge: {a} and {b}: the two qrels have no graded (query, doc) in common"
+    ]
