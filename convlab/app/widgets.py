@@ -46,19 +46,28 @@ def highlight(text: str, query: str) -> str:
     Example:
         >>> highlight("Use <b>flock</b> here", "the flock")
         'Use &lt;b&gt;<mark>flock</mark>&lt;/b&gt; here'
+        >>> highlight("Tom & Jerry", "amp")
+        'Tom &amp; Jerry'
     """
     from convlab.stopwords import ENGLISH_STOP_WORDS
 
-    escaped = html.escape(text)
     words = sorted(
         {w for w in re.findall(r"\w{3,}", query.lower()) if w not in ENGLISH_STOP_WORDS},
         key=len,
         reverse=True,
     )
     if not words:
-        return escaped
+        return html.escape(text)
     pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + ")", re.IGNORECASE)
-    return pattern.sub(lambda m: f"<mark>{m.group(0)}</mark>", escaped)
+    # matched in the text itself, then escaped piece by piece: a mark never splits an entity
+    # (a query word "amp" does not match inside the "&amp;" that "&" becomes)
+    out, last = [], 0
+    for m in pattern.finditer(text):
+        out.append(html.escape(text[last : m.start()]))
+        out.append(f"<mark>{html.escape(m.group(0))}</mark>")
+        last = m.end()
+    out.append(html.escape(text[last:]))
+    return "".join(out)
 
 
 @dataclass(frozen=True, slots=True)

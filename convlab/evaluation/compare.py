@@ -130,10 +130,16 @@ def systems_of(args: argparse.Namespace) -> list[System]:
     check_policies(args.resurrection)
     if not args.systems:
         return default_systems(strategies)
+    from convlab.loaders.errors import LoadError
+
     try:
         return read_systems(args.systems, strategies=strategies)
     except OSError as exc:
         raise ValueError(f"cannot read the experiment file {args.systems}: {exc.strerror}") from exc
+    except LoadError as exc:  # line 0: the file as a whole (missing, a FIFO, over its limit)
+        if exc.line:
+            raise
+        raise ValueError(f"cannot read the experiment file {args.systems}: {exc.reason}") from exc
 
 
 def comparison_config(

@@ -7,6 +7,7 @@ name reports give a data set is taken from the data (the file's stem or the fold
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import polars as pl
 from convlab import schema
 from convlab.evaluation.queries import read_queries
 from convlab.loaders import Corpus, LoadError, load
+from convlab.loaders.files import CONFIG, DATASET, open_regular, read_text_regular
 from convlab.loaders.locomo import LocomoReader, read_locomo
 from convlab.loaders.longmemeval import LongMemEvalReader, read_longmemeval
 from convlab.paths import locomo_path, sample_data_path
@@ -95,7 +97,8 @@ def locomo(path: str | Path | None = None, *, strict: bool = False) -> LabelledD
     Raises:
         LoadError: naming a file that is not of the family (or, strict, the first bad record).
     """
-    p = Path(path) if path is not None and Path(path).is_dir() else locomo_path(path)
+    # a path that is there is read as given (a FIFO or device is refused by name), never swapped
+    p = Path(path) if path is not None and os.path.lexists(path) else locomo_path(path)
     corpus, report = read_locomo(p, strict=strict)
     queries = corpus.queries if corpus.queries is not None else schema.empty(schema.QUERIES)
     return LabelledData(_name(p), corpus, queries, report)
@@ -145,13 +148,13 @@ def sample(path: str | Path | None = None) -> LabelledData:
     judged at least partly relevant, and every judged doc is kept in ``judged``.
     """
     root = Path(path) if path is not None else sample_data_path()
-    if (root / "sources.json").is_file():
+    if os.path.lexists(root / "sources.json"):  # a FIFO or device there is refused, by name
         corpus = _sources(root / "sources.json")
     else:
         corpus = load(root / "transcripts" if (root / "transcripts").is_dir() else root)
     queries = read_queries(root / "queries.jsonl")
     judged = None
-    if (root / "qrels.jsonl").is_file():
+    if os.path.lexists(root / "qrels.jsonl"):
         from convlab.judge import labels, read_judgments
 
         judgments, torn = read_judgments(root / "qrels.jsonl")
@@ -193,8 +196,9 @@ def _sources(path: Path) -> Corpus:
 
     from convlab.paths import shared_dir
 
+    text = read_text_regular(path, limit=CONFIG)
     try:
-        spec = json.loads(path.read_text(encoding="utf-8"))
+        spec = json.loads(text)
         paths = spec["transcripts"]
         docs = spec.get("docs", "turn")
         if not isinstance(paths, list) or not all(isinstance(x, str) for x in paths):
@@ -234,7 +238,7 @@ def load_labelled(path: str | Path | None, *, strict: bool = False) -> LabelledD
     if not p.exists():
         raise FileNotFoundError(f"no such file or directory: {p}")
     if p.is_dir():
-        if (p / "queries.jsonl").is_file():
+        if os.path.lexists(p / "queries.jsonl"):
             return sample(p)
         if (p / "locomo" / "locomo10.json").is_file() or (p / "locomo10.json").is_file():
             return locomo(locomo_path(p), strict=strict)
@@ -255,7 +259,7 @@ def load_labelled(path: str | Path | None, *, strict: bool = False) -> LabelledD
 
 def _kind(path: Path) -> str | None:
     """Which labelled format a file is in, judged from its first bytes."""
-    with path.open("rb") as fh:
+    with open_regular(path, limit=DATASET) as fh:
         head = fh.read(_SNIFF_BYTES)
     for reader in (LongMemEvalReader(), LocomoReader()):
         if reader.sniff(path, head):

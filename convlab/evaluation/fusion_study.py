@@ -39,6 +39,7 @@ from convlab.evaluation.queries import read_qrels, read_run, relevant_by_query, 
 from convlab.evaluation.significance import compare
 from convlab.evaluation.tune import TuneConfig, cross_validate, random_space, tune
 from convlab.fusion import fuse
+from convlab.loaders.files import CONFIG, read_text_regular
 
 METRICS = ("recall@5", "ndcg@10")
 BASELINE = "bm25:message"
@@ -180,7 +181,7 @@ def _names(folder: Path) -> dict[str, str]:
     config = folder / "config.json"
     if not config.exists():
         return {}
-    systems = json.loads(config.read_text()).get("systems", [])
+    systems = json.loads(read_text_regular(config, limit=CONFIG)).get("systems", [])
     return {s["name"].replace(":", "_"): s["name"] for s in systems}
 
 

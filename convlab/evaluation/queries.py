@@ -15,6 +15,7 @@ import polars as pl
 from convlab import schema
 from convlab.atomic import write_text_atomic
 from convlab.loaders.errors import LoadError
+from convlab.loaders.files import TABLE, read_text_regular
 
 __all__ = [
     "read_qrels",
@@ -46,7 +47,7 @@ def read_queries(path: str | Path, *, strict: bool = True) -> pl.DataFrame:
     rows: list[dict[str, object]] = []
     skipped: list[tuple[int, str]] = []
     seen: set[str] = set()
-    for number, raw in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, raw in enumerate(read_text_regular(p, limit=TABLE).splitlines(), start=1):
         if not raw.strip():
             continue
         try:
@@ -119,13 +120,16 @@ def relevant_by_query(qrels: pl.DataFrame) -> pl.DataFrame:
 def read_qrels(path: str | Path) -> pl.DataFrame:
     """Read TREC qrels into ``query_id, doc_id, relevance``."""
     rows = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    for number, line in enumerate(read_text_regular(path, limit=TABLE).splitlines(), start=1):
         if not line.strip():
             continue
         parts = line.split()
         if len(parts) != 4:
             raise LoadError(path, number, "a qrels line has 4 fields: qid iter docid rel")
-        rows.append((parts[0], parts[2], int(parts[3])))
+        try:
+            rows.append((parts[0], parts[2], int(parts[3])))
+        except ValueError:
+            raise LoadError(path, number, "a qrels relevance is a whole number") from None
     return pl.DataFrame(rows, schema=["query_id", "doc_id", "relevance"], orient="row")
 
 
@@ -138,11 +142,16 @@ def write_run(hits: pl.DataFrame, path: str | Path, tag: str) -> None:
 def read_run(path: str | Path) -> pl.DataFrame:
     """Read a TREC run into ``query_id, doc_id, rank, score, tag``."""
     rows = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), start=1):
+    for number, line in enumerate(read_text_regular(path, limit=TABLE).splitlines(), start=1):
         if not line.strip():
             continue
         parts = line.split()
         if len(parts) != 6:
             raise LoadError(path, number, "a run line has 6 fields: qid Q0 docid rank score tag")
-        rows.append((parts[0], parts[2], int(parts[3]), float(parts[4]), parts[5]))
+        try:
+            rows.append((parts[0], parts[2], int(parts[3]), float(parts[4]), parts[5]))
+        except ValueError:
+            raise LoadError(
+                path, number, "a run's rank is a whole number, its score a number"
+            ) from None
     return pl.DataFrame(rows, schema=["query_id", "doc_id", "rank", "score", "tag"], orient="row")

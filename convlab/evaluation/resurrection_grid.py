@@ -46,6 +46,7 @@ from convlab.atomic import write_text_atomic
 from convlab.evaluation.policy_grid import grid_means, grid_significance, reference_cell
 from convlab.evaluation.queries import read_run
 from convlab.evaluation.systems import System
+from convlab.loaders.files import CONFIG, read_text_regular
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.units import MAX_TOKENS
 from convlab.resurrection import POLICIES, budget_measures
@@ -220,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     started = time.perf_counter()
     run_dir = Path(args.run)
-    cfg = json.loads((run_dir / "config.json").read_text())
+    cfg = json.loads(read_text_regular(run_dir / "config.json", limit=CONFIG))
     for p in _names(args.policies):
         POLICIES.get(p)  # an unknown name fails here, listing the valid ones
     saved_grid = run_dir / "policy_budgets.parquet"

@@ -36,6 +36,7 @@ from typing import Any
 
 from convlab.atomic import write_text_atomic
 from convlab.evaluation.systems import System, default_systems
+from convlab.loaders.files import CONFIG, read_text_regular
 
 __all__ = ["chosen_systems", "read_systems", "transfer_systems", "write_systems"]
 
@@ -55,7 +56,7 @@ def read_systems(path: str | Path, *, strategies: Sequence[str] = ()) -> list[Sy
     """
     path = Path(path)
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = tomllib.loads(read_text_regular(path, limit=CONFIG))
     except tomllib.TOMLDecodeError as exc:  # its message names the line and column
         raise ValueError(f"{path}: not valid TOML: {exc}") from exc
     unknown = sorted(set(doc) - set(_TOP))

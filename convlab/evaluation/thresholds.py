@@ -19,6 +19,8 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
+from convlab.loaders.files import CONFIG, read_text_regular
+
 __all__ = ["check", "load_thresholds", "main", "measured"]
 
 Thresholds = dict[str, dict[str, float]]
@@ -27,7 +29,7 @@ Thresholds = dict[str, dict[str, float]]
 
 def measured(run: Path) -> dict[str, dict[str, float]]:
     """System -> metric -> mean, from ``run/metrics.json`` (written by ``save_run``)."""
-    m = json.loads((run / "metrics.json").read_text())
+    m = json.loads(read_text_regular(run / "metrics.json", limit=CONFIG))
     out: dict[str, dict[str, float]] = {}
     for row in m["summary"]:
         out.setdefault(row["system"], {})[row["metric"]] = float(row["mean"])
@@ -51,7 +53,7 @@ def check(run: Path, thresholds: Thresholds) -> list[str]:
 
 def load_thresholds(path: Path) -> dict[str, Thresholds]:
     """Every set of a thresholds file: set name -> system -> metric -> minimum."""
-    table: dict[str, Thresholds] = tomllib.loads(path.read_text())
+    table: dict[str, Thresholds] = tomllib.loads(read_text_regular(path, limit=CONFIG))
     return table
 
 

@@ -43,6 +43,7 @@ from convlab.index.ivfpq import (
     set_nprobe,
 )
 from convlab.index.kinds import INDEX_KINDS
+from convlab.loaders.files import CONFIG, read_text_regular
 
 __all__ = ["VectorIndex"]
 
@@ -320,7 +321,7 @@ class VectorIndex:
         mpath = d / "manifest.json"
         if not mpath.is_file():
             raise FileNotFoundError(f"no convlab index at {d} (manifest.json missing)")
-        manifest = json.loads(mpath.read_text())
+        manifest = json.loads(read_text_regular(mpath, limit=CONFIG))
         if model_id is not None and manifest["model_id"] != model_id:
             raise ValueError(
                 f"the index at {d} was built with model {manifest['model_id']!r}, not "

@@ -12,14 +12,17 @@ from pathlib import Path
 from typing import NamedTuple
 
 import polars as pl
+from filelock import FileLock, Timeout
 
 from convlab.judge.pool import Candidate
 from convlab.loaders.errors import LoadError
+from convlab.loaders.files import TABLE, check, open_regular, read_regular
 
 __all__ = [
     "GRADES",
     "KEYS",
     "Agreement",
+    "Conflict",
     "Judgment",
     "JudgmentLog",
     "agreement",
@@ -59,15 +62,17 @@ def read_judgments(path: str | Path) -> tuple[list[Judgment], str | None]:
     """Read a qrels JSONL file: its judgments, and the torn last line if there is one.
 
     A last line without its newline that is not a whole record is the judgment that was being
-    written when a session was killed: it is returned (to be reported), not read.
+    written when a session was killed: it is returned (to be reported), not read. A missing file
+    holds no judgment; anything else that is not a regular file (a FIFO, a device) is refused.
 
     Raises:
-        LoadError: naming file and line, for a bad record anywhere else.
+        LoadError: naming file and line, for a bad record anywhere else, or a file that is not a
+            regular file or is over :data:`convlab.loaders.files.TABLE`.
     """
     p = Path(path)
-    if not p.exists():
+    if not os.path.lexists(p):
         return [], None
-    raw = p.read_bytes()
+    raw = read_regular(p, limit=TABLE)
     lines = raw.split(b"\n")
     torn = None
     if lines and lines[-1] == b"":
@@ -79,15 +84,19 @@ def read_judgments(path: str | Path) -> tuple[list[Judgment], str | None]:
         except (ValueError, UnicodeDecodeError):
             torn = last.decode("utf-8", errors="replace")
             lines.pop()
+    return _parse_lines(p, lines, first=1), torn
+
+
+def _parse_lines(path: Path, lines: Iterable[bytes], *, first: int) -> list[Judgment]:
     out = []
-    for number, line in enumerate(lines, start=1):
+    for number, line in enumerate(lines, start=first):
         if not line.strip():
             continue
         try:
             out.append(_parse(line.decode("utf-8")))
         except (ValueError, UnicodeDecodeError) as exc:
-            raise LoadError(p, number, f"bad judgment: {exc}") from None
-    return out, torn
+            raise LoadError(path, number, f"bad judgment: {exc}") from None
+    return out
 
 
 def _parse(line: str) -> Judgment:
@@ -101,12 +110,33 @@ def _parse(line: str) -> Judgment:
     return Judgment(*(rec[k] for k in _FIELDS))
 
 
+class Conflict(NamedTuple):
+    """Two grades of one assessor for one (query, doc), recorded by two sessions at once.
+
+    The rule is *last write wins*: ``later`` (this session's) is the grade that counts, as
+    every reader of the log takes an assessor's last grade per (query, doc).
+    """
+
+    earlier: Judgment  # recorded by another session after this one read the log
+    later: Judgment  # this session's, which replaces it
+
+
+LOCK_TIMEOUT_S = 10.0
+"""How long a write waits for another session's write to the same log (each takes a moment)."""
+
+
 @dataclass
 class JudgmentLog:
-    """An assessor's append-only qrels file (state: the open file and what is judged).
+    """An assessor's append-only qrels file (state: what is judged, and how far it was read).
 
     Opening it reads what is there (a torn last line is cut off and kept in ``torn``, with a
     warning); :meth:`record` appends one judgment, flushed and fsynced.
+
+    Several sessions may write one log at once (two windows of one assessor, or several
+    assessors): each write holds an advisory lock on the file (``.NAME.lock`` beside it), first
+    reads what the others appended since (:meth:`refresh`), then appends. When another session
+    of the same assessor graded the same (query, doc) differently in the meantime, the write
+    still goes ahead (last write wins) and the pair is reported in ``conflicts``.
 
     Args:
         path: the qrels JSONL file (created when missing).
@@ -117,38 +147,87 @@ class JudgmentLog:
     assessor: str
     judgments: list[Judgment] = field(init=False)
     torn: str | None = field(init=False)
+    conflicts: list[Conflict] = field(init=False)
 
     def __init__(self, path: str | Path, *, assessor: str) -> None:
         if not assessor.strip():
             raise ValueError("the assessor needs a name")
         self.path = Path(path)
         self.assessor = assessor
-        self.judgments, self.torn = read_judgments(self.path)
-        if self.torn is not None:
-            warnings.warn(
-                f"{self.path}: the last line was torn (a session killed mid-write) and is "
-                f"dropped: {self.torn[:80]!r}",
-                stacklevel=2,
-            )
-            self._cut_torn()
-        elif self.path.exists() and self.path.stat().st_size:
-            with self.path.open("rb") as fh:
-                fh.seek(-1, os.SEEK_END)
-                whole = fh.read(1) == b"\n"
-            if not whole:  # a whole last record without its newline: end the line first
-                with self.path.open("ab") as fh:
-                    fh.write(b"\n")
-                    fh.flush()
-                    os.fsync(fh.fileno())
+        self.conflicts = []
+        self._theirs: dict[tuple[str, str], Judgment | None] = {}
+        problem = check(self.path) if os.path.lexists(self.path) else None
+        if problem is not None:  # refused before a lock file is made beside it (say, in /dev)
+            raise LoadError(self.path, 0, problem)
+        with self._lock():
+            self.judgments, self.torn = read_judgments(self.path)
+            if self.torn is not None:
+                warnings.warn(
+                    f"{self.path}: the last line was torn (a session killed mid-write) and is "
+                    f"dropped: {self.torn[:80]!r}",
+                    stacklevel=2,
+                )
+            self._offset, self._lines = self._end_lines()
 
-    def _cut_torn(self) -> None:
-        """Truncate the file after its last newline (the torn line is the lost judgment)."""
-        data = self.path.read_bytes()
+    def _lock(self) -> FileLock:
+        lock = self.path.with_name(f".{self.path.name}.lock")
+        return FileLock(lock, timeout=LOCK_TIMEOUT_S)
+
+    def _end_lines(self) -> tuple[int, int]:
+        """Make the file end with a whole line (under the lock); return its size and lines.
+
+        A torn last line (a session killed mid-write) is cut off; a whole last record without
+        its newline gets one.
+        """
+        if not os.path.lexists(self.path):
+            return 0, 0
+        data = read_regular(self.path, limit=TABLE)
         keep = data.rfind(b"\n") + 1
-        with self.path.open("r+b") as fh:
-            fh.truncate(keep)
-            fh.flush()
-            os.fsync(fh.fileno())
+        if keep < len(data):
+            tail = data[keep:]
+            try:
+                _parse(tail.decode("utf-8"))
+                whole = True
+            except (ValueError, UnicodeDecodeError):
+                whole = False
+            with self.path.open("r+b") as fh:
+                if whole:  # a whole last record without its newline: end the line
+                    fh.seek(0, os.SEEK_END)
+                    fh.write(b"\n")
+                    keep = len(data) + 1
+                else:  # torn: the lost judgment of a killed session
+                    fh.truncate(keep)
+                fh.flush()
+                os.fsync(fh.fileno())
+        return keep, data.count(b"\n", 0, keep) + (keep > len(data))
+
+    def refresh(self) -> list[Judgment]:
+        """Read what other sessions appended since this log last read the file; return it."""
+        with self._lock():
+            return self._refresh()
+
+    def _refresh(self) -> list[Judgment]:
+        if not os.path.lexists(self.path):
+            return []
+        with open_regular(self.path, limit=TABLE) as fh:
+            fh.seek(self._offset)
+            data = fh.read()
+        if not data:
+            return []
+        end = data.rfind(b"\n") + 1
+        if end < len(data):  # a session killed mid-write left its line unended: mend, reread
+            warnings.warn(f"{self.path}: another session left its last line unended", stacklevel=3)
+            self._end_lines()
+            return self._refresh()
+        lines = data.split(b"\n")[:-1]
+        new = _parse_lines(self.path, lines, first=self._lines + 1)
+        self._offset += end
+        self._lines += len(lines)
+        self.judgments.extend(new)
+        for j in new:
+            if j.assessor == self.assessor:
+                self._theirs[(j.query_id, j.doc_id)] = j
+        return new
 
     def judged(self) -> set[tuple[str, str]]:
         """(query_id, doc_id) this assessor has judged or skipped."""
@@ -166,8 +245,12 @@ class JudgmentLog:
     ) -> Judgment:
         """Append a judgment (``relevant``/``partly``/``not``/``skip`` or a key of :data:`KEYS`).
 
+        Under the log's lock: what other sessions wrote is read first, and a different grade of
+        this assessor for the same (query, doc) among it is added to ``conflicts``.
+
         Raises:
             ValueError: an unknown judgment, naming the valid ones.
+            LoadError: another session held the log's lock for over :data:`LOCK_TIMEOUT_S`.
         """
         name = KEYS.get(judgment, judgment)
         if name not in GRADES:
@@ -175,11 +258,24 @@ class JudgmentLog:
             raise ValueError(f"unknown judgment {judgment!r}; valid: {valid}")
         when = (now or datetime.now(UTC)).isoformat(timespec="seconds")
         j = Judgment(candidate.query_id, candidate.doc_id, GRADES[name], self.assessor, when)
-        line = json.dumps(j._asdict(), ensure_ascii=False) + "\n"
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
+        line = (json.dumps(j._asdict(), ensure_ascii=False) + "\n").encode("utf-8")
+        try:
+            with self._lock():
+                self._refresh()
+                key = (j.query_id, j.doc_id)
+                earlier = self._theirs.pop(key, None)
+                if earlier is not None and earlier.grade != j.grade:
+                    self.conflicts.append(Conflict(earlier, j))
+                with self.path.open("ab") as fh:
+                    fh.write(line)
+                    fh.flush()
+                    os.fsync(fh.fileno())
+                self._offset += len(line)
+                self._lines += 1
+        except Timeout:
+            raise LoadError(
+                self.path, 0, f"another session held its lock for over {LOCK_TIMEOUT_S:.0f} s"
+            ) from None
         self.judgments.append(j)
         return j
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from convlab.judge.pool import Candidate
-from convlab.judge.qrels import KEYS, JudgmentLog
+from convlab.judge.qrels import GRADES, KEYS, JudgmentLog
 
 __all__ = ["judge_loop", "render"]
 
@@ -44,6 +44,10 @@ def render(candidate: Candidate, *, color: bool = False, width: int = 1200) -> s
     return "\n".join(lines)
 
 
+def _grade(grade: int | None) -> str:
+    return next(name for name, g in GRADES.items() if g == grade)
+
+
 def judge_loop(
     candidates: Sequence[Candidate],
     log: JudgmentLog,
@@ -55,12 +59,19 @@ def judge_loop(
     """Ask for a judgment of each pending candidate; returns how many were recorded.
 
     Keys: r/p/n/s (or 1/2/3/0), ``q`` to stop; an unknown key asks again. End of input stops
-    too: what was recorded is on disk, and running again resumes.
+    too: what was recorded is on disk, and running again resumes. Another session writing the
+    same log is read before each candidate (what it judged is not asked again); a different
+    grade it recorded for the candidate being judged is reported (the later grade counts).
     """
     pending = list(log.pending(candidates))
     done = len(candidates) - len(pending)
-    recorded = 0
+    recorded = elsewhere = 0
     for i, c in enumerate(pending, start=done + 1):
+        log.refresh()
+        if (c.query_id, c.doc_id) in log.judged():
+            write(f"[{i} of {len(candidates)}] judged in another session")
+            elsewhere += 1
+            continue
         write(f"\n[{i} of {len(candidates)}]")
         write(render(c, color=color))
         while True:
@@ -69,11 +80,17 @@ def judge_loop(
             except EOFError:
                 key = "q"
             if key == "q":
-                write(f"stopped: {recorded} judged now, {len(pending) - recorded} left")
+                write(f"stopped: {recorded} judged now, {len(pending) - recorded - elsewhere} left")
                 return recorded
             if key in KEYS:
+                conflicts = len(log.conflicts)
                 log.record(c, key)
                 recorded += 1
+                for earlier, later in log.conflicts[conflicts:]:
+                    write(
+                        f"note: another session graded this {_grade(earlier.grade)} at "
+                        f"{earlier.time}; yours ({_grade(later.grade)}) replaces it"
+                    )
                 break
             write(f"unknown key {key!r}")
     write(f"done: {recorded} judged now; all {len(candidates)} candidates judged")

@@ -24,7 +24,7 @@ from convlab.loaders.base import (
     parse_time,
 )
 from convlab.loaders.errors import LoadError
-from convlab.loaders.files import load_json_file
+from convlab.loaders.files import CONFIG, load_json_file
 from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
 from convlab.loaders.lines import iter_json_lines, read_each
 from convlab.loaders.registry import register_format
@@ -141,7 +141,9 @@ class AmplifierReader:
                 speaker=rec.get("name") if isinstance(rec.get("name"), str) else None,
             )
             return
-        blocks = content_blocks(rec.get("content"), _block)
+        blocks = content_blocks(
+            rec.get("content"), _block, lambda why: builder.skip(path, number, why)
+        )
         if blocks is None:
             builder.skip(path, number, "content is not a string or a list")
             return
@@ -192,7 +194,7 @@ def _metadata(path: Path, builder: CorpusBuilder) -> _Meta:
     if not mpath.exists():
         return fallback
     try:
-        loaded = load_json_file(mpath)
+        loaded = load_json_file(mpath, limit=CONFIG)
     except LoadError as exc:  # invalid, too deep, unreadable, a FIFO: named, never opened
         builder.skip(exc.path, exc.line, exc.reason)
         return fallback

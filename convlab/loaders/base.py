@@ -29,6 +29,7 @@ __all__ = [
     "CorpusBuilder",
     "content_blocks",
     "json_head",
+    "junk_block",
     "other_block",
     "parse_time",
 ]
@@ -57,14 +58,36 @@ def other_block(block: dict[str, Any]) -> BlockRow:
     return BlockRow("other", text if isinstance(text, str) else "")
 
 
+_JSON_TYPES = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (list, "an array"))
+
+
+def junk_block(index: int, value: Any) -> str:
+    """The skip reason for content block ``index`` of no known shape (not a string or object).
+
+    Example:
+        >>> junk_block(2, [1])
+        'content block 2 is an array, not a string or an object'
+    """
+    what = "null" if value is None else "a value of another type"
+    for kind, name in _JSON_TYPES:
+        if isinstance(value, kind):
+            what = name
+            break
+    return f"content block {index} is {what}, not a string or an object"
+
+
 def content_blocks(
-    content: Any, block: Callable[[Any, dict[str, Any]], BlockRow | None]
+    content: Any,
+    block: Callable[[Any, dict[str, Any]], BlockRow | None],
+    junk: Callable[[str], None] | None = None,
 ) -> list[BlockRow] | None:
     """A message's content as block rows: a string, or a list of strings and typed blocks.
 
     What the chat formats share: a string is one ``text`` block (none when blank); in a list, a
     string is a ``text`` block, an object becomes ``block(its type, it)`` (``None``: no block)
-    and anything else is passed over.
+    and anything else (a number, null, an array) is junk: left out, and its reason
+    (:func:`junk_block`) handed to ``junk`` -- a reader passes the builder's ``skip`` for the
+    record's line, so it is a counted skip, and a :class:`LoadError` in strict mode.
 
     Returns:
         The blocks, or ``None`` when ``content`` is neither a string nor a list (the reader skips
@@ -80,13 +103,15 @@ BlockRow(block_type='image', text='', tool_name=None, tool_input=None, is_error=
     if not isinstance(content, list):
         return None
     out: list[BlockRow] = []
-    for b in content:
+    for i, b in enumerate(content):
         if isinstance(b, str):
             out.append(BlockRow("text", b))
         elif isinstance(b, dict):
             row = block(b.get("type"), b)
             if row is not None:
                 out.append(row)
+        elif junk is not None:
+            junk(junk_block(i, b))
     return out
 
 

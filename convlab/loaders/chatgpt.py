@@ -11,11 +11,12 @@ than ``all`` are tool calls.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.base import BlockRow, CorpusBuilder, junk_block, parse_time
 from convlab.loaders.files import load_json_file
 from convlab.loaders.jsontext import TOO_DEEP, json_text, too_deep_reason
 from convlab.loaders.registry import register_format
@@ -23,11 +24,12 @@ from convlab.loaders.registry import register_format
 __all__ = ["ChatGPTReader"]
 
 
-def _parts(content: dict[str, Any]) -> list[BlockRow]:
+def _parts(content: dict[str, Any], junk: Callable[[str], None]) -> list[BlockRow]:
     ctype = content.get("content_type")
     out: list[BlockRow] = []
     if ctype in ("text", "multimodal_text"):
-        for part in content.get("parts") or []:
+        parts = content.get("parts") or []
+        for i, part in enumerate(parts if isinstance(parts, list) else [parts]):
             if isinstance(part, str):
                 if part.strip():
                     out.append(BlockRow("text", part))
@@ -35,6 +37,8 @@ def _parts(content: dict[str, Any]) -> list[BlockRow]:
                 out.append(
                     BlockRow("image" if "image" in str(part.get("content_type")) else "other")
                 )
+            else:
+                junk(junk_block(i, part))
     elif ctype == "code":
         out.append(
             BlockRow(
@@ -136,7 +140,9 @@ class ChatGPTReader:
         if role not in ("user", "assistant", "system", "tool") or not isinstance(content, dict):
             builder.skip(path, 1, f"{cid}: message {msg.get('id')} has no role or content")
             return
-        blocks = _parts(content)
+        blocks = _parts(
+            content, lambda why: builder.skip(path, 1, f"{cid}: message {msg.get('id')}: {why}")
+        )
         meta: dict[str, Any] = msg["metadata"] if isinstance(msg.get("metadata"), dict) else {}
         hidden = bool(meta.get("is_visually_hidden_from_conversation"))
         if not blocks or all(not b.text and b.block_type == "text" for b in blocks):

@@ -20,7 +20,7 @@ What it handles (see shared/transcripts/FORMATS.md section 2):
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -28,7 +28,13 @@ from typing import Any
 
 import msgspec
 
-from convlab.loaders.base import REDACTED_THINKING, BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.base import (
+    REDACTED_THINKING,
+    BlockRow,
+    CorpusBuilder,
+    junk_block,
+    parse_time,
+)
 from convlab.loaders.files import open_regular
 from convlab.loaders.jsontext import TOO_DEEP, json_text, too_deep_reason
 from convlab.loaders.lines import parse_json_line
@@ -182,10 +188,21 @@ def _text_of(content: Any) -> str:
 _row = tuple.__new__  # BlockRow(...) without NamedTuple's Python-level __new__ (2x faster)
 
 
-def _blocks(content: list[Any]) -> list[BlockRow]:
+def _skipper(builder: CorpusBuilder, path: Path, line: int, what: str) -> Callable[[str], None]:
+    """A ``junk`` callback: each reason a counted skip of ``line`` (a LoadError when strict)."""
+    return lambda why: builder.skip(path, line, f"{what}: {why}")
+
+
+def _blocks(content: list[Any], junk: Callable[[str], None]) -> list[BlockRow]:
+    """Block rows of a message's content list; a string is a text block, other junk a skip."""
     out: list[BlockRow] = []
-    for b in content:
+    for i, b in enumerate(content):
         if not isinstance(b, _Block):
+            if isinstance(b, str):
+                if b.strip():
+                    out.append(BlockRow("text", b))
+            else:
+                junk(junk_block(i, b))
             continue
         t = b.type
         if t == "text":
@@ -335,7 +352,7 @@ class ClaudeCodeReader:
                 builder.skip(path, number, f"{kind} message content is not a string or a list")
                 continue
             try:
-                blocks = _blocks(content)
+                blocks = _blocks(content, _skipper(builder, path, number, f"{kind} message"))
             except TOO_DEEP as exc:  # a tool input nested too deeply to write back as text
                 builder.skip(path, number, too_deep_reason(exc))
                 continue

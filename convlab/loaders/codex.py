@@ -16,10 +16,11 @@ re-emitted. Developer messages and injected context are ``system``; reasoning su
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.base import BlockRow, CorpusBuilder, junk_block, parse_time
 from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
 from convlab.loaders.lines import iter_json_lines
 from convlab.loaders.registry import register_format
@@ -50,14 +51,22 @@ ITEM_TYPES = frozenset(
 )
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: Any, junk: Callable[[str], None] | None = None) -> str:
+    """The text of message content: a string, or its items' texts (junk items: ``junk``)."""
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         return ""
-    return "\n".join(
-        c.get("text", "") for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)
-    )
+    texts = []
+    for i, c in enumerate(content):
+        if isinstance(c, dict):
+            if isinstance(c.get("text"), str):
+                texts.append(c["text"])
+        elif isinstance(c, str):
+            texts.append(c)
+        elif junk is not None:
+            junk(junk_block(i, c))
+    return "\n".join(texts)
 
 
 def _args(value: Any) -> str:
@@ -190,7 +199,9 @@ class CodexReader:
         t = p.get("type")
         if t == "message":
             role = p.get("role")
-            text = _content_text(p.get("content"))
+            text = _content_text(
+                p.get("content"), lambda why: builder.skip(path, number, f"message: {why}")
+            )
             if role == "user":
                 prompt(text, number, when)
             elif role == "assistant":

@@ -1,4 +1,4 @@
-"""Finding and opening transcript files safely: only regular files are ever opened.
+"""Finding and opening input files safely: only regular files are ever opened, within a size.
 
 A history folder can hold things a reader must not open: a FIFO (opening it blocks until a
 writer comes, forever), a symlink to ``/dev/zero`` (reading it never ends), other devices and
@@ -10,6 +10,12 @@ been replaced in between, and raises :class:`LoadError` naming the file instead 
 
 Both :func:`convlab.load` and the store's indexer (``convlab index``) walk with :func:`walk`, so
 the library and the command skip and report the same files.
+
+Every other file the package reads (labelled data, queries, qrels, judgments, TREC runs,
+experiment files, configs and manifests) is read with :func:`read_regular` or
+:func:`read_text_regular` under a :class:`Limit` sized for its kind (:data:`CONFIG`,
+:data:`TABLE`, :data:`DATASET`): a file over its limit is refused, naming it and the limit,
+before a byte is read.
 """
 
 from __future__ import annotations
@@ -24,7 +30,53 @@ from typing import Any, BinaryIO, NamedTuple
 from convlab.loaders.errors import LoadError
 from convlab.loaders.jsontext import NestingError, parse_json
 
-__all__ = ["Found", "check", "load_json_file", "open_regular", "read_regular", "walk"]
+__all__ = [
+    "CONFIG",
+    "DATASET",
+    "TABLE",
+    "Found",
+    "Limit",
+    "check",
+    "load_json_file",
+    "open_regular",
+    "read_regular",
+    "read_text_regular",
+    "walk",
+]
+
+_MiB = 1 << 20
+
+
+class Limit(NamedTuple):
+    """The most bytes a kind of input file may hold, and the kind's name for error messages."""
+
+    size: int
+    what: str = "this file"
+
+    def describe(self) -> str:
+        """The limit in words, e.g. ``'the 16 MiB limit for a config file'``."""
+        return f"the {_human(self.size)} limit for {self.what}"
+
+
+CONFIG = Limit(16 * _MiB, "a config file")
+"""Experiment files, ``sources.json``, thresholds, run-folder and index manifests."""
+TABLE = Limit(1024 * _MiB, "a table file")
+"""Queries, qrels, judgments and TREC run files (lines of text)."""
+DATASET = Limit(16 * 1024 * _MiB, "a labelled data file")
+"""A whole-file JSON data set read at once (LoCoMo, LongMemEval: its M variant is 2.7 GB)."""
+
+
+def _human(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", _MiB), ("KiB", 1 << 10)):
+        if size >= scale:
+            value = size / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{size} bytes"
+
+
+def _limit(limit: Limit | int | None) -> Limit | None:
+    return Limit(limit) if isinstance(limit, int) else limit
+
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -141,15 +193,21 @@ def walk(root: str | Path) -> Iterator[Found]:
         stack.extend(reversed(subdirs))
 
 
-def open_regular(path: str | Path) -> BinaryIO:
+def open_regular(path: str | Path, *, limit: Limit | int | None = None) -> BinaryIO:
     """Open a regular file for reading in binary, never a FIFO, device or socket.
 
     The file is checked with ``stat`` before it is opened (so a device is never opened) and
     again with ``fstat`` after (in case it was replaced in between); the open itself does not
     block (``O_NONBLOCK``), so a FIFO swapped in at the last moment cannot hang the reader.
 
+    Args:
+        path: the file.
+        limit: the most bytes the file may hold (a :class:`Limit` or a number of bytes);
+            ``None`` for no limit (a reader that streams).
+
     Raises:
-        LoadError: naming the file, with line 0, when it is not a readable regular file.
+        LoadError: naming the file, with line 0, when it is not a readable regular file or is
+            over ``limit``.
     """
     p = Path(path)
     problem = check(p)
@@ -161,30 +219,71 @@ def open_regular(path: str | Path) -> BinaryIO:
     except OSError as exc:
         raise LoadError(p, 0, f"cannot read file ({exc.strerror})") from None
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise LoadError(p, 0, _kind(mode))
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise LoadError(p, 0, _kind(st.st_mode))
+        bound = _limit(limit)
+        if bound is not None and st.st_size > bound.size:
+            raise _too_big(p, bound, st.st_size)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
 
 
-def read_regular(path: str | Path) -> bytes:
-    """The bytes of a regular file (see :func:`open_regular`)."""
-    with open_regular(path) as fh:
-        return fh.read()
+def _too_big(path: Path, limit: Limit, size: int | None) -> LoadError:
+    has = f" (it holds {_human(size)})" if size is not None else ""
+    return LoadError(path, 0, f"larger than {limit.describe()}{has}")
 
 
-def load_json_file(path: str | Path) -> Any:
-    """Read and parse a whole-file JSON transcript.
+def read_regular(path: str | Path, *, limit: Limit | int | None = None) -> bytes:
+    """The bytes of a regular file (see :func:`open_regular`), at most ``limit`` of them.
+
+    A file that grows past ``limit`` while it is read (or whose ``stat`` size lies, as files in
+    ``/proc`` do) is refused too: at most ``limit + 1`` bytes are ever read.
+
+    Raises:
+        LoadError: naming the file (line 0): not a readable regular file, or over ``limit``.
+
+    Example:
+        >>> read_regular("/dev/zero", limit=CONFIG)
+        Traceback (most recent call last):
+        ...
+        convlab.loaders.errors.LoadError: /dev/zero:0: a character device, not a regular file
+    """
+    bound = _limit(limit)
+    with open_regular(path, limit=bound) as fh:
+        if bound is None:
+            return fh.read()
+        data = fh.read(bound.size + 1)
+    if len(data) > bound.size:
+        raise _too_big(Path(path), bound, None)
+    return data
+
+
+def read_text_regular(path: str | Path, *, limit: Limit | int | None) -> str:
+    """The UTF-8 text of a regular file (see :func:`read_regular`).
+
+    Raises:
+        LoadError: as :func:`read_regular`, and for invalid UTF-8, naming its line.
+    """
+    raw = read_regular(path, limit=limit)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise LoadError(path, line, "invalid UTF-8") from None
+
+
+def load_json_file(path: str | Path, *, limit: Limit | int | None = None) -> Any:
+    """Read and parse a whole-file JSON transcript (or any JSON input, under ``limit``).
 
     Raises:
         LoadError: naming the file and line for every way this can fail: not a readable regular
             file (line 0), invalid UTF-8, invalid JSON, JSON nested deeper than the parser
-            follows (``"JSON nested deeper than 1024 levels"``).
+            follows (``"JSON nested deeper than 1024 levels"``), over ``limit``.
     """
-    raw = read_regular(path)
+    raw = read_regular(path, limit=limit)
     try:
         return parse_json(raw)
     except NestingError as exc:

@@ -42,7 +42,7 @@ from convlab import schema
 from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
 from convlab.loaders.corpus import Corpus
 from convlab.loaders.errors import LoadError
-from convlab.loaders.files import load_json_file
+from convlab.loaders.files import DATASET, load_json_file
 from convlab.loaders.registry import register_format
 
 __all__ = [
@@ -258,7 +258,7 @@ def read_file(path: Path, builder: CorpusBuilder, totals: Counter[str]) -> None:
         LoadError: the file is not JSON, or holds no sample of the family.
     """
     try:
-        data = load_json_file(path)  # regular files only; deep nesting is a LoadError too
+        data = load_json_file(path, limit=DATASET)  # regular files only; deep nesting too
     except LoadError as exc:
         if not exc.reason.startswith("invalid JSON"):
             raise  # not a regular file, unreadable, nested too deep: said as it is

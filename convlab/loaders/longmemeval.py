@@ -32,6 +32,7 @@ from convlab import schema
 from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
 from convlab.loaders.corpus import Corpus
 from convlab.loaders.errors import LoadError
+from convlab.loaders.files import DATASET, read_regular
 from convlab.loaders.registry import register_format
 
 __all__ = ["LongMemEvalLabels", "parse_haystack_date", "read_longmemeval"]
@@ -126,7 +127,7 @@ def _digest(turns: list[Any]) -> bytes:
 def _read(path: Path, builder: CorpusBuilder) -> tuple[list[list[str]], list[list[str]], Counter]:
     """Read the file into ``builder``; return each question's haystack and answer sessions."""
     try:
-        items = orjson.loads(path.read_bytes())
+        items = orjson.loads(read_regular(path, limit=DATASET))
     except orjson.JSONDecodeError as exc:
         raise LoadError(path, 1, f"invalid JSON ({exc}); expected {_EXPECTED}") from None
     if not isinstance(items, list) or not items:

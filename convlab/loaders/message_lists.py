@@ -11,6 +11,7 @@ a user message holding only ``tool_result`` blocks is a ``tool`` message.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,8 +64,10 @@ def _block(t: Any, b: dict[str, Any]) -> BlockRow | None:
     return other_block(b)
 
 
-def _convert_blocks(content: Any) -> list[BlockRow] | None:
-    return [] if content is None else content_blocks(content, _block)
+def _convert_blocks(
+    content: Any, junk: Callable[[str], None] | None = None
+) -> list[BlockRow] | None:
+    return [] if content is None else content_blocks(content, _block, junk)
 
 
 def _read(reader: Any, path: Path, builder: CorpusBuilder) -> int:
@@ -88,7 +91,7 @@ def _conversation(
     builder.conversation(cid, source_format=reader.name, source_path=path)
     system = rec.get("system")
     if system:
-        blocks = _convert_blocks(system)
+        blocks = _convert_blocks(system, lambda why: builder.skip(path, line, f"system: {why}"))
         if blocks:
             builder.message(cid, "system", blocks, source_path=path, source_line=line)
     for j, m in enumerate(messages):
@@ -109,7 +112,9 @@ def _message(path: Path, builder: CorpusBuilder, cid: str, line: int, j: int, m:
     if role not in ("system", "user", "assistant", "tool"):
         builder.skip(path, line, f"message {j} has unknown role {role!r}")
         return
-    blocks = _convert_blocks(m.get("content"))
+    blocks = _convert_blocks(
+        m.get("content"), lambda why: builder.skip(path, line, f"message {j}: {why}")
+    )
     if blocks is None:
         builder.skip(path, line, f"message {j} content is not a string, list or null")
         return

@@ -9,10 +9,11 @@ results; ``<image>`` placeholders stay in the text.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, json_head
+from convlab.loaders.base import BlockRow, CorpusBuilder, json_head, junk_block
 from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
 from convlab.loaders.lines import iter_json_records, read_each
 from convlab.loaders.registry import register_format
@@ -53,7 +54,7 @@ def _call(value: str) -> BlockRow:
     return BlockRow("tool_call", "", tool_name="function", tool_input=json_text(data))
 
 
-def _blocks(role_key: str, value: Any) -> list[BlockRow] | None:
+def _blocks(role_key: str, value: Any, junk: Callable[[str], None]) -> list[BlockRow] | None:
     if isinstance(value, str):
         if role_key == "function_call":
             return [_call(value)]
@@ -62,8 +63,9 @@ def _blocks(role_key: str, value: Any) -> list[BlockRow] | None:
         return [BlockRow("text", value)] if value.strip() else []
     if isinstance(value, list):
         out = []
-        for b in value:
+        for i, b in enumerate(value):
             if not isinstance(b, dict):
+                junk(junk_block(i, b))
                 continue
             t, v = b.get("type"), b.get("value", b.get("text", ""))
             v = v if isinstance(v, str) else json_text(v)
@@ -147,7 +149,11 @@ class ShareGPTReader:
         if role is None:
             builder.skip(path, line, f"turn {j} has unknown speaker {key!r}")
             return
-        blocks = _blocks(str(key), t.get("value", t.get("content")))
+        blocks = _blocks(
+            str(key),
+            t.get("value", t.get("content")),
+            lambda why: builder.skip(path, line, f"turn {j}: {why}"),
+        )
         if blocks is None:
             builder.skip(path, line, f"turn {j} has no text")
             return

@@ -23,6 +23,19 @@ def test_highlight_skips_stopwords_and_marks_word_starts() -> None:
     assert out == "The <mark>cache</mark>s were <mark>cache</mark>d; a recache later"
 
 
+@pytest.mark.parametrize(
+    ("text", "query", "expected"),
+    [
+        ("Tom & Jerry", "amp", "Tom &amp; Jerry"),  # "amp" is only in the entity
+        ('say "quote" here', "quot", "say &quot;<mark>quot</mark>e&quot; here"),
+        ("AT&T amplifier", "amp", "AT&amp;T <mark>amp</mark>lifier"),
+        ("it's gt39", "x27 gt39", "it&#x27;s <mark>gt39</mark>"),
+    ],
+)
+def test_a_mark_never_splits_an_entity(text: str, query: str, expected: str) -> None:
+    assert highlight(text, query) == expected
+
+
 def test_panel_without_an_index_says_so() -> None:
     panel = SearchPanel(None)
     assert "No index is built yet" in panel.status.value

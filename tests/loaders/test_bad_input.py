@@ -77,8 +77,14 @@ def test_odd_field_types_take_the_slow_path_and_keep_what_is_valid(tmp_path: Pat
     }
     title = {"type": "summary", "summary": ["not", "a", "string"], "leafUuid": "a1"}
     f = write(tmp_path / "s1.jsonl", [SESSION[0], mixed, title, SESSION[1]])
-    c = load(f, strict=True)
-    assert c.blocks["text"].to_list() == ["Fix the build", "Still here.", "Done."]
+    c = load(f)
+    # a string in a content list is text; the number is junk: a counted skip of its line
+    assert c.blocks["text"].to_list() == ["Fix the build", "stray string", "Still here.", "Done."]
+    assert c.report.skipped.rows() == [
+        (str(f), 2, "assistant message: content block 1 is a number, not a string or an object")
+    ]
+    with pytest.raises(LoadError, match=r"s1\.jsonl:2: assistant message: content block 1 is"):
+        load(f, strict=True)
     assert str(c.messages["timestamp"][1]) == "2026-01-01 10:00:05+00:00"
     assert c.conversations["title"].to_list() == [None]
 

@@ -412,7 +412,12 @@ def test_index_skips_one_hazard(tmp_path: Path, kind: str) -> None:
 def test_index_of_a_fifo_given_as_the_path(tmp_path: Path) -> None:
     p = make_hazard(tmp_path, "fifo")
     run = _index([p], tmp_path / "store")
-    assert run.returncode == 0, run.stderr
+    # nothing readable was given: exit 2 with one line saying why, the skip listed as ever
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip().splitlines() == [
+        f"convlab index: no readable transcript found under {p}: 1 x {FIFO} "
+        "(--verbose lists each skipped file)"
+    ]
     assert _skips(run.stdout.splitlines())[1] == {FIFO: 1}
 
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from convlab.app.cli.options import add_store, engine, make_embedder
 from convlab.app.display import skip_report, with_skip_report
@@ -143,10 +146,44 @@ def run(args: argparse.Namespace) -> int:
     report = skip_report(summary.skipped, verbose=args.verbose)
     for line in with_skip_report(summary.lines(), report):
         print(line)
+    if not (summary.conversations_added or summary.conversations_changed):
+        empty = nothing_readable(store.manifest().get("files", {}), paths, summary.skipped)
+        if empty is not None:
+            raise UsageError(empty)
     if args.embedder == "minilm" and args.backend == "torch":
         _export_for_search()
     print(f"store: {store.directory}")
     return EXIT_OK
+
+
+def nothing_readable(
+    files: Mapping[str, Mapping[str, Any]],
+    paths: Sequence[Path],
+    skipped: Sequence[tuple[str, int, str]],
+) -> str | None:
+    """Why no transcript under ``paths`` was read, or ``None`` when one was.
+
+    ``files`` is the store manifest's record of the files indexed (path -> record with its
+    ``conversations``); ``skipped`` what this update skipped, counted by reason in the answer.
+    The files under ``paths`` are walked again (``stat`` only) to tell which records are theirs.
+    """
+    from convlab.loaders.files import walk
+
+    walked = {str(f.path.resolve()) for p in paths for f in walk(p.expanduser()) if not f.problem}
+    under = {name: rec for name, rec in files.items() if name in walked}
+    if any(rec.get("conversations") for rec in under.values()):
+        return None
+    reasons = Counter(reason for _, _, reason in skipped)
+    why = [f"{n} x {reason}" for reason, n in reasons.most_common()]
+    told = {path for path, _, _ in skipped}
+    before = [name for name in under if name not in told]  # unchanged since an earlier index
+    if before:
+        why.append(f"{len(before)} x indexed before, holding no conversation")
+    return (
+        f"no readable transcript found under {', '.join(str(p) for p in paths)}: "
+        + ("; ".join(why) if why else "no files there")
+        + " (--verbose lists each skipped file)"
+    )
 
 
 def _export_for_search() -> None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from convlab.app.cli.options import make_embedder
 from convlab.app.exits import EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
+from convlab.loaders.errors import LoadError
 
 if TYPE_CHECKING:
     from convlab.evaluation.datasets import LabelledData
@@ -54,7 +55,12 @@ def run(args: argparse.Namespace) -> int:
     if args.target[0] == "agreement":
         if len(args.target) != 3:
             raise UsageError("usage: convlab judge agreement QRELS_A QRELS_B")
-        a = judge.agreement(Path(args.target[1]), Path(args.target[2]))
+        try:
+            a = judge.agreement(Path(args.target[1]), Path(args.target[2]))
+        except LoadError:
+            raise
+        except ValueError as exc:  # nothing graded in common
+            raise UsageError(f"{args.target[1]} and {args.target[2]}: {exc}") from None
         print(
             f"Cohen's kappa {a.kappa:.3f} on {a.overlap} docs graded by both "
             f"(same grade on {a.observed:.1%})"
@@ -65,6 +71,12 @@ def run(args: argparse.Namespace) -> int:
     missing = [f"--{n}" for n in ("data", "qrels", "assessor") if getattr(args, n) is None]
     if missing:
         raise UsageError(f"judging needs {', '.join(missing)}")
+    try:  # a bad log fails before any work
+        log = judge.JudgmentLog(args.qrels, assessor=args.assessor)
+    except LoadError:
+        raise
+    except ValueError as exc:  # a blank assessor
+        raise UsageError(str(exc)) from None
     data = _judge_data(Path(args.target[0]), args.data, args.docs)
     systems = judge.systems_from_names([s for s in args.systems.split(",") if s])
     from convlab.embed import CachedEmbedder
@@ -73,10 +85,15 @@ def run(args: argparse.Namespace) -> int:
     pool = judge.build_pool(
         data, systems, embedder=embedder, depth=args.depth, seed=args.seed, scope="conversation"
     )
-    log = judge.JudgmentLog(args.qrels, assessor=args.assessor)
     if log.torn is not None:
         print(f"note: the last line of {args.qrels} was torn and was cut off", file=sys.stderr)
     judge.judge_loop(pool, log, color=sys.stdout.isatty())
+    if log.conflicts:
+        print(
+            f"note: {len(log.conflicts)} of your grades replace different ones another session "
+            f"of {args.assessor} recorded meanwhile (the last judgment counts)",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
