@@ -6,20 +6,29 @@ What it handles (see shared/transcripts/FORMATS.md section 2):
   (their blocks merged in order, ``usage`` not summed);
 - tool results arrive as ``type:user`` lines holding ``tool_result`` blocks: such a line becomes a
   ``tool`` message (``tool_result`` blocks, ``is_error`` kept);
+- a slash command typed with arguments (``<command-name>/compact</command-name> ...
+  <command-args>and continue</command-args>``) is a prompt whose text is ``/compact and
+  continue``; without arguments (``/mcp``) it is injected;
 - injected lines that are not a human prompt become ``system`` messages: ``isMeta`` lines,
-  ``<system-reminder>``, ``<command-name>``/``<local-command-stdout>``, ``<task-notification>``,
+  ``<system-reminder>``, ``<local-command-stdout>``, ``<task-notification>``,
   ``[Request interrupted ...]``, ``Caveat:`` notes, compaction summaries (``isCompactSummary``),
-  ``system/local_command`` lines;
+  ``system/local_command`` lines, a sidechain's ``Warmup``;
 - records that are not messages (``summary`` -- its text becomes the title --,
   ``file-history-snapshot``, ``progress`` -- which duplicates sub-agent messages and is not
   re-emitted --, ``queue-operation``, ``last-prompt``, other ``system`` subtypes) are counted;
-- sub-agent files (``agent-*.jsonl`` beside the session, v2.0.x, or
-  ``<sessionId>/subagents/agent-*.jsonl``, v2.1.x) are conversations of their own, with
-  ``parent_id`` = the session and every message ``is_sidechain``.
+- a conversation's ``project`` is the ``cwd`` of its records; one without a ``summary`` record
+  (Claude Code 2.x writes none) is titled by its first prompt after loading;
+- sidechains are conversations of their own, never folded into the session: sub-agent files
+  (``agent-*.jsonl`` beside the session, v2.0.x, or ``<sessionId>/subagents/agent-*.jsonl``,
+  v2.1.x), files of ``isSidechain`` records that share the session's ``sessionId`` (a v2.0.x
+  ``Warmup``), and ``isSidechain`` records inside a session file. Each has ``parent_id`` = the
+  session, ``agent_id`` = its ``agentId``, every message ``is_sidechain``, and turns of its own
+  (its first prompt, written by the parent agent, is its user's).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,7 +43,7 @@ from convlab.loaders.jsontext import TOO_DEEP, json_text, too_deep_reason
 from convlab.loaders.lines import parse_json_line
 from convlab.loaders.registry import register_format
 
-__all__ = ["ClaudeCodeReader"]
+__all__ = ["ClaudeCodeReader", "command_prompt"]
 
 RECORD_TYPES = frozenset(
     {
@@ -50,7 +59,7 @@ RECORD_TYPES = frozenset(
 )
 INJECTED_PREFIXES = (
     "<system-reminder>",
-    "<command-name>",
+    "<command-name>",  # a slash command without arguments (one with them is a prompt)
     "<command-message>",
     "<local-command-stdout>",
     "<local-command-stderr>",
@@ -59,6 +68,8 @@ INJECTED_PREFIXES = (
     "Caveat: The messages below",
     "<user-prompt-submit-hook>",
 )
+_COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
 
 
 class _Block(msgspec.Struct):
@@ -88,6 +99,8 @@ class _Record(msgspec.Struct):
     sessionId: Any = None
     timestamp: Any = None
     isSidechain: Any = None
+    agentId: Any = None
+    cwd: Any = None
     uuid: Any = None
     isMeta: Any = None
     isCompactSummary: Any = None
@@ -244,160 +257,306 @@ class ClaudeCodeReader:
         return False
 
     def read(self, path: Path, builder: CorpusBuilder) -> int:
-        """Read one session or sub-agent file."""
-        is_agent = path.name.startswith("agent-")
-        spath = str(path)  # one string for every row of this file
-        conv: str | None = None
-        title: str | None = None
-        parent: str | None = None
-        pending: _Pending | None = None
+        """Read one session or sub-agent file; return the number of lines read."""
+        return _FileReader(path, builder, self.name).read()
+
+
+@dataclass(slots=True)
+class _Conv:
+    """One conversation fed by a file: the session itself, or one of its sidechains."""
+
+    conversation_id: str
+    sidechain: bool
+    pending: _Pending | None = None
+    project: str | None = None
+
+
+class _FileReader:
+    """The state of reading one file: the conversations it feeds and their pending messages.
+
+    Records of the session go to the session's conversation; sidechain records (every record of
+    an ``agent-*.jsonl`` file, and ``isSidechain`` records elsewhere) go to a conversation of
+    their own, one per ``agentId`` (see :meth:`_sidechain`), whose ``parent_id`` is the session.
+    """
+
+    def __init__(self, path: Path, builder: CorpusBuilder, format_name: str) -> None:
+        self.path, self.builder, self.format_name = path, builder, format_name
+        self.spath = str(path)  # one string for every row of this file
+        self.agent_file = path.name.startswith("agent-")
+        self.main: _Conv | None = None
+        self.sides: dict[str | None, _Conv] = {}
+        self.title: str | None = None  # of a summary record
+
+    def read(self) -> int:
         lines = 0
-
-        def open_conv(session: str | None) -> str:
-            nonlocal conv, parent
-            if conv is None:
-                if is_agent:
-                    conv = f"{session or path.parent.name}:{path.stem}"
-                    parent = session or (
-                        path.parent.parent.name if path.parent.name == "subagents" else None
-                    )
-                else:
-                    conv = session or path.stem
-                builder.conversation(
-                    conv, source_format=self.name, source_path=path, kind="chat", parent_id=parent
-                )
-            return conv
-
-        def flush() -> None:
-            nonlocal pending
-            if pending is None:
-                return
-            cid = open_conv(None)
-            for p in (pending, *pending.followers):
-                builder.message_or_record(
-                    cid,
-                    p.role,
-                    p.blocks,
-                    source_path=spath,
-                    source_line=p.line,
-                    timestamp=p.timestamp,
-                    is_real_user=p.real,
-                    is_sidechain=p.sidechain,
-                    external_id=p.external_id,
-                )
-            pending = None
-
-        for number, rec in _records(path, builder):
+        for number, rec in _records(self.path, self.builder):
             lines = number
-            kind = rec.type
-            if not isinstance(kind, str):
-                builder.skip(path, number, "record without a type")
-                continue
-            if kind == "summary":
-                if title is None and isinstance(rec.summary, str):
-                    title = rec.summary
-                builder.record()
-                continue
-            if kind not in ("user", "assistant", "system"):
-                builder.record()
-                continue
-            if conv is None:
-                session = rec.sessionId
-                open_conv(session if isinstance(session, str) else None)
-            when = parse_time(rec.timestamp)
-            side = bool(rec.isSidechain) or is_agent
-            uuid = rec.uuid
-            if type(uuid) is not str:
-                uuid = None
-            if kind == "system":
-                content = rec.content
-                if rec.subtype == "local_command" and isinstance(content, str):
-                    flush()
-                    pending = _Pending(
-                        "system",
-                        [BlockRow("text", content)],
-                        number,
-                        when,
-                        sidechain=side,
-                        external_id=uuid,
-                    )
-                else:
-                    builder.record()
-                continue
-            msg = rec.message
-            if not isinstance(msg, _Message):
-                builder.skip(path, number, f"{kind} record without a message object")
-                continue
-            content = msg.content
-            if isinstance(content, str):
-                content = [_Block(type="text", text=content)]
-            if not isinstance(content, list):
-                builder.skip(path, number, f"{kind} message content is not a string or a list")
-                continue
-            try:
-                blocks = _blocks(content)
-            except TOO_DEEP as exc:  # a tool input nested too deeply to write back as text
-                builder.skip(path, number, too_deep_reason(exc))
-                continue
-            if kind == "assistant":
-                mid = msg.id
-                if type(mid) is not str:
-                    mid = None
-                if (
-                    pending is not None
-                    and pending.role == "assistant"
-                    and mid
-                    and (pending.message_id == mid)
-                ):
-                    pending.blocks.extend(blocks)
-                    builder.record()
-                    continue
-                flush()
-                pending = _Pending(
-                    "assistant",
-                    blocks,
-                    number,
-                    when,
-                    sidechain=side,
-                    external_id=uuid,
-                    message_id=mid,
-                )
-                continue
-            # user lines: a tool-result carrier, an injected line, or a human prompt
-            types = {b.block_type for b in blocks}
-            if (
-                "tool_result" in types
-                and types <= {"tool_result", "image", "text"}
-                and not (types & {"text"} and not types - {"text", "image"})
-            ):
-                carrier = _Pending("tool", blocks, number, when, sidechain=side, external_id=uuid)
-                if pending is not None and pending.role == "assistant":
-                    pending.followers.append(carrier)
-                else:
-                    flush()
-                    pending = carrier
-                continue
-            flush()
-            text = _text_of(content).lstrip()
-            injected = (
-                bool(rec.isMeta)
-                or bool(rec.isCompactSummary)
-                or text.startswith(INJECTED_PREFIXES)
-                or (side and text.strip() == "Warmup")
+            self._record(number, rec)
+        self._finish()
+        return lines
+
+    def _record(self, number: int, rec: _Record) -> None:
+        """Dispatch one record to the message it makes, or count it."""
+        kind = rec.type
+        if not isinstance(kind, str):
+            self.builder.skip(self.path, number, "record without a type")
+            return
+        if kind == "summary":
+            if self.title is None and isinstance(rec.summary, str):
+                self.title = rec.summary
+            self.builder.record()
+            return
+        if kind not in ("user", "assistant", "system"):
+            self.builder.record()
+            return
+        conv = self._conversation(rec)
+        if conv.project is None and isinstance(rec.cwd, str) and rec.cwd:
+            conv.project = rec.cwd
+        when = parse_time(rec.timestamp)
+        uuid = rec.uuid if type(rec.uuid) is str else None
+        if kind == "system":
+            self._system(conv, number, rec, when, uuid)
+            return
+        found = self._blocks_of(number, rec, kind)
+        if found is None:
+            return
+        msg, content, blocks = found
+        if kind == "assistant":
+            self._assistant(conv, number, msg, blocks, when, uuid)
+        else:
+            self._user(conv, number, rec, content, blocks, when, uuid)
+
+    # -- conversations ------------------------------------------------------------------------
+    def _conversation(self, rec: _Record) -> _Conv:
+        """The conversation a message record belongs to (opened on its first record)."""
+        session = rec.sessionId if isinstance(rec.sessionId, str) and rec.sessionId else None
+        if self.agent_file or bool(rec.isSidechain):
+            agent = rec.agentId if isinstance(rec.agentId, str) and rec.agentId else None
+            return self._sidechain(session, agent)
+        if self.main is None:
+            self.main = self._open(session or self.path.stem, sidechain=False)
+        return self.main
+
+    def _sidechain(self, session: str | None, agent: str | None) -> _Conv:
+        """A sidechain's own conversation, with its parent session and agent id.
+
+        Its id is ``{session}:{file stem}`` for an ``agent-*.jsonl`` file (the stem is
+        ``agent-{agentId}``); elsewhere ``{session}:agent-{agentId}``, or without an agent id
+        ``{session}:{file stem}`` (a sidechain file of its own) or ``{session}:sidechain``.
+        """
+        key = None if self.agent_file else agent
+        conv = self.sides.get(key)
+        if conv is not None:
+            return conv
+        path = self.path
+        if self.agent_file:
+            in_subagents = path.parent.name == "subagents"
+            parent = session or (path.parent.parent.name if in_subagents else None)
+            cid = f"{session or path.parent.name}:{path.stem}"
+            agent = agent or path.stem.removeprefix("agent-")
+        else:
+            parent = session or (self.main.conversation_id if self.main else path.stem)
+            if agent:
+                cid = f"{parent}:agent-{agent}"
+            elif parent != path.stem:
+                cid = f"{parent}:{path.stem}"
+            else:
+                cid = f"{parent}:sidechain"
+        conv = self.sides[key] = self._open(cid, sidechain=True, parent=parent, agent=agent)
+        return conv
+
+    def _open(
+        self, cid: str, *, sidechain: bool, parent: str | None = None, agent: str | None = None
+    ) -> _Conv:
+        self.builder.conversation(
+            cid,
+            source_format=self.format_name,
+            source_path=self.path,
+            kind="chat",
+            parent_id=parent,
+            agent_id=agent,
+        )
+        return _Conv(cid, sidechain)
+
+    def _finish(self) -> None:
+        """Hand the pending messages over; give each conversation its title and project.
+
+        The title is the summary record's (older builds write one) for the session; one
+        without is titled by its first prompt after loading
+        (:func:`~convlab.loaders.corpus.titled_by_first_prompt`).
+        """
+        convs = [c for c in (self.main, *self.sides.values()) if c is not None]
+        for conv in convs:
+            self._flush(conv)
+        summary_to = self.main or (convs[0] if len(convs) == 1 else None)
+        for conv in convs:
+            title = self.title if conv is summary_to else None
+            self.builder.conversation(
+                conv.conversation_id,
+                source_format=self.format_name,
+                source_path=self.path,
+                title=title,
+                project=conv.project,
             )
-            real = not injected and "text" in types
-            pending = _Pending(
-                "system" if injected else "user",
-                blocks,
+        if not convs and self.title:
+            self.builder.record()
+
+    # -- messages -----------------------------------------------------------------------------
+    def _flush(self, conv: _Conv) -> None:
+        """Hand ``conv``'s pending message (and the tool results that follow it) to the builder."""
+        pending = conv.pending
+        if pending is None:
+            return
+        for p in (pending, *pending.followers):
+            self.builder.message_or_record(
+                conv.conversation_id,
+                p.role,
+                p.blocks,
+                source_path=self.spath,
+                source_line=p.line,
+                timestamp=p.timestamp,
+                is_real_user=p.real,
+                is_sidechain=p.sidechain,
+                external_id=p.external_id,
+            )
+        conv.pending = None
+
+    def _system(
+        self, conv: _Conv, number: int, rec: _Record, when: datetime | None, uuid: str | None
+    ) -> None:
+        """A ``system/local_command`` record is a system message; other subtypes are counted."""
+        content = rec.content
+        if rec.subtype == "local_command" and isinstance(content, str):
+            self._flush(conv)
+            conv.pending = _Pending(
+                "system",
+                [BlockRow("text", content)],
                 number,
                 when,
-                real=real,
-                sidechain=side,
+                sidechain=conv.sidechain,
                 external_id=uuid,
             )
-        flush()
-        if conv is not None and title:
-            builder.conversation(conv, source_format=self.name, source_path=path, title=title)
-        elif conv is None and title:
-            builder.record()
-        return lines
+        else:
+            self.builder.record()
+
+    def _blocks_of(
+        self, number: int, rec: _Record, kind: str
+    ) -> tuple[_Message, list[_Block], list[BlockRow]] | None:
+        """The message, its content as blocks and its block rows; None when skipped."""
+        msg = rec.message
+        if not isinstance(msg, _Message):
+            self.builder.skip(self.path, number, f"{kind} record without a message object")
+            return None
+        content = msg.content
+        if isinstance(content, str):
+            content = [_Block(type="text", text=content)]
+        if not isinstance(content, list):
+            reason = f"{kind} message content is not a string or a list"
+            self.builder.skip(self.path, number, reason)
+            return None
+        try:
+            return msg, content, _blocks(content)
+        except TOO_DEEP as exc:  # a tool input nested too deeply to write back as text
+            self.builder.skip(self.path, number, too_deep_reason(exc))
+            return None
+
+    def _assistant(
+        self,
+        conv: _Conv,
+        number: int,
+        msg: _Message,
+        blocks: list[BlockRow],
+        when: datetime | None,
+        uuid: str | None,
+    ) -> None:
+        """An assistant line: merged into the pending message when it shares its message id."""
+        mid = msg.id if type(msg.id) is str else None
+        pending = conv.pending
+        same = pending is not None and pending.role == "assistant" and pending.message_id == mid
+        if mid and same and pending is not None:
+            pending.blocks.extend(blocks)
+            self.builder.record()
+            return
+        self._flush(conv)
+        conv.pending = _Pending(
+            "assistant",
+            blocks,
+            number,
+            when,
+            sidechain=conv.sidechain,
+            external_id=uuid,
+            message_id=mid,
+        )
+
+    def _user(
+        self,
+        conv: _Conv,
+        number: int,
+        rec: _Record,
+        content: list[_Block],
+        blocks: list[BlockRow],
+        when: datetime | None,
+        uuid: str | None,
+    ) -> None:
+        """A user line: a tool-result carrier, an injected line, or a prompt.
+
+        A slash command typed with arguments (``/compact and continue``) is a prompt whose text
+        is the command and its arguments; one without arguments (``/mcp``) is injected.
+        """
+        side = conv.sidechain
+        types = {b.block_type for b in blocks}
+        if (
+            "tool_result" in types
+            and types <= {"tool_result", "image", "text"}
+            and not (types & {"text"} and not types - {"text", "image"})
+        ):
+            carrier = _Pending("tool", blocks, number, when, sidechain=side, external_id=uuid)
+            if conv.pending is not None and conv.pending.role == "assistant":
+                conv.pending.followers.append(carrier)
+            else:
+                self._flush(conv)
+                conv.pending = carrier
+            return
+        self._flush(conv)
+        text = _text_of(content).lstrip()
+        command = None if rec.isMeta else command_prompt(text)
+        if command is not None:
+            blocks, text = [BlockRow("text", command)], command
+        injected = command is None and (
+            bool(rec.isMeta)
+            or bool(rec.isCompactSummary)
+            or text.startswith(INJECTED_PREFIXES)
+            or (side and text.strip() == "Warmup")
+        )
+        real = not injected and any(b.block_type == "text" for b in blocks)
+        conv.pending = _Pending(
+            "system" if injected else "user",
+            blocks,
+            number,
+            when,
+            real=real,
+            sidechain=side,
+            external_id=uuid,
+        )
+
+
+def command_prompt(text: str) -> str | None:
+    r"""The prompt a slash command carries: ``/name args``; None for no command or no arguments.
+
+    Claude Code writes a typed command as ``<command-name>``, ``<command-message>`` and
+    ``<command-args>`` elements (in either order); the arguments are what the person asked.
+
+    Example:
+        >>> command_prompt(
+        ...     "<command-name>/compact</command-name>\n  <command-message>compact"
+        ...     "</command-message>\n  <command-args>and continue</command-args>"
+        ... )
+        '/compact and continue'
+        >>> command_prompt("<command-name>/mcp</command-name><command-args></command-args>")
+    """
+    if not text.startswith(("<command-name>", "<command-message>")):
+        return None
+    name, args = _COMMAND_NAME.search(text), _COMMAND_ARGS.search(text)
+    if name is None or args is None or not args.group(1).strip():
+        return None
+    return f"{name.group(1).strip()} {args.group(1).strip()}"

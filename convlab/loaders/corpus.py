@@ -3,7 +3,8 @@
 :class:`Corpus` is what :func:`convlab.load` returns and every later stage reads;
 :class:`LoadReport` says which files were read and which records were skipped (file, line and
 reason), so nothing is dropped silently. :func:`merge_parts` joins the corpora of a parallel load
-in file order, as one serial load would have built them.
+in file order, as one serial load would have built them; :func:`titled_by_first_prompt` gives
+an untitled chat its first prompt as a title.
 """
 
 from __future__ import annotations
@@ -16,7 +17,17 @@ import polars as pl
 
 from convlab import schema
 
-__all__ = ["Corpus", "LoadReport", "merge_parts"]
+__all__ = [
+    "TITLE_CHARS",
+    "Corpus",
+    "LoadReport",
+    "merge_parts",
+    "title_of",
+    "titled_by_first_prompt",
+]
+
+TITLE_CHARS = 80
+"""A title made of a conversation's first prompt is clipped to this many characters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +184,7 @@ def merge_parts(parts: Sequence[Corpus]) -> Corpus:
                     pl.col(c).first()
                     for c in ("source_format", "source_path", "kind", "doc_kind", "parent_id")
                 ),
+                *(pl.col(c).drop_nulls().first() for c in ("agent_id", "project")),
                 pl.col("started_at").min(),
                 pl.col("ended_at").max(),
             )
@@ -189,3 +201,50 @@ def merge_parts(parts: Sequence[Corpus]) -> Corpus:
         ),
         queries=pl.concat(queries) if queries else None,
     )
+
+
+def title_of(prompt: str, chars: int = TITLE_CHARS) -> str:
+    r"""A title made of a prompt: its whitespace collapsed, clipped to ``chars`` with an ellipsis.
+
+    Example:
+        >>> title_of("fix the\n  flaky   test", 12)
+        'fix the fla…'
+    """
+    text = " ".join(prompt.split())
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+
+
+def titled_by_first_prompt(corpus: Corpus, chars: int = TITLE_CHARS) -> Corpus:
+    """The corpus with every untitled chat titled by its first real prompt (:func:`title_of`).
+
+    Agent histories rarely carry a title (Claude Code 2.x writes no ``summary`` record, Codex
+    none at all), and a bare session id says nothing in a list of hits. Dialogs keep theirs
+    (their first utterance is not a topic); a chat without a real prompt stays untitled.
+    """
+    convs = corpus.conversations
+    untitled = convs.filter(pl.col("title").is_null() & (pl.col("kind") == "chat"))
+    if untitled.height == 0:
+        return corpus
+    ids = untitled["conversation_id"].to_list()
+    first = (
+        corpus.messages.filter(pl.col("is_real_user") & pl.col("conversation_id").is_in(ids))
+        .group_by("conversation_id")
+        .agg(pl.col("message_index").min())
+    )
+    texts = (
+        corpus.blocks.filter(pl.col("block_type") == "text")
+        .join(first, on=["conversation_id", "message_index"])
+        .sort("block_index")
+        .group_by("conversation_id")
+        .agg(pl.col("text").str.join(" "))
+    )
+    titles = {c: title_of(t, chars) for c, t in texts.iter_rows()}
+    titles = {c: t for c, t in titles.items() if t}
+    if not titles:
+        return corpus
+    filled = convs.with_columns(
+        pl.coalesce("title", pl.col("conversation_id").replace_strict(titles, default=None)).alias(
+            "title"
+        )
+    )
+    return replace(corpus, conversations=filled)
