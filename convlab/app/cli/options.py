@@ -8,8 +8,9 @@ help, the errors and the code name the same things.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Mapping
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -108,29 +109,68 @@ def engine(name: str, address: str | None) -> Engine:
         raise UsageError(str(exc)) from None
 
 
-def parse_date(text: str | None, option: str, *, end: bool = False) -> datetime | None:
-    """A date or ISO time as UTC; a bare date ends at its last microsecond when ``end``.
+_AGE = re.compile(r"(\d+)\s*(h|hours?|d|days?|w|weeks?)")
+_DAY_NAMES = {"today": 0, "yesterday": 1}
+
+
+def parse_date(
+    text: str | None, option: str, *, end: bool = False, now: datetime | None = None
+) -> datetime | None:
+    """A time the user wrote, as UTC: a date, an ISO time, an age or a day's name.
+
+    The grammar, exactly (case and surrounding spaces ignored):
+
+    - ``2026-01-31``: that UTC day's start, or with ``end`` its last microsecond;
+    - ``2026-01-31T14:30`` (any ISO time; UTC when it names no zone);
+    - ``7d``, ``2w``, ``3h`` (also ``7 days``, ``2 weeks``, ``1 hour``): that long before ``now``;
+    - ``today``, ``yesterday``: the UTC day of ``now`` or the one before, as a bare date is read.
+
+    Args:
+        text: what the user wrote (None: no bound).
+        option: the option's name, for the error.
+        end: the bound is an upper one (``--until``): a day counts whole.
+        now: the reference time of ages and day names (default: the clock now).
 
     Raises:
-        UsageError: ``text`` is neither, naming ``option``.
+        UsageError: ``text`` is none of these, naming ``option`` and the grammar.
 
     Example:
         >>> parse_date("2026-01-31", "--until", end=True).isoformat()
         '2026-01-31T23:59:59.999999+00:00'
+        >>> now = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
+        >>> parse_date("2w", "--since", now=now).isoformat()
+        '2026-02-24T15:30:00+00:00'
+        >>> parse_date("yesterday", "--until", end=True, now=now).isoformat()
+        '2026-03-09T23:59:59.999999+00:00'
     """
     if text is None:
         return None
+    word = text.strip().lower()
+    if word in _DAY_NAMES or _AGE.fullmatch(word):
+        ref = datetime.now(UTC) if now is None else now
+        ref = ref.replace(tzinfo=UTC) if ref.tzinfo is None else ref.astimezone(UTC)
+        age = _AGE.fullmatch(word)
+        if age is not None:
+            hours = int(age.group(1)) * {"h": 1, "d": 24, "w": 168}[age.group(2)[0]]
+            return ref - timedelta(hours=hours)
+        day = ref.date() - timedelta(days=_DAY_NAMES[word])
+        return _day_bound(datetime(day.year, day.month, day.day, tzinfo=UTC), end)
     try:
         d = datetime.fromisoformat(text.strip())
     except ValueError:
         raise UsageError(
-            f"{option} expects a date like 2026-01-31 or a time like 2026-01-31T14:30, got {text!r}"
+            f"{option} expects a date (2026-01-31), a time (2026-01-31T14:30), an age "
+            f"(7d, 2w, 3h) or today/yesterday, got {text!r}"
         ) from None
     try:
         date.fromisoformat(text.strip())
         bare = True
     except ValueError:
         bare = False
-    if end and bare:
-        d = d.replace(hour=23, minute=59, second=59, microsecond=999_999)
-    return d.replace(tzinfo=UTC) if d.tzinfo is None else d.astimezone(UTC)
+    d = d.replace(tzinfo=UTC) if d.tzinfo is None else d.astimezone(UTC)
+    return _day_bound(d, end) if bare else d
+
+
+def _day_bound(start: datetime, end: bool) -> datetime:
+    """A day's first microsecond, or its last when ``end``."""
+    return start.replace(hour=23, minute=59, second=59, microsecond=999_999) if end else start
