@@ -209,7 +209,8 @@ def test_show_and_stats(store: Path, capsys: pytest.CaptureFixture[str]) -> None
     conv = Store(store).frame("turns")["conversation_id"][0]
     assert main(["show", conv, "--turn", "0", "--budget", "64", "--store", str(store)]) == EXIT_OK
     out = capsys.readouterr().out
-    assert out.splitlines()[2].startswith("== turn 0")
+    assert out.splitlines()[2] == "project: /home/marco/projects/spotter"  # both files' cwd
+    assert out.splitlines()[3].startswith("== turn 0")
     assert "resurrected context:" in out
     used = int(out.split("resurrected context: ")[1].split("/")[0])
     assert used <= 64

@@ -19,6 +19,7 @@ from convlab.app.exits import UsageError
 if TYPE_CHECKING:
     from convlab.engines import Engine
     from convlab.protocols import Embedder
+    from convlab.store import Store
 
 __all__ = [
     "DEFAULT_STORE",
@@ -28,6 +29,7 @@ __all__ = [
     "engine",
     "make_embedder",
     "parse_date",
+    "resolve_conversation",
 ]
 
 DEFAULT_STORE = Path("~/.convlab/store")
@@ -49,6 +51,29 @@ def add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
     )
     p.add_argument(
         "--debug", action="store_true", default=default, help="print tracebacks of internal errors"
+    )
+
+
+def resolve_conversation(store: Store, text: str, *, shown: int = 5) -> str:
+    """The stored conversation that ``text`` names: its id, or a unique prefix of it.
+
+    A prefix that matches a session and its sidechains (``{session}:agent-...``) names the
+    session.
+
+    Raises:
+        UsageError: no conversation starts with ``text``, or several do (the first ``shown``
+            named).
+    """
+    found = store.conversation_ids(text)
+    heads = [c for c in found if not any(c.startswith(f"{o}:") for o in found if o != c)]
+    if len(heads) == 1:
+        return heads[0]
+    if not heads:
+        raise UsageError(f"no conversation {text!r} in {store.directory}")
+    more = f" and {len(heads) - shown} more" if len(heads) > shown else ""
+    raise UsageError(
+        f"{text!r} is the start of {len(heads)} conversations: "
+        f"{', '.join(heads[:shown])}{more}; give more of the id"
     )
 
 
