@@ -22,6 +22,7 @@ __all__ = [
     "Corpus",
     "LoadReport",
     "merge_parts",
+    "prompt_titles",
     "title_of",
     "titled_by_first_prompt",
 ]
@@ -214,20 +215,15 @@ def title_of(prompt: str, chars: int = TITLE_CHARS) -> str:
     return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
 
 
-def titled_by_first_prompt(corpus: Corpus, chars: int = TITLE_CHARS) -> Corpus:
-    """The corpus with every untitled chat titled by its first real prompt (:func:`title_of`).
+def prompt_titles(corpus: Corpus, chars: int = TITLE_CHARS) -> dict[str, str]:
+    """Each chat's title made of its first real prompt (:func:`title_of`); none for a dialog.
 
-    Agent histories rarely carry a title (Claude Code 2.x writes no ``summary`` record, Codex
-    none at all), and a bare session id says nothing in a list of hits. Dialogs keep theirs
-    (their first utterance is not a topic); a chat without a real prompt stays untitled.
+    Example:
+        >>> prompt_titles(convlab.load("data/sample/transcripts"))  # doctest: +SKIP
     """
-    convs = corpus.conversations
-    untitled = convs.filter(pl.col("title").is_null() & (pl.col("kind") == "chat"))
-    if untitled.height == 0:
-        return corpus
-    ids = untitled["conversation_id"].to_list()
+    chats = corpus.conversations.filter(pl.col("kind") == "chat")["conversation_id"].to_list()
     first = (
-        corpus.messages.filter(pl.col("is_real_user") & pl.col("conversation_id").is_in(ids))
+        corpus.messages.filter(pl.col("is_real_user") & pl.col("conversation_id").is_in(chats))
         .group_by("conversation_id")
         .agg(pl.col("message_index").min())
     )
@@ -239,12 +235,24 @@ def titled_by_first_prompt(corpus: Corpus, chars: int = TITLE_CHARS) -> Corpus:
         .agg(pl.col("text").str.join(" "))
     )
     titles = {c: title_of(t, chars) for c, t in texts.iter_rows()}
-    titles = {c: t for c, t in titles.items() if t}
+    return {c: t for c, t in titles.items() if t}
+
+
+def titled_by_first_prompt(corpus: Corpus, chars: int = TITLE_CHARS) -> Corpus:
+    """The corpus with every untitled chat titled by its first real prompt (:func:`title_of`).
+
+    Agent histories rarely carry a title (Claude Code 2.x writes no ``summary`` record, Codex
+    none at all), and a bare session id says nothing in a list of hits. Dialogs keep theirs
+    (their first utterance is not a topic); a chat without a real prompt stays untitled.
+    Redaction makes these titles again from the redacted prompts
+    (:func:`convlab.pipeline.redact.redact_corpus`): clipping can cut a secret short of what
+    its rule recognises.
+    """
+    if corpus.conversations.filter(pl.col("title").is_null()).height == 0:
+        return corpus
+    titles = prompt_titles(corpus, chars)
     if not titles:
         return corpus
-    filled = convs.with_columns(
-        pl.coalesce("title", pl.col("conversation_id").replace_strict(titles, default=None)).alias(
-            "title"
-        )
-    )
+    made = pl.col("conversation_id").replace_strict(titles, default=None, return_dtype=pl.String)
+    filled = corpus.conversations.with_columns(pl.coalesce("title", made).alias("title"))
     return replace(corpus, conversations=filled)
