@@ -23,7 +23,9 @@ What it handles (see shared/transcripts/FORMATS.md section 2):
   v2.1.x), files of ``isSidechain`` records that share the session's ``sessionId`` (a v2.0.x
   ``Warmup``), and ``isSidechain`` records inside a session file. Each has ``parent_id`` = the
   session, ``agent_id`` = its ``agentId``, every message ``is_sidechain``, and turns of its own
-  (its first prompt, written by the parent agent, is its user's).
+  (its first prompt, written by the parent agent, is its user's). A compaction worker
+  (``agent-acompact-*``) is one too, but its prompt is injected, like the session's compaction
+  summary: it has no turn, so the summary it writes is not searched twice.
 """
 
 from __future__ import annotations
@@ -267,6 +269,7 @@ class _Conv:
 
     conversation_id: str
     sidechain: bool
+    compaction: bool = False  # a compaction worker (agent-acompact-*): its prompt is injected
     pending: _Pending | None = None
     project: str | None = None
 
@@ -363,6 +366,7 @@ class _FileReader:
             else:
                 cid = f"{parent}:sidechain"
         conv = self.sides[key] = self._open(cid, sidechain=True, parent=parent, agent=agent)
+        conv.compaction = (agent or "").startswith("acompact")
         return conv
 
     def _open(
@@ -527,6 +531,7 @@ class _FileReader:
             or bool(rec.isCompactSummary)
             or text.startswith(INJECTED_PREFIXES)
             or (side and text.strip() == "Warmup")
+            or conv.compaction
         )
         real = not injected and any(b.block_type == "text" for b in blocks)
         conv.pending = _Pending(

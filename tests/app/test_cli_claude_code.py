@@ -129,7 +129,7 @@ def test_unique_prefixes_name_a_conversation(
     out = capsys.readouterr().out
     assert out.splitlines()[0] == f"{S2}: Cursor pagination for the orders API"
     assert "project: /home/ann/src/api" in out
-    assert main(["show", f"{S1}:agent-a", "--store", str(plain_store)]) == EXIT_OK
+    assert main(["show", f"{S1}:agent-a7", "--store", str(plain_store)]) == EXIT_OK
     assert f"sub-agent of: {S1}" in capsys.readouterr().out
     hits = _search(capsys, plain_store, "versions", "--dense", "-k", "20", "--conversation", "5b1c")
     assert {h["conversation_id"] for h in hits} == {S1}
@@ -150,3 +150,5 @@ def test_ambiguous_and_unknown_prefixes_exit_2(
         in err
     )
     assert f"no conversation 'ffff' in {plain_store}" in run("ffff")
+    # the sub-agent and the compaction worker of session 5b1c... both start with "agent-a"
+    assert "is the start of 2 conversations" in run(f"{S1}:agent-a")

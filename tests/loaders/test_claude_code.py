@@ -5,8 +5,9 @@ spotter and ccrider samples) is a ``~/.claude/projects`` with two projects:
 
 - ``-home-ann-src-webapp``: a v2.1.x session ``5b1c0de2...`` (no summary record; ``/mcp``
   without arguments; ``/create-beads websearch ...`` expanded into an ``isMeta`` skill body; a
-  Task sub-agent; ``/compact and continue ...``; a compaction summary; a last prompt) and its
-  sub-agent ``5b1c0de2.../subagents/agent-a7c11e5.jsonl``.
+  Task sub-agent; ``/compact and continue ...``; a compaction summary; a last prompt), its
+  sub-agent ``5b1c0de2.../subagents/agent-a7c11e5.jsonl`` and its compaction worker
+  ``agent-acompact-3f2e1d.jsonl`` beside it.
 - ``-home-ann-src-api``: a v2.0.x session ``7e3f9a10...`` (a summary record and two inline
   ``isSidechain`` Warmup lines without an agent id), a Warmup file ``0a1b2c3d....jsonl`` of
   ``isSidechain`` records with agent id ``b2c3d4e5`` sharing the session's ``sessionId`` (it
@@ -44,6 +45,7 @@ def test_every_sidechain_is_a_conversation_of_its_own(corpus) -> None:  # type: 
     assert set(convs) == {
         S1,
         f"{S1}:agent-a7c11e5",
+        f"{S1}:agent-acompact-3f2e1d",
         S2,
         f"{S2}:sidechain",  # the inline Warmup lines (no agent id) of the session file
         f"{S2}:agent-b2c3d4e5",  # the Warmup file sharing the session id
@@ -53,6 +55,7 @@ def test_every_sidechain_is_a_conversation_of_its_own(corpus) -> None:  # type: 
     assert links == {
         S1: (None, None),
         f"{S1}:agent-a7c11e5": (S1, "a7c11e5"),
+        f"{S1}:agent-acompact-3f2e1d": (S1, "acompact-3f2e1d"),
         S2: (None, None),
         f"{S2}:sidechain": (S2, None),
         f"{S2}:agent-b2c3d4e5": (S2, "b2c3d4e5"),
@@ -77,7 +80,7 @@ def test_sub_agents_have_turns_and_warmups_none(corpus) -> None:  # type: ignore
     t = turns(corpus)
     per = dict(t.group_by("conversation_id").len().iter_rows())
     # S1: /create-beads ... (answered) and /compact ... joined by the next prompt; S2: 2 prompts;
-    # each sub-agent: its task; the Warmups: no real prompt, no turn
+    # each sub-agent: its task; the Warmups and the compaction worker: no real prompt, no turn
     assert per == {S1: 2, S2: 2, f"{S1}:agent-a7c11e5": 1, f"{S2}:agent-ffdd9610": 1}
     sub = t.filter(pl.col("conversation_id") == f"{S1}:agent-a7c11e5")
     assert sub.select("first_message_index", "last_message_index", "is_complete").row(0) == (
@@ -111,6 +114,7 @@ def test_titles_fall_back_to_the_first_prompt(corpus) -> None:  # type: ignore[n
     assert titles == {
         S1: "/create-beads websearch how to set up credo and dialyzer",
         f"{S1}:agent-a7c11e5": "Search hex.pm for the latest credo and dialyxir versions",
+        f"{S1}:agent-acompact-3f2e1d": None,  # its prompt is injected, as a compaction summary
         S2: "Cursor pagination for the orders API",  # the summary record wins
         f"{S2}:sidechain": None,  # a Warmup has no real prompt
         f"{S2}:agent-b2c3d4e5": None,
@@ -120,10 +124,7 @@ def test_titles_fall_back_to_the_first_prompt(corpus) -> None:  # type: ignore[n
 
 def test_the_project_is_the_sessions_cwd(corpus) -> None:  # type: ignore[no-untyped-def]
     projects = dict(corpus.conversations.select("conversation_id", "project").iter_rows())
-    assert {c: p for c, p in projects.items() if c.startswith(S1)} == {
-        S1: "/home/ann/src/webapp",
-        f"{S1}:agent-a7c11e5": "/home/ann/src/webapp",
-    }
+    assert {p for c, p in projects.items() if c.startswith(S1)} == {"/home/ann/src/webapp"}
     assert {p for c, p in projects.items() if c.startswith(S2)} == {"/home/ann/src/api"}
 
 
