@@ -30,131 +30,25 @@ What it handles (see shared/transcripts/FORMATS.md section 2):
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-import msgspec
-
-from convlab.loaders.base import REDACTED_THINKING, BlockRow, CorpusBuilder, parse_time
-from convlab.loaders.files import open_regular
-from convlab.loaders.jsontext import TOO_DEEP, json_text, too_deep_reason
-from convlab.loaders.lines import parse_json_line
+from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.claude_code_lines import (
+    INJECTED_PREFIXES,
+    Block,
+    Message,
+    Record,
+    block_rows,
+    command_prompt,
+    records,
+    text_of,
+)
+from convlab.loaders.jsontext import TOO_DEEP, too_deep_reason
 from convlab.loaders.registry import register_format
 
 __all__ = ["ClaudeCodeReader", "command_prompt"]
-
-RECORD_TYPES = frozenset(
-    {
-        "user",
-        "assistant",
-        "system",
-        "summary",
-        "file-history-snapshot",
-        "progress",
-        "queue-operation",
-        "last-prompt",
-    }
-)
-INJECTED_PREFIXES = (
-    "<system-reminder>",
-    "<command-name>",  # a slash command without arguments (one with them is a prompt)
-    "<command-message>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<task-notification>",
-    "[Request interrupted",
-    "Caveat: The messages below",
-    "<user-prompt-submit-hook>",
-)
-_COMMAND_NAME = re.compile(r"<command-name>(.*?)</command-name>", re.DOTALL)
-_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
-
-
-class _Block(msgspec.Struct):
-    """A content block: the fields the reader uses, any JSON value in each."""
-
-    type: Any = None
-    text: Any = None
-    thinking: Any = None
-    name: Any = None
-    input: Any = None
-    content: Any = None
-    is_error: Any = None
-
-
-class _Message(msgspec.Struct):
-    id: Any = None
-    content: str | list[_Block] | None = None
-
-
-class _Record(msgspec.Struct):
-    """One line of a session file, the fields the reader uses (others are not decoded).
-
-    Field names are Claude Code's own (camelCase).
-    """
-
-    type: Any = None
-    sessionId: Any = None
-    timestamp: Any = None
-    isSidechain: Any = None
-    agentId: Any = None
-    cwd: Any = None
-    uuid: Any = None
-    isMeta: Any = None
-    isCompactSummary: Any = None
-    subtype: Any = None
-    content: Any = None
-    summary: Any = None
-    message: _Message | None = None
-
-
-_DECODE = msgspec.json.Decoder(_Record).decode
-_BLOCK_FIELDS = _Block.__struct_fields__
-_RECORD_FIELDS = tuple(f for f in _Record.__struct_fields__ if f != "message")
-
-
-def _loose(rec: dict[str, Any]) -> _Record:
-    """A record whose fields have unexpected types, as a :class:`_Record` holding them as they are.
-
-    Struct constructors do not check types, so the reader meets the odd value (a message that
-    is a string, content that is a number, a block that is not an object) and skips the record
-    with its reason, exactly as for a well-typed one.
-    """
-    msg = rec.get("message")
-    if isinstance(msg, dict):
-        content = msg.get("content")
-        if isinstance(content, list):
-            content = [
-                _Block(**{k: b.get(k) for k in _BLOCK_FIELDS}) if isinstance(b, dict) else b
-                for b in content
-            ]
-        msg = _Message(id=msg.get("id"), content=content)
-    return _Record(**{k: rec.get(k) for k in _RECORD_FIELDS}, message=msg)
-
-
-def _records(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, _Record]]:
-    """``(line number, record)`` for each record line of a session file.
-
-    msgspec decodes straight into :class:`_Record`, skipping the fields the reader never uses
-    (twice as fast as a dict per line); a line it refuses is parsed again by
-    :func:`~convlab.loaders.base.parse_json_line`, which skips it with its reason or hands back
-    an object with odd field types for :func:`_loose`.
-    """
-    decode = _DECODE
-    with open_regular(path) as fh:
-        for number, raw in enumerate(fh, start=1):
-            try:
-                rec = decode(raw)
-            except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
-                obj = parse_json_line(raw, path, number, builder)
-                if obj is None:
-                    continue
-                rec = _loose(obj)
-            yield number, rec
 
 
 @dataclass(slots=True)
@@ -170,72 +64,6 @@ class _Pending:
     external_id: str | None = None
     message_id: str | None = None
     followers: list[_Pending] = field(default_factory=list)
-
-
-def _text_of(content: Any) -> str:
-    """The text of message or tool-result content: a string, or its text blocks joined.
-
-    Blocks are :class:`_Block` (decoded lines) or dicts (a tool result's nested content).
-    """
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    parts = []
-    for b in content:
-        if isinstance(b, _Block):
-            kind, text = b.type, b.text
-        elif isinstance(b, dict):
-            kind, text = b.get("type"), b.get("text")
-        else:
-            continue
-        if kind == "text" and isinstance(text, str):
-            parts.append(text)
-    return "\n".join(parts)
-
-
-_row = tuple.__new__  # BlockRow(...) without NamedTuple's Python-level __new__ (2x faster)
-
-
-def _blocks(content: list[Any]) -> list[BlockRow]:
-    out: list[BlockRow] = []
-    for b in content:
-        if not isinstance(b, _Block):
-            continue
-        t = b.type
-        if t == "text":
-            text = b.text
-            if isinstance(text, str) and text and not text.isspace():
-                out.append(_row(BlockRow, ("text", text, None, None, False)))
-        elif t == "tool_use":
-            tool_input = b.input
-            out.append(
-                _row(
-                    BlockRow,
-                    (
-                        "tool_call",
-                        "",
-                        str(b.name or ""),
-                        json_text({} if tool_input is None else tool_input),
-                        False,
-                    ),
-                )
-            )
-        elif t == "tool_result":
-            text = _text_of(b.content)
-            out.append(_row(BlockRow, ("tool_result", text, None, None, bool(b.is_error))))
-        elif t == "thinking":
-            text = b.thinking
-            if isinstance(text, str) and text.strip():
-                out.append(BlockRow("thinking", text))
-        elif t == "redacted_thinking":
-            out.append(REDACTED_THINKING)
-        elif t == "image":
-            out.append(BlockRow("image", ""))
-        else:
-            other = b.text
-            out.append(BlockRow("other", other if isinstance(other, str) else ""))
-    return out
 
 
 @register_format
@@ -292,13 +120,13 @@ class _FileReader:
 
     def read(self) -> int:
         lines = 0
-        for number, rec in _records(self.path, self.builder):
+        for number, rec in records(self.path, self.builder):
             lines = number
             self._record(number, rec)
         self._finish()
         return lines
 
-    def _record(self, number: int, rec: _Record) -> None:
+    def _record(self, number: int, rec: Record) -> None:
         """Dispatch one record to the message it makes, or count it."""
         kind = rec.type
         if not isinstance(kind, str):
@@ -330,7 +158,7 @@ class _FileReader:
             self._user(conv, number, rec, content, blocks, when, uuid)
 
     # -- conversations ------------------------------------------------------------------------
-    def _conversation(self, rec: _Record) -> _Conv:
+    def _conversation(self, rec: Record) -> _Conv:
         """The conversation a message record belongs to (opened on its first record)."""
         session = rec.sessionId if isinstance(rec.sessionId, str) and rec.sessionId else None
         if self.agent_file or bool(rec.isSidechain):
@@ -426,7 +254,7 @@ class _FileReader:
         conv.pending = None
 
     def _system(
-        self, conv: _Conv, number: int, rec: _Record, when: datetime | None, uuid: str | None
+        self, conv: _Conv, number: int, rec: Record, when: datetime | None, uuid: str | None
     ) -> None:
         """A ``system/local_command`` record is a system message; other subtypes are counted."""
         content = rec.content
@@ -444,22 +272,22 @@ class _FileReader:
             self.builder.record()
 
     def _blocks_of(
-        self, number: int, rec: _Record, kind: str
-    ) -> tuple[_Message, list[_Block], list[BlockRow]] | None:
+        self, number: int, rec: Record, kind: str
+    ) -> tuple[Message, list[Block], list[BlockRow]] | None:
         """The message, its content as blocks and its block rows; None when skipped."""
         msg = rec.message
-        if not isinstance(msg, _Message):
+        if not isinstance(msg, Message):
             self.builder.skip(self.path, number, f"{kind} record without a message object")
             return None
         content = msg.content
         if isinstance(content, str):
-            content = [_Block(type="text", text=content)]
+            content = [Block(type="text", text=content)]
         if not isinstance(content, list):
             reason = f"{kind} message content is not a string or a list"
             self.builder.skip(self.path, number, reason)
             return None
         try:
-            return msg, content, _blocks(content)
+            return msg, content, block_rows(content)
         except TOO_DEEP as exc:  # a tool input nested too deeply to write back as text
             self.builder.skip(self.path, number, too_deep_reason(exc))
             return None
@@ -468,7 +296,7 @@ class _FileReader:
         self,
         conv: _Conv,
         number: int,
-        msg: _Message,
+        msg: Message,
         blocks: list[BlockRow],
         when: datetime | None,
         uuid: str | None,
@@ -496,8 +324,8 @@ class _FileReader:
         self,
         conv: _Conv,
         number: int,
-        rec: _Record,
-        content: list[_Block],
+        rec: Record,
+        content: list[Block],
         blocks: list[BlockRow],
         when: datetime | None,
         uuid: str | None,
@@ -522,7 +350,7 @@ class _FileReader:
                 conv.pending = carrier
             return
         self._flush(conv)
-        text = _text_of(content).lstrip()
+        text = text_of(content).lstrip()
         command = None if rec.isMeta else command_prompt(text)
         if command is not None:
             blocks, text = [BlockRow("text", command)], command
@@ -543,25 +371,3 @@ class _FileReader:
             sidechain=side,
             external_id=uuid,
         )
-
-
-def command_prompt(text: str) -> str | None:
-    r"""The prompt a slash command carries: ``/name args``; None for no command or no arguments.
-
-    Claude Code writes a typed command as ``<command-name>``, ``<command-message>`` and
-    ``<command-args>`` elements (in either order); the arguments are what the person asked.
-
-    Example:
-        >>> command_prompt(
-        ...     "<command-name>/compact</command-name>\n  <command-message>compact"
-        ...     "</command-message>\n  <command-args>and continue</command-args>"
-        ... )
-        '/compact and continue'
-        >>> command_prompt("<command-name>/mcp</command-name><command-args></command-args>")
-    """
-    if not text.startswith(("<command-name>", "<command-message>")):
-        return None
-    name, args = _COMMAND_NAME.search(text), _COMMAND_ARGS.search(text)
-    if name is None or args is None or not args.group(1).strip():
-        return None
-    return f"{name.group(1).strip()} {args.group(1).strip()}"
