@@ -192,11 +192,12 @@ def test_show_wraps_to_the_terminal(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "amp-faiss-choice: Choosing a FAISS index"
     assert lines[1].startswith("source: ")
-    assert lines[2] == "== turn 1 · 2026-04-10 09:03"
+    assert lines[2] == "project: /home/dev/amp-faiss-choice"  # its metadata's working_dir
+    assert lines[3] == "== turn 1 · 2026-04-10 09:03"
     # wrapped at 60 columns, continuation lines under the text, not under the role
-    assert lines[3] == "  user       #2  We do need low latency. How do we set up"
-    assert lines[4] == " " * 17 + "HNSW?"
-    assert lines[5].startswith("  assistant  #4  Use IndexHNSWFlat with M around 32")
+    assert lines[4] == "  user       #2  We do need low latency. How do we set up"
+    assert lines[5] == " " * 17 + "HNSW?"
+    assert lines[6].startswith("  assistant  #4  Use IndexHNSWFlat with M around 32")
     assert max(len(line) for line in lines) <= 60
 
 
