@@ -192,12 +192,14 @@ def _filters(args: argparse.Namespace) -> str:
 
 
 def _indexes_tool_output(manifest: Mapping[str, object]) -> bool:
-    """Whether the store's content policy embeds tool output (``index --include tool-output``)."""
-    from convlab.pipeline.policy import ContentPolicy
+    """Whether the store's content policy embeds tool output (``index --include tool-output``).
 
+    The policy is saved as the fields that differ from :class:`ContentPolicy`'s defaults (or
+    whole, by older stores); ``tool_results`` is off by default.
+    """
     config = manifest.get("config")
     policy = config.get("policy") if isinstance(config, dict) else None
-    return ContentPolicy(**policy).tool_results if isinstance(policy, dict) and policy else False
+    return isinstance(policy, dict) and policy.get("tool_results") is True
 
 
 def _check_projects(store: Store, conversations: pl.DataFrame, projects: tuple[str, ...]) -> None:
