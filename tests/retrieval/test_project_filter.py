@@ -49,3 +49,16 @@ def test_filter_mask_keeps_the_units_of_the_projects() -> None:
 def test_the_project_filter_needs_the_conversations() -> None:
     with pytest.raises(ValueError, match="project filter needs the conversations frame"):
         _filter_mask(UNITS, SearchOptions(projects=("api",)))
+
+
+def test_a_relative_path_or_tilde_is_resolved(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    app = tmp_path / "app"
+    (app / "sub").mkdir(parents=True)
+    convs = pl.DataFrame(
+        {"conversation_id": ["x", "y", "z"], "project": [str(app), str(app / "sub"), "/other"]}
+    )
+    monkeypatch.chdir(app / "sub")
+    assert conversations_in_projects(convs, (".",)) == ["y"]
+    assert conversations_in_projects(convs, ("..",)) == ["x", "y"]
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert conversations_in_projects(convs, ("~/app",)) == ["x", "y"]
