@@ -102,6 +102,8 @@ class AmplifierReader:
             title=meta.title,
             kind="chat",
             parent_id=meta.parent_id,
+            agent_id=meta.agent_name,
+            project=meta.working_dir,
         )
         return read_each(
             path,
@@ -185,6 +187,8 @@ class _Meta(NamedTuple):
     title: str | None
     parent_id: str | None
     is_sub_agent: bool
+    agent_name: str | None = None  # a sub-agent's agent_name
+    working_dir: str | None = None  # the session's project
 
 
 def _metadata(path: Path, builder: CorpusBuilder) -> _Meta:
@@ -202,11 +206,14 @@ def _metadata(path: Path, builder: CorpusBuilder) -> _Meta:
         return fallback
     try:
         parent = loaded.get("parent_id")
+        agent, cwd = loaded.get("agent_name"), loaded.get("working_dir")
         return _Meta(
             str(loaded.get("session_id") or path.parent.name),
             loaded["name"] if isinstance(loaded.get("name"), str) else None,
             str(parent) if parent else None,
-            parent is not None and loaded.get("agent_name") is not None,
+            parent is not None and agent is not None,
+            str(agent) if parent is not None and agent is not None else None,
+            cwd if isinstance(cwd, str) and cwd else None,
         )
     except TOO_DEEP as exc:  # an id nested too deeply to turn into text
         builder.skip(mpath, 1, too_deep_reason(exc))

@@ -172,6 +172,8 @@ class _Conversation:
     kind: str
     doc_kind: str
     parent_id: str | None
+    agent_id: str | None = None
+    project: str | None = None
     n_messages: int = 0
     times: list[int] = field(default_factory=list)  # microseconds since the epoch
 
@@ -246,8 +248,12 @@ class CorpusBuilder:
         kind: str = "chat",
         doc_kind: str | None = None,
         parent_id: str | None = None,
+        agent_id: str | None = None,
+        project: str | None = None,
     ) -> str:
         """Open a conversation (or return the existing one with this id) and return its id.
+
+        Called again for an open conversation, it fills the ``title`` and ``project`` it lacks.
 
         The conversation's doc kind (what retrieval is judged on) is decided here, once:
         ``doc_kind`` when given, else messages for a ``"dialog"`` and turns for a ``"chat"``
@@ -266,10 +272,21 @@ class CorpusBuilder:
         conv = self._conversations.get(conversation_id)
         if conv is None:
             self._conversations[conversation_id] = _Conversation(
-                conversation_id, title, source_format, str(source_path), kind, doc_kind, parent_id
+                conversation_id,
+                title,
+                source_format,
+                str(source_path),
+                kind,
+                doc_kind,
+                parent_id,
+                agent_id,
+                project,
             )
-        elif title and not conv.title:
+            return conversation_id
+        if title and not conv.title:
             conv.title = title
+        if project and not conv.project:
+            conv.project = project
         return conversation_id
 
     def has_conversation(self, conversation_id: str) -> bool:
@@ -406,6 +423,8 @@ class CorpusBuilder:
                 "kind": [c.kind for c in convs],
                 "doc_kind": [c.doc_kind for c in convs],
                 "parent_id": [c.parent_id for c in convs],
+                "agent_id": [c.agent_id for c in convs],
+                "project": [c.project for c in convs],
             },
             schema.CONVERSATIONS,
         ).with_columns(

@@ -6,146 +6,49 @@ What it handles (see shared/transcripts/FORMATS.md section 2):
   (their blocks merged in order, ``usage`` not summed);
 - tool results arrive as ``type:user`` lines holding ``tool_result`` blocks: such a line becomes a
   ``tool`` message (``tool_result`` blocks, ``is_error`` kept);
+- a slash command typed with arguments (``<command-name>/compact</command-name> ...
+  <command-args>and continue</command-args>``) is a prompt whose text is ``/compact and
+  continue``; without arguments (``/mcp``) it is injected;
 - injected lines that are not a human prompt become ``system`` messages: ``isMeta`` lines,
-  ``<system-reminder>``, ``<command-name>``/``<local-command-stdout>``, ``<task-notification>``,
+  ``<system-reminder>``, ``<local-command-stdout>``, ``<task-notification>``,
   ``[Request interrupted ...]``, ``Caveat:`` notes, compaction summaries (``isCompactSummary``),
-  ``system/local_command`` lines;
+  ``system/local_command`` lines, a sidechain's ``Warmup``;
 - records that are not messages (``summary`` -- its text becomes the title --,
   ``file-history-snapshot``, ``progress`` -- which duplicates sub-agent messages and is not
   re-emitted --, ``queue-operation``, ``last-prompt``, other ``system`` subtypes) are counted;
-- sub-agent files (``agent-*.jsonl`` beside the session, v2.0.x, or
-  ``<sessionId>/subagents/agent-*.jsonl``, v2.1.x) are conversations of their own, with
-  ``parent_id`` = the session and every message ``is_sidechain``.
+- a conversation's ``project`` is the ``cwd`` of its records; one without a ``summary`` record
+  (Claude Code 2.x writes none) is titled by its first prompt after loading;
+- sidechains are conversations of their own, never folded into the session: sub-agent files
+  (``agent-*.jsonl`` beside the session, v2.0.x, or ``<sessionId>/subagents/agent-*.jsonl``,
+  v2.1.x), files of ``isSidechain`` records that share the session's ``sessionId`` (a v2.0.x
+  ``Warmup``), and ``isSidechain`` records inside a session file. Each has ``parent_id`` = the
+  session, ``agent_id`` = its ``agentId``, every message ``is_sidechain``, and turns of its own
+  (its first prompt, written by the parent agent, is its user's). A compaction worker
+  (``agent-acompact-*``) is one too, but its prompt is injected, like the session's compaction
+  summary: it has no turn, so the summary it writes is not searched twice.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-import msgspec
-
-from convlab.loaders.base import (
-    REDACTED_THINKING,
-    BlockRow,
-    CorpusBuilder,
-    junk_block,
-    parse_time,
+from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.claude_code_lines import (
+    INJECTED_PREFIXES,
+    Block,
+    Message,
+    Record,
+    block_rows,
+    command_prompt,
+    records,
+    text_of,
 )
-from convlab.loaders.files import open_regular
-from convlab.loaders.jsontext import TOO_DEEP, json_text, too_deep_reason
-from convlab.loaders.lines import parse_json_line
+from convlab.loaders.jsontext import TOO_DEEP, too_deep_reason
 from convlab.loaders.registry import register_format
 
-__all__ = ["ClaudeCodeReader"]
-
-RECORD_TYPES = frozenset(
-    {
-        "user",
-        "assistant",
-        "system",
-        "summary",
-        "file-history-snapshot",
-        "progress",
-        "queue-operation",
-        "last-prompt",
-    }
-)
-INJECTED_PREFIXES = (
-    "<system-reminder>",
-    "<command-name>",
-    "<command-message>",
-    "<local-command-stdout>",
-    "<local-command-stderr>",
-    "<task-notification>",
-    "[Request interrupted",
-    "Caveat: The messages below",
-    "<user-prompt-submit-hook>",
-)
-
-
-class _Block(msgspec.Struct):
-    """A content block: the fields the reader uses, any JSON value in each."""
-
-    type: Any = None
-    text: Any = None
-    thinking: Any = None
-    name: Any = None
-    input: Any = None
-    content: Any = None
-    is_error: Any = None
-
-
-class _Message(msgspec.Struct):
-    id: Any = None
-    content: str | list[_Block] | None = None
-
-
-class _Record(msgspec.Struct):
-    """One line of a session file, the fields the reader uses (others are not decoded).
-
-    Field names are Claude Code's own (camelCase).
-    """
-
-    type: Any = None
-    sessionId: Any = None
-    timestamp: Any = None
-    isSidechain: Any = None
-    uuid: Any = None
-    isMeta: Any = None
-    isCompactSummary: Any = None
-    subtype: Any = None
-    content: Any = None
-    summary: Any = None
-    message: _Message | None = None
-
-
-_DECODE = msgspec.json.Decoder(_Record).decode
-_BLOCK_FIELDS = _Block.__struct_fields__
-_RECORD_FIELDS = tuple(f for f in _Record.__struct_fields__ if f != "message")
-
-
-def _loose(rec: dict[str, Any]) -> _Record:
-    """A record whose fields have unexpected types, as a :class:`_Record` holding them as they are.
-
-    Struct constructors do not check types, so the reader meets the odd value (a message that
-    is a string, content that is a number, a block that is not an object) and skips the record
-    with its reason, exactly as for a well-typed one.
-    """
-    msg = rec.get("message")
-    if isinstance(msg, dict):
-        content = msg.get("content")
-        if isinstance(content, list):
-            content = [
-                _Block(**{k: b.get(k) for k in _BLOCK_FIELDS}) if isinstance(b, dict) else b
-                for b in content
-            ]
-        msg = _Message(id=msg.get("id"), content=content)
-    return _Record(**{k: rec.get(k) for k in _RECORD_FIELDS}, message=msg)
-
-
-def _records(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, _Record]]:
-    """``(line number, record)`` for each record line of a session file.
-
-    msgspec decodes straight into :class:`_Record`, skipping the fields the reader never uses
-    (twice as fast as a dict per line); a line it refuses is parsed again by
-    :func:`~convlab.loaders.base.parse_json_line`, which skips it with its reason or hands back
-    an object with odd field types for :func:`_loose`.
-    """
-    decode = _DECODE
-    with open_regular(path) as fh:
-        for number, raw in enumerate(fh, start=1):
-            try:
-                rec = decode(raw)
-            except (msgspec.MsgspecError, UnicodeDecodeError, RecursionError):
-                obj = parse_json_line(raw, path, number, builder)
-                if obj is None:
-                    continue
-                rec = _loose(obj)
-            yield number, rec
+__all__ = ["ClaudeCodeReader", "command_prompt"]
 
 
 @dataclass(slots=True)
@@ -161,83 +64,6 @@ class _Pending:
     external_id: str | None = None
     message_id: str | None = None
     followers: list[_Pending] = field(default_factory=list)
-
-
-def _text_of(content: Any) -> str:
-    """The text of message or tool-result content: a string, or its text blocks joined.
-
-    Blocks are :class:`_Block` (decoded lines) or dicts (a tool result's nested content).
-    """
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    parts = []
-    for b in content:
-        if isinstance(b, _Block):
-            kind, text = b.type, b.text
-        elif isinstance(b, dict):
-            kind, text = b.get("type"), b.get("text")
-        else:
-            continue
-        if kind == "text" and isinstance(text, str):
-            parts.append(text)
-    return "\n".join(parts)
-
-
-_row = tuple.__new__  # BlockRow(...) without NamedTuple's Python-level __new__ (2x faster)
-
-
-def _skipper(builder: CorpusBuilder, path: Path, line: int, what: str) -> Callable[[str], None]:
-    """A ``junk`` callback: each reason a counted skip of ``line`` (a LoadError when strict)."""
-    return lambda why: builder.skip(path, line, f"{what}: {why}")
-
-
-def _blocks(content: list[Any], junk: Callable[[str], None]) -> list[BlockRow]:
-    """Block rows of a message's content list; a string is a text block, other junk a skip."""
-    out: list[BlockRow] = []
-    for i, b in enumerate(content):
-        if not isinstance(b, _Block):
-            if isinstance(b, str):
-                if b.strip():
-                    out.append(BlockRow("text", b))
-            else:
-                junk(junk_block(i, b))
-            continue
-        t = b.type
-        if t == "text":
-            text = b.text
-            if isinstance(text, str) and text and not text.isspace():
-                out.append(_row(BlockRow, ("text", text, None, None, False)))
-        elif t == "tool_use":
-            tool_input = b.input
-            out.append(
-                _row(
-                    BlockRow,
-                    (
-                        "tool_call",
-                        "",
-                        str(b.name or ""),
-                        json_text({} if tool_input is None else tool_input),
-                        False,
-                    ),
-                )
-            )
-        elif t == "tool_result":
-            text = _text_of(b.content)
-            out.append(_row(BlockRow, ("tool_result", text, None, None, bool(b.is_error))))
-        elif t == "thinking":
-            text = b.thinking
-            if isinstance(text, str) and text.strip():
-                out.append(BlockRow("thinking", text))
-        elif t == "redacted_thinking":
-            out.append(REDACTED_THINKING)
-        elif t == "image":
-            out.append(BlockRow("image", ""))
-        else:
-            other = b.text
-            out.append(BlockRow("other", other if isinstance(other, str) else ""))
-    return out
 
 
 @register_format
@@ -261,160 +87,291 @@ class ClaudeCodeReader:
         return False
 
     def read(self, path: Path, builder: CorpusBuilder) -> int:
-        """Read one session or sub-agent file."""
-        is_agent = path.name.startswith("agent-")
-        spath = str(path)  # one string for every row of this file
-        conv: str | None = None
-        title: str | None = None
-        parent: str | None = None
-        pending: _Pending | None = None
+        """Read one session or sub-agent file; return the number of lines read."""
+        return _FileReader(path, builder, self.name).read()
+
+
+@dataclass(slots=True)
+class _Conv:
+    """One conversation fed by a file: the session itself, or one of its sidechains."""
+
+    conversation_id: str
+    sidechain: bool
+    compaction: bool = False  # a compaction worker (agent-acompact-*): its prompt is injected
+    pending: _Pending | None = None
+    project: str | None = None
+
+
+class _FileReader:
+    """The state of reading one file: the conversations it feeds and their pending messages.
+
+    Records of the session go to the session's conversation; sidechain records (every record of
+    an ``agent-*.jsonl`` file, and ``isSidechain`` records elsewhere) go to a conversation of
+    their own, one per ``agentId`` (see :meth:`_sidechain`), whose ``parent_id`` is the session.
+    """
+
+    def __init__(self, path: Path, builder: CorpusBuilder, format_name: str) -> None:
+        self.path, self.builder, self.format_name = path, builder, format_name
+        self.spath = str(path)  # one string for every row of this file
+        self.agent_file = path.name.startswith("agent-")
+        self.main: _Conv | None = None
+        self.sides: dict[str | None, _Conv] = {}
+        self.title: str | None = None  # of a summary record
+
+    def read(self) -> int:
         lines = 0
-
-        def open_conv(session: str | None) -> str:
-            nonlocal conv, parent
-            if conv is None:
-                if is_agent:
-                    conv = f"{session or path.parent.name}:{path.stem}"
-                    parent = session or (
-                        path.parent.parent.name if path.parent.name == "subagents" else None
-                    )
-                else:
-                    conv = session or path.stem
-                builder.conversation(
-                    conv, source_format=self.name, source_path=path, kind="chat", parent_id=parent
-                )
-            return conv
-
-        def flush() -> None:
-            nonlocal pending
-            if pending is None:
-                return
-            cid = open_conv(None)
-            for p in (pending, *pending.followers):
-                builder.message_or_record(
-                    cid,
-                    p.role,
-                    p.blocks,
-                    source_path=spath,
-                    source_line=p.line,
-                    timestamp=p.timestamp,
-                    is_real_user=p.real,
-                    is_sidechain=p.sidechain,
-                    external_id=p.external_id,
-                )
-            pending = None
-
-        for number, rec in _records(path, builder):
+        for number, rec in records(self.path, self.builder):
             lines = number
-            kind = rec.type
-            if not isinstance(kind, str):
-                builder.skip(path, number, "record without a type")
-                continue
-            if kind == "summary":
-                if title is None and isinstance(rec.summary, str):
-                    title = rec.summary
-                builder.record()
-                continue
-            if kind not in ("user", "assistant", "system"):
-                builder.record()
-                continue
-            if conv is None:
-                session = rec.sessionId
-                open_conv(session if isinstance(session, str) else None)
-            when = parse_time(rec.timestamp)
-            side = bool(rec.isSidechain) or is_agent
-            uuid = rec.uuid
-            if type(uuid) is not str:
-                uuid = None
-            if kind == "system":
-                content = rec.content
-                if rec.subtype == "local_command" and isinstance(content, str):
-                    flush()
-                    pending = _Pending(
-                        "system",
-                        [BlockRow("text", content)],
-                        number,
-                        when,
-                        sidechain=side,
-                        external_id=uuid,
-                    )
-                else:
-                    builder.record()
-                continue
-            msg = rec.message
-            if not isinstance(msg, _Message):
-                builder.skip(path, number, f"{kind} record without a message object")
-                continue
-            content = msg.content
-            if isinstance(content, str):
-                content = [_Block(type="text", text=content)]
-            if not isinstance(content, list):
-                builder.skip(path, number, f"{kind} message content is not a string or a list")
-                continue
-            try:
-                blocks = _blocks(content, _skipper(builder, path, number, f"{kind} message"))
-            except TOO_DEEP as exc:  # a tool input nested too deeply to write back as text
-                builder.skip(path, number, too_deep_reason(exc))
-                continue
-            if kind == "assistant":
-                mid = msg.id
-                if type(mid) is not str:
-                    mid = None
-                if (
-                    pending is not None
-                    and pending.role == "assistant"
-                    and mid
-                    and (pending.message_id == mid)
-                ):
-                    pending.blocks.extend(blocks)
-                    builder.record()
-                    continue
-                flush()
-                pending = _Pending(
-                    "assistant",
-                    blocks,
-                    number,
-                    when,
-                    sidechain=side,
-                    external_id=uuid,
-                    message_id=mid,
-                )
-                continue
-            # user lines: a tool-result carrier, an injected line, or a human prompt
-            types = {b.block_type for b in blocks}
-            if (
-                "tool_result" in types
-                and types <= {"tool_result", "image", "text"}
-                and not (types & {"text"} and not types - {"text", "image"})
-            ):
-                carrier = _Pending("tool", blocks, number, when, sidechain=side, external_id=uuid)
-                if pending is not None and pending.role == "assistant":
-                    pending.followers.append(carrier)
-                else:
-                    flush()
-                    pending = carrier
-                continue
-            flush()
-            text = _text_of(content).lstrip()
-            injected = (
-                bool(rec.isMeta)
-                or bool(rec.isCompactSummary)
-                or text.startswith(INJECTED_PREFIXES)
-                or (side and text.strip() == "Warmup")
+            self._record(number, rec)
+        self._finish()
+        return lines
+
+    def _record(self, number: int, rec: Record) -> None:
+        """Dispatch one record to the message it makes, or count it."""
+        kind = rec.type
+        if not isinstance(kind, str):
+            self.builder.skip(self.path, number, "record without a type")
+            return
+        if kind == "summary":
+            if self.title is None and isinstance(rec.summary, str):
+                self.title = rec.summary
+            self.builder.record()
+            return
+        if kind not in ("user", "assistant", "system"):
+            self.builder.record()
+            return
+        conv = self._conversation(rec)
+        if conv.project is None and isinstance(rec.cwd, str) and rec.cwd:
+            conv.project = rec.cwd
+        when = parse_time(rec.timestamp)
+        uuid = rec.uuid if type(rec.uuid) is str else None
+        if kind == "system":
+            self._system(conv, number, rec, when, uuid)
+            return
+        found = self._blocks_of(number, rec, kind)
+        if found is None:
+            return
+        msg, content, blocks = found
+        if kind == "assistant":
+            self._assistant(conv, number, msg, blocks, when, uuid)
+        else:
+            self._user(conv, number, rec, content, blocks, when, uuid)
+
+    # -- conversations ------------------------------------------------------------------------
+    def _conversation(self, rec: Record) -> _Conv:
+        """The conversation a message record belongs to (opened on its first record)."""
+        session = rec.sessionId if isinstance(rec.sessionId, str) and rec.sessionId else None
+        if self.agent_file or bool(rec.isSidechain):
+            agent = rec.agentId if isinstance(rec.agentId, str) and rec.agentId else None
+            return self._sidechain(session, agent)
+        if self.main is None:
+            self.main = self._open(session or self.path.stem, sidechain=False)
+        return self.main
+
+    def _sidechain(self, session: str | None, agent: str | None) -> _Conv:
+        """A sidechain's own conversation, with its parent session and agent id.
+
+        Its id is ``{session}:{file stem}`` for an ``agent-*.jsonl`` file (the stem is
+        ``agent-{agentId}``); elsewhere ``{session}:agent-{agentId}``, or without an agent id
+        ``{session}:{file stem}`` (a sidechain file of its own) or ``{session}:sidechain``.
+        """
+        key = None if self.agent_file else agent
+        conv = self.sides.get(key)
+        if conv is not None:
+            return conv
+        path = self.path
+        if self.agent_file:
+            in_subagents = path.parent.name == "subagents"
+            parent = session or (path.parent.parent.name if in_subagents else None)
+            cid = f"{session or path.parent.name}:{path.stem}"
+            agent = agent or path.stem.removeprefix("agent-")
+        else:
+            parent = session or (self.main.conversation_id if self.main else path.stem)
+            if agent:
+                cid = f"{parent}:agent-{agent}"
+            elif parent != path.stem:
+                cid = f"{parent}:{path.stem}"
+            else:
+                cid = f"{parent}:sidechain"
+        conv = self.sides[key] = self._open(cid, sidechain=True, parent=parent, agent=agent)
+        conv.compaction = (agent or "").startswith("acompact")
+        return conv
+
+    def _open(
+        self, cid: str, *, sidechain: bool, parent: str | None = None, agent: str | None = None
+    ) -> _Conv:
+        self.builder.conversation(
+            cid,
+            source_format=self.format_name,
+            source_path=self.path,
+            kind="chat",
+            parent_id=parent,
+            agent_id=agent,
+        )
+        return _Conv(cid, sidechain)
+
+    def _finish(self) -> None:
+        """Hand the pending messages over; give each conversation its title and project.
+
+        The title is the summary record's (older builds write one) for the session; one
+        without is titled by its first prompt after loading
+        (:func:`~convlab.loaders.corpus.titled_by_first_prompt`).
+        """
+        convs = [c for c in (self.main, *self.sides.values()) if c is not None]
+        for conv in convs:
+            self._flush(conv)
+        summary_to = self.main or (convs[0] if len(convs) == 1 else None)
+        for conv in convs:
+            title = self.title if conv is summary_to else None
+            self.builder.conversation(
+                conv.conversation_id,
+                source_format=self.format_name,
+                source_path=self.path,
+                title=title,
+                project=conv.project,
             )
-            real = not injected and "text" in types
-            pending = _Pending(
-                "system" if injected else "user",
-                blocks,
+        if not convs and self.title:
+            self.builder.record()
+
+    # -- messages -----------------------------------------------------------------------------
+    def _flush(self, conv: _Conv) -> None:
+        """Hand ``conv``'s pending message (and the tool results that follow it) to the builder."""
+        pending = conv.pending
+        if pending is None:
+            return
+        for p in (pending, *pending.followers):
+            self.builder.message_or_record(
+                conv.conversation_id,
+                p.role,
+                p.blocks,
+                source_path=self.spath,
+                source_line=p.line,
+                timestamp=p.timestamp,
+                is_real_user=p.real,
+                is_sidechain=p.sidechain,
+                external_id=p.external_id,
+            )
+        conv.pending = None
+
+    def _system(
+        self, conv: _Conv, number: int, rec: Record, when: datetime | None, uuid: str | None
+    ) -> None:
+        """A ``system/local_command`` record is a system message; other subtypes are counted."""
+        content = rec.content
+        if rec.subtype == "local_command" and isinstance(content, str):
+            self._flush(conv)
+            conv.pending = _Pending(
+                "system",
+                [BlockRow("text", content)],
                 number,
                 when,
-                real=real,
-                sidechain=side,
+                sidechain=conv.sidechain,
                 external_id=uuid,
             )
-        flush()
-        if conv is not None and title:
-            builder.conversation(conv, source_format=self.name, source_path=path, title=title)
-        elif conv is None and title:
-            builder.record()
-        return lines
+        else:
+            self.builder.record()
+
+    def _blocks_of(
+        self, number: int, rec: Record, kind: str
+    ) -> tuple[Message, list[Block], list[BlockRow]] | None:
+        """The message, its content as blocks and its block rows; None when skipped."""
+        msg = rec.message
+        if not isinstance(msg, Message):
+            self.builder.skip(self.path, number, f"{kind} record without a message object")
+            return None
+        content = msg.content
+        if isinstance(content, str):
+            content = [Block(type="text", text=content)]
+        if not isinstance(content, list):
+            reason = f"{kind} message content is not a string or a list"
+            self.builder.skip(self.path, number, reason)
+            return None
+        try:
+            junk = f"{kind} message"
+            rows = block_rows(
+                content, lambda why: self.builder.skip(self.path, number, f"{junk}: {why}")
+            )
+            return msg, content, rows
+        except TOO_DEEP as exc:  # a tool input nested too deeply to write back as text
+            self.builder.skip(self.path, number, too_deep_reason(exc))
+            return None
+
+    def _assistant(
+        self,
+        conv: _Conv,
+        number: int,
+        msg: Message,
+        blocks: list[BlockRow],
+        when: datetime | None,
+        uuid: str | None,
+    ) -> None:
+        """An assistant line: merged into the pending message when it shares its message id."""
+        mid = msg.id if type(msg.id) is str else None
+        pending = conv.pending
+        same = pending is not None and pending.role == "assistant" and pending.message_id == mid
+        if mid and same and pending is not None:
+            pending.blocks.extend(blocks)
+            self.builder.record()
+            return
+        self._flush(conv)
+        conv.pending = _Pending(
+            "assistant",
+            blocks,
+            number,
+            when,
+            sidechain=conv.sidechain,
+            external_id=uuid,
+            message_id=mid,
+        )
+
+    def _user(
+        self,
+        conv: _Conv,
+        number: int,
+        rec: Record,
+        content: list[Block],
+        blocks: list[BlockRow],
+        when: datetime | None,
+        uuid: str | None,
+    ) -> None:
+        """A user line: a tool-result carrier, an injected line, or a prompt.
+
+        A slash command typed with arguments (``/compact and continue``) is a prompt whose text
+        is the command and its arguments; one without arguments (``/mcp``) is injected.
+        """
+        side = conv.sidechain
+        types = {b.block_type for b in blocks}
+        if (
+            "tool_result" in types
+            and types <= {"tool_result", "image", "text"}
+            and not (types & {"text"} and not types - {"text", "image"})
+        ):
+            carrier = _Pending("tool", blocks, number, when, sidechain=side, external_id=uuid)
+            if conv.pending is not None and conv.pending.role == "assistant":
+                conv.pending.followers.append(carrier)
+            else:
+                self._flush(conv)
+                conv.pending = carrier
+            return
+        self._flush(conv)
+        text = text_of(content).lstrip()
+        command = None if rec.isMeta else command_prompt(text)
+        if command is not None:
+            blocks, text = [BlockRow("text", command)], command
+        injected = command is None and (
+            bool(rec.isMeta)
+            or bool(rec.isCompactSummary)
+            or text.startswith(INJECTED_PREFIXES)
+            or (side and text.strip() == "Warmup")
+            or conv.compaction
+        )
+        real = not injected and any(b.block_type == "text" for b in blocks)
+        conv.pending = _Pending(
+            "system" if injected else "user",
+            blocks,
+            number,
+            when,
+            real=real,
+            sidechain=side,
+            external_id=uuid,
+        )

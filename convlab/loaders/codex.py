@@ -162,7 +162,12 @@ class CodexReader:
                     builder.skip(path, number, f"record of type {kind!r} without a payload object")
                     continue
                 if kind == "session_meta":
-                    ensure(str(payload.get("id") or path.stem))
+                    cid = ensure(str(payload.get("id") or path.stem))
+                    cwd = payload.get("cwd")
+                    if isinstance(cwd, str) and cwd:  # the session's project
+                        builder.conversation(
+                            cid, source_format=self.name, source_path=path, project=cwd
+                        )
                     builder.record()
                 elif kind == "compacted":
                     text = payload.get("message")

@@ -3,7 +3,8 @@
 :class:`Corpus` is what :func:`convlab.load` returns and every later stage reads;
 :class:`LoadReport` says which files were read and which records were skipped (file, line and
 reason), so nothing is dropped silently. :func:`merge_parts` joins the corpora of a parallel load
-in file order, as one serial load would have built them.
+in file order, as one serial load would have built them; :func:`titled_by_first_prompt` gives
+an untitled chat its first prompt as a title.
 """
 
 from __future__ import annotations
@@ -16,7 +17,18 @@ import polars as pl
 
 from convlab import schema
 
-__all__ = ["Corpus", "LoadReport", "merge_parts"]
+__all__ = [
+    "TITLE_CHARS",
+    "Corpus",
+    "LoadReport",
+    "merge_parts",
+    "prompt_titles",
+    "title_of",
+    "titled_by_first_prompt",
+]
+
+TITLE_CHARS = 80
+"""A title made of a conversation's first prompt is clipped to this many characters."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +185,7 @@ def merge_parts(parts: Sequence[Corpus]) -> Corpus:
                     pl.col(c).first()
                     for c in ("source_format", "source_path", "kind", "doc_kind", "parent_id")
                 ),
+                *(pl.col(c).drop_nulls().first() for c in ("agent_id", "project")),
                 pl.col("started_at").min(),
                 pl.col("ended_at").max(),
             )
@@ -189,3 +202,57 @@ def merge_parts(parts: Sequence[Corpus]) -> Corpus:
         ),
         queries=pl.concat(queries) if queries else None,
     )
+
+
+def title_of(prompt: str, chars: int = TITLE_CHARS) -> str:
+    r"""A title made of a prompt: its whitespace collapsed, clipped to ``chars`` with an ellipsis.
+
+    Example:
+        >>> title_of("fix the\n  flaky   test", 12)
+        'fix the fla…'
+    """
+    text = " ".join(prompt.split())
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"
+
+
+def prompt_titles(corpus: Corpus, chars: int = TITLE_CHARS) -> dict[str, str]:
+    """Each chat's title made of its first real prompt (:func:`title_of`); none for a dialog.
+
+    Example:
+        >>> prompt_titles(convlab.load("data/sample/transcripts"))  # doctest: +SKIP
+    """
+    chats = corpus.conversations.filter(pl.col("kind") == "chat")["conversation_id"].to_list()
+    first = (
+        corpus.messages.filter(pl.col("is_real_user") & pl.col("conversation_id").is_in(chats))
+        .group_by("conversation_id")
+        .agg(pl.col("message_index").min())
+    )
+    texts = (
+        corpus.blocks.filter(pl.col("block_type") == "text")
+        .join(first, on=["conversation_id", "message_index"])
+        .sort("block_index")
+        .group_by("conversation_id")
+        .agg(pl.col("text").str.join(" "))
+    )
+    titles = {c: title_of(t, chars) for c, t in texts.iter_rows()}
+    return {c: t for c, t in titles.items() if t}
+
+
+def titled_by_first_prompt(corpus: Corpus, chars: int = TITLE_CHARS) -> Corpus:
+    """The corpus with every untitled chat titled by its first real prompt (:func:`title_of`).
+
+    Agent histories rarely carry a title (Claude Code 2.x writes no ``summary`` record, Codex
+    none at all), and a bare session id says nothing in a list of hits. Dialogs keep theirs
+    (their first utterance is not a topic); a chat without a real prompt stays untitled.
+    Redaction makes these titles again from the redacted prompts
+    (:func:`convlab.pipeline.redact.redact_corpus`): clipping can cut a secret short of what
+    its rule recognises.
+    """
+    if corpus.conversations.filter(pl.col("title").is_null()).height == 0:
+        return corpus
+    titles = prompt_titles(corpus, chars)
+    if not titles:
+        return corpus
+    made = pl.col("conversation_id").replace_strict(titles, default=None, return_dtype=pl.String)
+    filled = corpus.conversations.with_columns(pl.coalesce("title", made).alias("title"))
+    return replace(corpus, conversations=filled)

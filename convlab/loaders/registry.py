@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 import polars as pl
 
 from convlab.loaders.base import CorpusBuilder
-from convlab.loaders.corpus import Corpus, LoadReport, merge_parts
+from convlab.loaders.corpus import Corpus, LoadReport, merge_parts, titled_by_first_prompt
 from convlab.loaders.errors import LoadError
 from convlab.loaders.files import Found, check, open_regular, walk
 from convlab.registry import Registry
@@ -189,7 +189,23 @@ def _load_found(
     workers: int | None,
     engine: str | Engine | None = None,
 ) -> Corpus:
-    """Read the files found, reporting those with a problem; see :func:`load_files`."""
+    """Read the files found, reporting those with a problem; see :func:`load_files`.
+
+    Untitled chats are titled by their first prompt once all files are read
+    (:func:`~convlab.loaders.corpus.titled_by_first_prompt`): a title in a later file of the
+    same conversation wins over its prompt.
+    """
+    return titled_by_first_prompt(_read_found(found, format, strict, workers, engine))
+
+
+def _read_found(
+    found: Sequence[Found],
+    format: str | None,
+    strict: bool,
+    workers: int | None,
+    engine: str | Engine | None = None,
+) -> Corpus:
+    """The files found, read serially, by worker processes or on ``engine``."""
     import convlab.loaders  # noqa: F401 - registers the formats
 
     if format is not None:

@@ -180,5 +180,25 @@ def redact_corpus(corpus: Corpus, mode: str) -> Corpus:
     blocks = redact_blocks(corpus.blocks, block_types=m.block_types)
     conversations = corpus.conversations
     if m.titles:
+        conversations = _remade_titles(corpus, replace(corpus, blocks=blocks))
         conversations = conversations.with_columns(_redact_column(conversations["title"]))
     return replace(corpus, blocks=blocks, conversations=conversations)
+
+
+def _remade_titles(corpus: Corpus, redacted: Corpus) -> pl.DataFrame:
+    """``corpus``'s conversations, a title made of the first prompt made again from ``redacted``.
+
+    A title clipped from a prompt can end inside a secret, which no rule then recognises.
+    """
+    import polars as pl
+
+    from convlab.loaders.corpus import prompt_titles
+
+    made, remade = prompt_titles(corpus), prompt_titles(redacted)
+    cid, title = pl.col("conversation_id"), pl.col("title")
+    return corpus.conversations.with_columns(
+        pl.when(title == cid.replace_strict(made, default=None, return_dtype=pl.String))
+        .then(cid.replace_strict(remade, default=None, return_dtype=pl.String))
+        .otherwise(title)
+        .alias("title")
+    )

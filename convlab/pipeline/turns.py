@@ -2,7 +2,9 @@
 
 Rules, applied per conversation in message order:
 
-- A turn starts at a real user message (``messages.is_real_user``) that is not a sidechain one.
+- A turn starts at a real user message (``messages.is_real_user``). Sidechains are
+  conversations of their own (a sub-agent's turns start at the prompt its parent gave it), so
+  ``is_sidechain`` plays no part here.
 - A real user message with no assistant reply before the next real one joins the next turn (an
   interrupted prompt), so every turn but the last has at least one assistant reply.
 - Messages before the first real user message (a system prompt, injected context) join turn 0.
@@ -36,7 +38,7 @@ def message_turns(corpus: Corpus) -> pl.DataFrame:
         "conversation_id",
         "message_index",
         "role",
-        (pl.col("is_real_user") & ~pl.col("is_sidechain")).alias("real"),
+        pl.col("is_real_user").alias("real"),
     )
     # segment = number of real user messages seen so far (0 before the first)
     m = m.with_columns(pl.col("real").cast(pl.Int32).cum_sum().over("conversation_id").alias("seg"))

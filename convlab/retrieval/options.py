@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+import polars as pl
+
 from convlab import schema
 from convlab.protocols import Ranker
 from convlab.retrieval.rankers import RANKERS
 
-__all__ = ["SCORE_KINDS", "Retrieval", "SearchOptions"]
+__all__ = ["SCORE_KINDS", "Retrieval", "SearchOptions", "conversations_in_projects"]
 
 SCORE_KINDS: dict[str, str] = {
     "cosine": "cosine similarity of the doc's best unit to the query",
@@ -70,6 +73,9 @@ class SearchOptions:
     Attributes:
         k: docs to return.
         conversations: search only these conversations (None: the whole corpus).
+        projects: search only conversations of these projects (the directory a session ran
+            in): each a path, matching that directory and those under it, or a name, matching
+            a directory's last component (:func:`conversations_in_projects`).
         roles: only units whose target has one of these roles.
         side: only ``question`` or ``answer`` units (qa_pair).
         since: only units at or after this time; until: at or before.
@@ -90,6 +96,7 @@ class SearchOptions:
 
     k: int = 10
     conversations: tuple[str, ...] | None = None
+    projects: tuple[str, ...] | None = None
     roles: tuple[str, ...] | None = None
     side: str | None = None
     since: datetime | None = None
@@ -172,3 +179,36 @@ class SearchOptions:
     def as_dict(self) -> dict[str, Any]:
         """The options as a plain dict (for run configs)."""
         return asdict(self)
+
+
+def conversations_in_projects(conversations: pl.DataFrame, projects: tuple[str, ...]) -> list[str]:
+    """The ids of the conversations whose ``project`` is one of ``projects``.
+
+    A value holding a path separator (or starting with ``~`` or ``.``) is a path: ``~`` is
+    expanded and a relative path made absolute, and it matches that directory and every
+    directory under it. Any other value is a name: it matches a directory whose last component
+    it is. Sessions without a project never match.
+
+    Args:
+        conversations: the conversations frame (:data:`convlab.schema.CONVERSATIONS`).
+        projects: paths or names.
+
+    Example:
+        >>> convs = pl.DataFrame({"conversation_id": ["a", "b", "c"],
+        ...     "project": ["/home/ann/src/api", "/home/ann/src/api/web", "/srv/api-old"]})
+        >>> conversations_in_projects(convs, ("api",))
+        ['a']
+        >>> conversations_in_projects(convs, ("/home/ann/src/api/",))
+        ['a', 'b']
+    """
+    project = pl.col("project")
+    name = project.str.extract(r"([^/\\]+)[/\\]*$")
+    match = pl.lit(False)
+    for value in projects:
+        if value.startswith(("~", ".")) or "/" in value or os.sep in value:
+            path = os.path.normpath(os.path.abspath(os.path.expanduser(value)))
+            under = path if path.endswith(os.sep) else path + os.sep
+            match = match | (project == path) | project.str.starts_with(under)
+        else:
+            match = match | (name == value)
+    return conversations.filter(match.fill_null(False))["conversation_id"].to_list()

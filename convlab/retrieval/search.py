@@ -2,7 +2,7 @@
 
 The order of the steps is fixed:
 
-1. **filter** the rows by conversation (scope), role, side and time range;
+1. **filter** the rows by conversation (scope), project, role, side and time range;
 2. **hierarchical** (optional, seeds/004): keep only the top conversations by centroid similarity
    above a floor (:class:`~convlab.retrieval.rankers.hierarchical.ConversationFirst`);
 3. **retrieve** per view: dense (cosine similarity, exact inside a subset), lexical (BM25) or
@@ -40,7 +40,7 @@ import polars as pl
 from convlab import schema
 from convlab.protocols import Candidates, Embedder, Query, RankContext, Ranker, Retriever
 from convlab.retrieval.fused import fused_docs
-from convlab.retrieval.options import SearchOptions
+from convlab.retrieval.options import SearchOptions, conversations_in_projects
 from convlab.retrieval.rankers import BestPerDoc, ConversationFirst, conversation_centroids
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
 
@@ -60,6 +60,7 @@ class _Searcher:
         embedder: Embedder,
         options: SearchOptions,
         bm25: BM25Index | None,
+        conversations_frame: pl.DataFrame | None = None,
     ) -> None:
         if options.retrieval.needs_bm25 and bm25 is None:
             raise ValueError(
@@ -77,7 +78,7 @@ class _Searcher:
         u = index.units
         self.units = u
         self.conv = u["conversation_id"].to_numpy()
-        self.mask = _filter_mask(u, options)
+        self.mask = _filter_mask(u, options, conversations_frame)
         self.by_conv = _rows_by_conversation(self.conv)
         self.times: list[datetime | None] = u["timestamp"].to_list()
         self.doc_ids: list[list[str]] = u["doc_ids"].to_list()
@@ -190,9 +191,23 @@ def _scope_key(scope: tuple[str, ...] | None) -> tuple[int, tuple[str, ...]]:
     return (0, ()) if scope is None else (1, scope)
 
 
-def _filter_mask(units: pl.DataFrame, options: SearchOptions) -> np.ndarray:
-    """Rows passing the role, side and time filters."""
+def _filter_mask(
+    units: pl.DataFrame, options: SearchOptions, conversations: pl.DataFrame | None = None
+) -> np.ndarray:
+    """Rows passing the project, role, side and time filters.
+
+    Raises:
+        ValueError: a project filter without the conversations frame that holds the projects.
+    """
     mask = np.ones(units.height, dtype=bool)
+    if options.projects is not None:
+        if conversations is None or "project" not in conversations.columns:
+            raise ValueError(
+                "the project filter needs the conversations frame with its project column "
+                "(conversations_frame=...)"
+            )
+        ids = conversations_in_projects(conversations, options.projects)
+        mask &= units["conversation_id"].is_in(ids).to_numpy()
     if options.roles is not None:
         mask &= units["role"].is_in(list(options.roles)).fill_null(False).to_numpy()
     if options.side is not None:
@@ -223,6 +238,7 @@ def search(
     embedder: Embedder,
     options: SearchOptions | None = None,
     bm25: BM25Index | None = None,
+    conversations_frame: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Search ``index`` for ``query``; one row per doc (see the module docstring for the steps).
 
@@ -233,6 +249,8 @@ def search(
         embedder: the embedder the index was built with.
         options: filters and rankers.
         bm25: a :class:`convlab.index.bm25.BM25Index` over the same units (lexical and hybrid).
+        conversations_frame: the conversations (:data:`convlab.schema.CONVERSATIONS`), needed
+            by ``options.projects``.
 
     Returns:
         Hits: :data:`convlab.schema.HITS`, the last columns those of the doc's best unit.
@@ -244,7 +262,14 @@ def search(
     if k is not None:
         options = options.replace(k=k)
     q = pl.DataFrame({"query_id": ["q"], "text": [query]})
-    return search_many(index, q, embedder=embedder, options=options, bm25=bm25)
+    return search_many(
+        index,
+        q,
+        embedder=embedder,
+        options=options,
+        bm25=bm25,
+        conversations_frame=conversations_frame,
+    )
 
 
 def search_many(
@@ -255,6 +280,7 @@ def search_many(
     options: SearchOptions | None = None,
     bm25: BM25Index | None = None,
     scoped: bool = False,
+    conversations_frame: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Search many queries at once (embedded in one call).
 
@@ -265,9 +291,10 @@ def search_many(
         options: filters and rankers shared by every query.
         bm25: BM25 over the same units (lexical and hybrid).
         scoped: search each query only inside its own ``conversation_id`` (LoCoMo's protocol).
+        conversations_frame: the conversations, needed by ``options.projects``.
     """
     options = options or SearchOptions()
-    searcher = _Searcher(index, embedder, options, bm25)
+    searcher = _Searcher(index, embedder, options, bm25, conversations_frame)
     texts = queries["text"].to_list()
     scopes: list[tuple[str, ...] | None] = [options.conversations] * len(texts)
     if scoped and "conversation_id" in queries.columns:

@@ -101,6 +101,16 @@ class Store:
         except Exception as exc:  # numpy, FAISS and polars each raise their own types
             raise self._damaged(directory, f"unreadable ({type(exc).__name__}: {exc})") from exc
 
+    def conversation_ids(self, prefix: str) -> list[str]:
+        """The stored conversations whose id starts with ``prefix``, sorted.
+
+        An id equal to ``prefix`` comes back alone: a full id is never ambiguous.
+        """
+        ids = self.frame("conversations")["conversation_id"]
+        if (ids == prefix).any():
+            return [prefix]
+        return sorted(ids.filter(ids.str.starts_with(prefix)).to_list())
+
     def bm25(self) -> BM25Index | None:
         """The stored :class:`convlab.index.bm25.BM25Index` over the index's units.
 

@@ -209,7 +209,8 @@ def _write(
     }
     for name, frame in new.items():
         parts = [f for f in (frames.get(name), frame) if f is not None and f.height]
-        frames[name] = pl.concat(parts) if parts else frame
+        # diagonal: a store written before a column was added (agent_id, project) gets nulls
+        frames[name] = pl.concat(parts, how="diagonal_relaxed") if parts else frame
     frames["units"] = built.units
     manifest = {
         "format": STORE_FORMAT,

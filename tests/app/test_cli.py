@@ -195,11 +195,12 @@ def test_show_wraps_to_the_terminal(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "amp-faiss-choice: Choosing a FAISS index"
     assert lines[1].startswith("source: ")
-    assert lines[2] == "== turn 1 · 2026-04-10 09:03"
+    assert lines[2] == "project: /home/dev/amp-faiss-choice"  # its metadata's working_dir
+    assert lines[3] == "== turn 1 · 2026-04-10 09:03"
     # wrapped at 60 columns, continuation lines under the text, not under the role
-    assert lines[3] == "  user       #2  We do need low latency. How do we set up"
-    assert lines[4] == " " * 17 + "HNSW?"
-    assert lines[5].startswith("  assistant  #4  Use IndexHNSWFlat with M around 32")
+    assert lines[4] == "  user       #2  We do need low latency. How do we set up"
+    assert lines[5] == " " * 17 + "HNSW?"
+    assert lines[6].startswith("  assistant  #4  Use IndexHNSWFlat with M around 32")
     assert max(len(line) for line in lines) <= 60
 
 
@@ -212,7 +213,8 @@ def test_show_and_stats(store: Path, capsys: pytest.CaptureFixture[str]) -> None
     conv = Store(store).frame("turns")["conversation_id"][0]
     assert main(["show", conv, "--turn", "0", "--budget", "64", "--store", str(store)]) == EXIT_OK
     out = capsys.readouterr().out
-    assert out.splitlines()[2].startswith("== turn 0")
+    assert out.splitlines()[2] == "project: /home/marco/projects/spotter"  # both files' cwd
+    assert out.splitlines()[3].startswith("== turn 0")
     assert "resurrected context:" in out
     used = int(out.split("resurrected context: ")[1].split("/")[0])
     assert used <= 64

@@ -70,11 +70,11 @@ def test_success_exits_0(command: str, store: Path, tmp_path: Path) -> None:
 
 # -- 1: no results ---------------------------------------------------------------------------
 def test_search_without_results_exits_1(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["search", "HNSW", "--store", str(store), "--conversation", "nope", "--json"]
+    argv = ["search", "HNSW", "--store", str(store), "--since", "2099-01-01", "--json"]
     assert main(argv) == EXIT_NO_RESULTS
     out, err = capsys.readouterr()
     assert out == ""
-    assert _one_line(err) == "convlab search: no results for 'HNSW' with --conversation nope"
+    assert _one_line(err) == "convlab search: no results for 'HNSW' with --since 2099-01-01"
 
 
 # -- 2: usage, input and data errors ---------------------------------------------------------
@@ -84,7 +84,10 @@ USAGE_CASES = [
     ("index", ["index", "{sample}", "--strategy", "nope"], "invalid choice"),
     ("search", ["search", "  ", "--store", "{store}"], "the query is empty"),
     ("search", ["search", "x", "--store", "{missing}"], "no index at"),
-    ("search", ["search", "x", "--store", "{store}", "--since", "yesterday"], "--since expects"),
+    ("search", ["search", "x", "--store", "{store}", "--since", "last week"], "--since expects"),
+    ("search", ["search", "x", "--store", "{store}", "--conversation", "nope"], "no conversation"),
+    ("search", ["search", "x", "--store", "{store}", "--role", "tool"], "holds no tool output"),
+    ("search", ["search", "x", "--store", "{store}", "--project", "nope"], "no session of"),
     ("search", ["search", "x", "--store", "{store}", "--until", "2026-13-01"], "--until expects"),
     ("search", ["search", "x", "--store", "{store}", "-k", "0"], "-k must be at least 1"),
     ("search", ["search", "x", "--store", "{store}", "--mmr", "2"], "mmr lambda"),

@@ -86,7 +86,7 @@ def test_odd_field_types_take_the_slow_path_and_keep_what_is_valid(tmp_path: Pat
     with pytest.raises(LoadError, match=r"s1\.jsonl:2: assistant message: content block 1 is"):
         load(f, strict=True)
     assert str(c.messages["timestamp"][1]) == "2026-01-01 10:00:05+00:00"
-    assert c.conversations["title"].to_list() == [None]
+    assert c.conversations["title"].to_list() == ["Fix the build"]  # the prompt, not the list
 
 
 def test_deeply_nested_line_is_a_skip_not_a_recursion_error(tmp_path: Path) -> None:

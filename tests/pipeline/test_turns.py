@@ -46,25 +46,28 @@ def test_conversation_without_real_user_has_no_turns() -> None:
     }
 
 
-def test_sidechain_user_does_not_start_a_turn() -> None:
+def test_a_sub_agent_conversation_has_turns_of_its_own() -> None:
+    # every message of a sub-agent's conversation is a sidechain one; its prompt (given by the
+    # parent agent) starts its turn, as a person's prompt does in a session
     from convlab.loaders.base import CorpusBuilder
 
     b = CorpusBuilder()
-    b.conversation("c", source_format="t", source_path="t")
-    b.message(
-        "c", "user", [BlockRow("text", "q")], source_path="t", source_line=1, is_real_user=True
-    )
-    b.message(
-        "c",
-        "user",
-        [BlockRow("text", "Warmup")],
-        source_path="t",
-        source_line=2,
-        is_real_user=True,
-        is_sidechain=True,
-    )
-    b.message("c", "assistant", [BlockRow("text", "a")], source_path="t", source_line=3)
-    assert turns(b.build()).height == 1
+    b.conversation("s:agent-a1", source_format="t", source_path="t", parent_id="s")
+    for line, (role, text, real) in enumerate(
+        [("user", "find the versions", True), ("assistant", "1.5.0", False)], start=1
+    ):
+        b.message(
+            "s:agent-a1",
+            role,
+            [BlockRow("text", text)],
+            source_path="t",
+            source_line=line,
+            is_real_user=real,
+            is_sidechain=True,
+        )
+    t = turns(b.build())
+    assert t["turn_id"].to_list() == ["s:agent-a1:t0"]
+    assert t["is_complete"].to_list() == [True]
 
 
 def test_dialog_turns() -> None:

@@ -16,6 +16,8 @@ from convlab.embed.factory import EMBEDDERS
 
 NAME = "index"
 EXAMPLE = "convlab index ~/.claude/projects --store ~/.convlab/store"
+INCLUDES = {"tool-output": "tool_results", "thinking": "thinking"}
+"""``--include`` choices: the ``ContentPolicy`` field each one turns on."""
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -68,6 +70,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "((1:56 pm on 8 May, 2023) Ann: text) or 'locomo' ((date) Ann said, \"text\"); "
         "chats are never prefixed (%(default)s)",
     )
+    ix.add_argument(
+        "--include",
+        action="append",
+        choices=tuple(INCLUDES),
+        default=[],
+        help="also embed tool output (then `search --role tool` finds it) or thinking; "
+        "repeatable (default: prompts, replies and tool calls)",
+    )
     ix.add_argument("--rebuild", action="store_true", help="start the store from scratch")
     ix.add_argument("--wait", action="store_true", help="wait for another indexer to finish")
     ix.add_argument(
@@ -95,7 +105,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 
 def run(args: argparse.Namespace) -> int:
     """Index ``args.paths`` (or the usual history homes) into ``args.store``."""
-    from convlab.pipeline.policy import ContentPolicy
     from convlab.store import Store, StoreConfig, default_history_paths
 
     paths = list(args.paths) or default_history_paths()
@@ -113,9 +122,7 @@ def run(args: argparse.Namespace) -> int:
             index_kind=args.index_kind,
             redact=args.redact,
             # only a changed field is written, so stores built before --text-format still match
-            policy={}
-            if args.text_format == ContentPolicy().text_format
-            else {"text_format": args.text_format},
+            policy=_policy(args.text_format, args.include),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
@@ -184,6 +191,16 @@ def nothing_readable(
         + ("; ".join(why) if why else "no files there")
         + " (--verbose lists each skipped file)"
     )
+
+
+def _policy(text_format: str, include: list[str]) -> dict[str, object]:
+    """The store's policy: only fields that differ from the default, so older stores match."""
+    from convlab.pipeline.policy import ContentPolicy
+
+    out: dict[str, object] = {INCLUDES[name]: True for name in sorted(set(include))}
+    if text_format != ContentPolicy().text_format:
+        out["text_format"] = text_format
+    return out
 
 
 def _export_for_search() -> None:

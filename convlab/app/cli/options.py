@@ -8,8 +8,9 @@ help, the errors and the code name the same things.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Mapping
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,7 @@ from convlab.app.exits import UsageError
 if TYPE_CHECKING:
     from convlab.engines import Engine
     from convlab.protocols import Embedder
+    from convlab.store import Store
 
 __all__ = [
     "DEFAULT_STORE",
@@ -27,6 +29,7 @@ __all__ = [
     "engine",
     "make_embedder",
     "parse_date",
+    "resolve_conversation",
 ]
 
 DEFAULT_STORE = Path("~/.convlab/store")
@@ -48,6 +51,29 @@ def add_common(p: argparse.ArgumentParser, *, top: bool) -> None:
     )
     p.add_argument(
         "--debug", action="store_true", default=default, help="print tracebacks of internal errors"
+    )
+
+
+def resolve_conversation(store: Store, text: str, *, shown: int = 5) -> str:
+    """The stored conversation that ``text`` names: its id, or a unique prefix of it.
+
+    A prefix that matches a session and its sidechains (``{session}:agent-...``) names the
+    session.
+
+    Raises:
+        UsageError: no conversation starts with ``text``, or several do (the first ``shown``
+            named).
+    """
+    found = store.conversation_ids(text)
+    heads = [c for c in found if not any(c.startswith(f"{o}:") for o in found if o != c)]
+    if len(heads) == 1:
+        return heads[0]
+    if not heads:
+        raise UsageError(f"no conversation {text!r} in {store.directory}")
+    more = f" and {len(heads) - shown} more" if len(heads) > shown else ""
+    raise UsageError(
+        f"{text!r} is the start of {len(heads)} conversations: "
+        f"{', '.join(heads[:shown])}{more}; give more of the id"
     )
 
 
@@ -108,29 +134,68 @@ def engine(name: str, address: str | None) -> Engine:
         raise UsageError(str(exc)) from None
 
 
-def parse_date(text: str | None, option: str, *, end: bool = False) -> datetime | None:
-    """A date or ISO time as UTC; a bare date ends at its last microsecond when ``end``.
+_AGE = re.compile(r"(\d+)\s*(h|hours?|d|days?|w|weeks?)")
+_DAY_NAMES = {"today": 0, "yesterday": 1}
+
+
+def parse_date(
+    text: str | None, option: str, *, end: bool = False, now: datetime | None = None
+) -> datetime | None:
+    """A time the user wrote, as UTC: a date, an ISO time, an age or a day's name.
+
+    The grammar, exactly (case and surrounding spaces ignored):
+
+    - ``2026-01-31``: that UTC day's start, or with ``end`` its last microsecond;
+    - ``2026-01-31T14:30`` (any ISO time; UTC when it names no zone);
+    - ``7d``, ``2w``, ``3h`` (also ``7 days``, ``2 weeks``, ``1 hour``): that long before ``now``;
+    - ``today``, ``yesterday``: the UTC day of ``now`` or the one before, as a bare date is read.
+
+    Args:
+        text: what the user wrote (None: no bound).
+        option: the option's name, for the error.
+        end: the bound is an upper one (``--until``): a day counts whole.
+        now: the reference time of ages and day names (default: the clock now).
 
     Raises:
-        UsageError: ``text`` is neither, naming ``option``.
+        UsageError: ``text`` is none of these, naming ``option`` and the grammar.
 
     Example:
         >>> parse_date("2026-01-31", "--until", end=True).isoformat()
         '2026-01-31T23:59:59.999999+00:00'
+        >>> now = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
+        >>> parse_date("2w", "--since", now=now).isoformat()
+        '2026-02-24T15:30:00+00:00'
+        >>> parse_date("yesterday", "--until", end=True, now=now).isoformat()
+        '2026-03-09T23:59:59.999999+00:00'
     """
     if text is None:
         return None
+    word = text.strip().lower()
+    if word in _DAY_NAMES or _AGE.fullmatch(word):
+        ref = datetime.now(UTC) if now is None else now
+        ref = ref.replace(tzinfo=UTC) if ref.tzinfo is None else ref.astimezone(UTC)
+        age = _AGE.fullmatch(word)
+        if age is not None:
+            hours = int(age.group(1)) * {"h": 1, "d": 24, "w": 168}[age.group(2)[0]]
+            return ref - timedelta(hours=hours)
+        day = ref.date() - timedelta(days=_DAY_NAMES[word])
+        return _day_bound(datetime(day.year, day.month, day.day, tzinfo=UTC), end)
     try:
         d = datetime.fromisoformat(text.strip())
     except ValueError:
         raise UsageError(
-            f"{option} expects a date like 2026-01-31 or a time like 2026-01-31T14:30, got {text!r}"
+            f"{option} expects a date (2026-01-31), a time (2026-01-31T14:30), an age "
+            f"(7d, 2w, 3h) or today/yesterday, got {text!r}"
         ) from None
     try:
         date.fromisoformat(text.strip())
         bare = True
     except ValueError:
         bare = False
-    if end and bare:
-        d = d.replace(hour=23, minute=59, second=59, microsecond=999_999)
-    return d.replace(tzinfo=UTC) if d.tzinfo is None else d.astimezone(UTC)
+    d = d.replace(tzinfo=UTC) if d.tzinfo is None else d.astimezone(UTC)
+    return _day_bound(d, end) if bare else d
+
+
+def _day_bound(start: datetime, end: bool) -> datetime:
+    """A day's first microsecond, or its last when ``end``."""
+    return start.replace(hour=23, minute=59, second=59, microsecond=999_999) if end else start

@@ -7,13 +7,23 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from convlab.app.cli.options import add_store, embedder_for_vectors, parse_date
+from convlab.app.cli.options import (
+    add_store,
+    embedder_for_vectors,
+    parse_date,
+    resolve_conversation,
+)
 from convlab.app.display import describe_hits, hit_lines, terminal_width
 from convlab.app.exits import EXIT_NO_RESULTS, EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    import polars as pl
+
     from convlab.retrieval.search import SearchOptions
+    from convlab.store import Store
 
 NAME = "search"
 EXAMPLE = 'convlab search "nginx websockets" --since 2026-01-01 --role user -k 5'
@@ -35,10 +45,30 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     mode = se.add_mutually_exclusive_group()
     mode.add_argument("--hybrid", action="store_true", help="fuse dense and BM25 ranks (RRF)")
     mode.add_argument("--lexical", action="store_true", help="BM25 alone, no vectors")
-    se.add_argument("--conversation", help="only this conversation id")
-    se.add_argument("--role", action="append", choices=schema.ROLES, help="only hits of ROLE")
-    se.add_argument("--since", help="only hits on or after this date (2026-01-31 or ISO time)")
-    se.add_argument("--until", help="only hits on or before this date (the whole day counts)")
+    se.add_argument(
+        "--conversation", help="only this conversation: its id, or a unique start of it"
+    )
+    se.add_argument(
+        "--project",
+        action="append",
+        metavar="PATH_OR_NAME",
+        help="only sessions run in this project: a path matches that directory and those under "
+        "it (., ~/src/app); a name matches a directory's last component (app); repeatable",
+    )
+    se.add_argument(
+        "--role",
+        action="append",
+        choices=schema.ROLES,
+        help="only hits of ROLE (tool: stores indexed with --include tool-output)",
+    )
+    se.add_argument(
+        "--since",
+        help="only hits on or after this time: 2026-01-31, an ISO time, an age before now "
+        "(7d, 2w, 3h) or today/yesterday (UTC days)",
+    )
+    se.add_argument(
+        "--until", help="only hits on or before this time, as --since (a whole day counts)"
+    )
     se.add_argument("--recency", action="store_true", help="boost recent hits")
     se.add_argument(
         "--now", help="the time --recency measures age from (ISO date or time; default: now)"
@@ -73,13 +103,30 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("the query is empty")
     if args.k < 1:
         raise UsageError("-k must be at least 1")
-    options = search_options(args)
     store = Store(args.store)
     manifest = store.manifest()
+    if args.conversation:
+        args.conversation = resolve_conversation(store, args.conversation)
+    options = search_options(args)
+    if "tool" in (args.role or ()) and not _indexes_tool_output(manifest):
+        raise UsageError(
+            f"--role tool: {store.directory} holds no tool output; index it with "
+            "`convlab index --include tool-output --rebuild`"
+        )
+    conversations = store.frame("conversations") if args.project else None
+    if conversations is not None:
+        _check_projects(store, conversations, tuple(args.project))
     index = store.index()
     embedder = embedder_for_vectors(manifest, args.embedder, args.backend)
     bm25 = store.bm25() if options.retrieval.needs_bm25 else None  # saved with the store
-    hits = search(index, args.query, embedder=embedder, options=options, bm25=bm25)
+    hits = search(
+        index,
+        args.query,
+        embedder=embedder,
+        options=options,
+        bm25=bm25,
+        conversations_frame=conversations,
+    )
     if hits.height == 0:
         print(f"convlab search: no results for {args.query!r}{_filters(args)}", file=sys.stderr)
         return EXIT_NO_RESULTS
@@ -99,10 +146,13 @@ def search_options(args: argparse.Namespace) -> SearchOptions:
     Raises:
         UsageError: a bad date, ``--since`` after ``--until``, or an option the search refuses.
     """
+    from datetime import UTC, datetime
+
     from convlab.retrieval import Retrieval, SearchOptions
 
-    since = parse_date(args.since, "--since")
-    until = parse_date(args.until, "--until", end=True)
+    now = datetime.now(UTC)  # the one reference time of ages and day names
+    since = parse_date(args.since, "--since", now=now)
+    until = parse_date(args.until, "--until", end=True, now=now)
     if since is not None and until is not None and since > until:
         raise UsageError(f"--since {args.since} is after --until {args.until}")
     try:
@@ -116,6 +166,7 @@ def search_options(args: argparse.Namespace) -> SearchOptions:
                 else Retrieval.DENSE
             ),
             conversations=(args.conversation,) if args.conversation else None,
+            projects=tuple(args.project) if args.project else None,
             roles=tuple(args.role) if args.role else None,
             since=since,
             until=until,
@@ -134,6 +185,7 @@ def _filters(args: argparse.Namespace) -> str:
         f"--{name} {value}"
         for name, value in (
             ("conversation", args.conversation),
+            ("project", ",".join(args.project or []) or None),
             ("role", ",".join(args.role or []) or None),
             ("since", args.since),
             ("until", args.until),
@@ -141,3 +193,37 @@ def _filters(args: argparse.Namespace) -> str:
         if value
     ]
     return f" with {' '.join(named)}" if named else ""
+
+
+def _indexes_tool_output(manifest: Mapping[str, object]) -> bool:
+    """Whether the store's content policy embeds tool output (``index --include tool-output``).
+
+    The policy is saved as the fields that differ from :class:`ContentPolicy`'s defaults (or
+    whole, by older stores); ``tool_results`` is off by default.
+    """
+    config = manifest.get("config")
+    policy = config.get("policy") if isinstance(config, dict) else None
+    return isinstance(policy, dict) and policy.get("tool_results") is True
+
+
+def _check_projects(store: Store, conversations: pl.DataFrame, projects: tuple[str, ...]) -> None:
+    """Refuse ``--project`` values that match no stored conversation, naming the projects known.
+
+    Raises:
+        UsageError: one line listing up to five of the store's projects.
+    """
+    from convlab.retrieval.options import conversations_in_projects
+
+    if "project" not in conversations.columns:
+        raise UsageError(
+            f"--project: {store.directory} was written before projects were stored; "
+            "run `convlab index --rebuild` on it"
+        )
+    if conversations_in_projects(conversations, projects):
+        return
+    known = sorted(conversations["project"].drop_nulls().unique().to_list())
+    listed = ", ".join(known[:5]) + (f" and {len(known) - 5} more" if len(known) > 5 else "")
+    raise UsageError(
+        f"--project {' '.join(projects)}: no session of {store.directory} ran there; "
+        + (f"its projects: {listed}" if known else "it stores no project (re-index it)")
+    )

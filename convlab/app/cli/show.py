@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from convlab.app.cli.options import add_store
+from convlab.app.cli.options import add_store, resolve_conversation
 from convlab.app.display import clip, printable, short_path, terminal_width, wrapped
 from convlab.app.exits import EXIT_OK, UsageError
 
@@ -23,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     sh: argparse.ArgumentParser = sub.add_parser(
         NAME, help="print a turn with its resurrected context", description="Print a turn."
     )
-    sh.add_argument("conversation")
+    sh.add_argument("conversation", help="a conversation id, or a unique start of it")
     add_store(sh)
     sh.add_argument("--turn", type=int, default=None, help="turn index (default: all turns)")
     sh.add_argument("--budget", type=int, default=None, help="resurrection budget in tokens")
@@ -37,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     if args.budget is not None and args.budget < 0:
         raise UsageError("--budget must not be negative")
     store = Store(args.store)
+    args.conversation = resolve_conversation(store, args.conversation)
     chunks = store.frame("sentences").filter(pl.col("conversation_id") == args.conversation)
     if chunks.height == 0:
         raise UsageError(f"no conversation {args.conversation!r} in {store.directory}")
@@ -50,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
     print(clip(printable(f"{args.conversation}: {title}" if title else args.conversation), width))
     if conv.height and conv["source_path"][0]:
         print(f"source: {short_path(printable(conv['source_path'][0]), width - 8)}")
+    for label, column in (("project", "project"), ("sub-agent of", "parent_id")):
+        if conv.height and column in conv.columns and conv[column][0]:
+            print(clip(printable(f"{label}: {conv[column][0]}"), width))
     starts = dict(
         store.frame("turns")
         .filter(pl.col("conversation_id") == args.conversation)
