@@ -36,6 +36,7 @@ import polars as pl
 from convlab.atomic import write_file_atomic
 from convlab.evaluation.metrics import per_query
 from convlab.evaluation.queries import read_qrels, read_run, relevant_by_query, write_run
+from convlab.evaluation.runfolder import run_path
 from convlab.evaluation.significance import compare
 from convlab.evaluation.tune import TuneConfig, cross_validate, random_space, tune
 from convlab.fusion import fuse
@@ -176,12 +177,12 @@ def fixed(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _names(folder: Path) -> dict[str, str]:
-    """TREC file stem -> system name (``bm25_message`` -> ``bm25:message``)."""
+    """TREC file stem -> system name (:func:`convlab.evaluation.runfolder.run_path`)."""
     config = folder / "config.json"
     if not config.exists():
         return {}
     systems = json.loads(config.read_text()).get("systems", [])
-    return {s["name"].replace(":", "_"): s["name"] for s in systems}
+    return {run_path(folder, s["name"]).stem: s["name"] for s in systems}
 
 
 def read_runs(folder: Path) -> dict[str, pl.DataFrame]:
@@ -227,8 +228,8 @@ def lexical_runs(locomo: Path, out: Path) -> dict[str, pl.DataFrame]:
     (out / "runs").mkdir(parents=True, exist_ok=True)
     runs = {}
     for name, hits in ev.hits.items():
-        path = out / "runs" / f"{name.replace(':', '_')}.trec"
-        write_run(hits, path, name.replace(":", "_"))  # written whole or not at all
+        path = run_path(out, name)
+        write_run(hits, path, path.stem)  # written whole or not at all
         runs[name] = hits.select("query_id", "doc_id", "rank", "score")
     return runs
 
