@@ -95,9 +95,7 @@ class _Options(_Strict):
 class _Tuning(_Strict):
     """:class:`convlab.evaluation.systems.Tuning`, each key optional and bounded."""
 
-    weights: Annotated[list[_Weight], Meta(min_length=1, max_length=MAX_VALUES)] | UnsetType = (
-        UNSET
-    )
+    weights: Annotated[list[_Weight], Meta(min_length=1, max_length=MAX_VALUES)] | UnsetType = UNSET
     params: (
         dict[_Short, Annotated[list[_Param], Meta(min_length=1, max_length=MAX_VALUES)]] | UnsetType
     ) = UNSET
@@ -117,9 +115,7 @@ class _System(_Strict):
     views: Annotated[list[_Short], Meta(min_length=1, max_length=MAX_VIEWS)] | UnsetType = UNSET
     fusion: _Short | UnsetType = UNSET
     fusion_params: dict[_Short, _Param] | UnsetType = UNSET
-    weights: Annotated[list[_Weight], Meta(min_length=1, max_length=MAX_VIEWS)] | UnsetType = (
-        UNSET
-    )
+    weights: Annotated[list[_Weight], Meta(min_length=1, max_length=MAX_VIEWS)] | UnsetType = UNSET
     tuning: _Tuning | UnsetType = UNSET
     resurrection: _Short | UnsetType = UNSET
     text: _Short | UnsetType = UNSET

@@ -1,4 +1,4 @@
-"""System names: what a name may hold, the file name made from it, and how it is shown.
+r"""System names: what a name may hold, the file name made from it, and how it is shown.
 
 A system's name comes from an experiment file that may have been written by someone else
 (``systems.chosen.toml`` is meant to be shared and re-run), so it is text to show, never a path:
@@ -6,7 +6,7 @@ A system's name comes from an experiment file that may have been written by some
 - :func:`check_name`: the one rule for a name (1 to :data:`NAME_MAX` characters, no control
   characters, no bidirectional overrides), applied at the edge (experiment files, ``--baseline``);
 - :func:`file_stem`: the file name of a name's TREC run, a slug of safe characters and a short
-  hash of the whole name, so that ``../../x``, ``/etc/x`` or ``a\\x1b[31m`` stay inside the run
+  hash of the whole name, so that ``../../x``, ``/etc/x`` or ``a\x1b[31m`` stay inside the run
   folder and two names never share a file;
 - :func:`shown`: a name on a terminal or in a one-line error, control characters as escapes;
   :func:`markdown` and :func:`markdown_code`: a name in ``report.md``.
@@ -15,7 +15,7 @@ Example:
     >>> file_stem("bm25:message"), file_stem("../../../x")
     ('bm25_message-e830a8d6', 'x-0274b718')
     >>> markdown("a|b <i>")
-    'a\\\\|b \\\\<i\\\\>'
+    'a\\|b \\<i\\>'
 """
 
 from __future__ import annotations

@@ -51,9 +51,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUDGET_MEANS",
-    "run_path",
     "metrics_record",
     "primary_metric",
+    "run_path",
     "save_grid",
     "save_run",
     "with_policy_significance",

@@ -41,6 +41,7 @@ from convlab.evaluation.systems import System, default_systems
 
 __all__ = ["chosen_systems", "read_systems", "transfer_systems", "write_systems"]
 
+
 def read_systems(path: str | Path, *, strategies: Sequence[str] = ()) -> list[System]:
     """The systems of an experiment file, checked (:mod:`convlab.evaluation.experiment`).
 

@@ -216,7 +216,7 @@ def test_unknown_strategies_exit_2_before_any_data_is_read(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert compare.main(["--strategies", "nope", "--data", "/no/such/folder"]) == 2
-    assert capsys.readouterr().err.startswith("unknown strategies ['nope']")
+    assert capsys.readouterr().err.startswith("python -m eval.run: unknown strategies ['nope']")
 
 
 def _labelled(**frames: pl.DataFrame) -> LabelledData:

@@ -55,7 +55,10 @@ def test_written_systems_read_back_equal(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "error"),
     [
-        ("[[systems]]\nname = 'x'\nstrategy = 'message'\nwieghts = [1]\n", "systems\\[0\\] \\('x'\\): unknown key 'wieghts'"),
+        (
+            "[[systems]]\nname = 'x'\nstrategy = 'message'\nwieghts = [1]\n",
+            "systems\\[0\\] \\('x'\\): unknown key 'wieghts'",
+        ),
         ("[[systems]]\nname = 'x'\n", "needs a strategy or views"),
         ("defualts = true\n", "unknown key 'defualts'; valid: defaults, systems"),
         ("[[systems]\n", "not valid TOML"),
