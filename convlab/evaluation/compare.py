@@ -226,7 +226,7 @@ def run_comparison(args: argparse.Namespace, systems: list[System] | None = None
     import polars as pl
 
     from convlab.embed import CachedEmbedder, minilm_embedder
-    from convlab.evaluation.datasets import load_labelled
+    from convlab.evaluation.datasets import check_scorable, load_labelled
     from convlab.evaluation.evaluate import evaluate
     from convlab.evaluation.names import escaped
     from convlab.evaluation.queries import write_qrels
@@ -236,6 +236,7 @@ def run_comparison(args: argparse.Namespace, systems: list[System] | None = None
     data = load_labelled(args.data)
     convs = [c for c in (args.conversations or "").split(",") if c]
     data = data.select(convs or None)
+    check_scorable(data, args.data or "the sample data")
     budgets = check_budgets(args.budgets)
     config = comparison_config(data, budgets=budgets, scope=args.scope, baseline=args.baseline)
     config = replace(config, resurrection=check_policies(args.resurrection))
