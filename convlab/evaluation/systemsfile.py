@@ -28,6 +28,7 @@ systems they fuse: run it on other data to judge the settings on queries nobody 
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -56,13 +57,15 @@ def read_systems(path: str | Path, *, strategies: Sequence[str] = ()) -> list[Sy
     """
     path = Path(path)
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        doc = _parse_toml(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:  # its message names the line and column
         raise ValueError(f"{escaped(path)}: not valid TOML: {escaped(exc)}") from exc
     except UnicodeDecodeError as exc:
         raise ValueError(f"{escaped(path)}: not UTF-8 text (byte {exc.start})") from None
     except RecursionError:
         raise ValueError(f"{escaped(path)}: not valid TOML: nested too deep") from None
+    except _TooDeep as exc:
+        raise ValueError(f"{escaped(path)}: not valid TOML: nested too deep: {exc}") from None
     experiment = parse_experiment(doc, path)
     systems = default_systems(strategies) if experiment.defaults else []
     defaults = {s.name for s in systems}
@@ -76,6 +79,40 @@ def read_systems(path: str | Path, *, strategies: Sequence[str] = ()) -> list[Sy
     if not systems:
         raise ValueError(f"{escaped(path)}: no systems (add [[systems]] tables or defaults = true)")
     return systems
+
+
+MAX_KEY_DOTS = 64
+"""The most dots in one TOML key (``a.b.c``); Python's parser takes time quadratic in them."""
+
+# what a dotted key cannot span: strings and comments (skipped whole), and separators
+_TOKENS = re.compile(
+    r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[.=\n,{}\[\]]',
+    re.DOTALL,
+)
+
+
+def _parse_toml(text: str) -> dict[str, Any]:
+    """``text`` parsed, after refusing keys dotted deeper than :data:`MAX_KEY_DOTS`.
+
+    Raises:
+        tomllib.TOMLDecodeError: not valid TOML.
+        RecursionError: arrays or tables nested deeper than the parser can go.
+        ValueError: a key with too many dots.
+    """
+    dots = 0
+    for token in _TOKENS.finditer(text):
+        if token[0] == ".":
+            dots += 1
+            if dots > MAX_KEY_DOTS:
+                line = text.count("\n", 0, token.start()) + 1
+                raise _TooDeep(f"line {line}: a key dotted more than {MAX_KEY_DOTS} times")
+        elif len(token[0]) == 1 and token[0] in "=\n,{}[]":
+            dots = 0
+    return tomllib.loads(text)
+
+
+class _TooDeep(ValueError):
+    """A TOML document nested too deep to parse."""
 
 
 def write_systems(systems: Sequence[System], path: str | Path) -> None:

@@ -54,7 +54,13 @@ def run(args: argparse.Namespace) -> int:
     if args.target[0] == "agreement":
         if len(args.target) != 3:
             raise UsageError("usage: convlab judge agreement QRELS_A QRELS_B")
-        a = judge.agreement(Path(args.target[1]), Path(args.target[2]))
+        first, second = Path(args.target[1]), Path(args.target[2])
+        try:
+            a = judge.agreement(first, second)
+        except ValueError as exc:  # nothing graded in common: nothing to measure
+            from convlab.evaluation.names import escaped
+
+            raise UsageError(f"{escaped(first)} and {escaped(second)}: {exc}") from None
         print(
             f"Cohen's kappa {a.kappa:.3f} on {a.overlap} docs graded by both "
             f"(same grade on {a.observed:.1%})"
