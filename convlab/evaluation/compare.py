@@ -251,7 +251,7 @@ def run_comparison(args: argparse.Namespace, systems: list[System] | None = None
     table = ev.table().with_columns(pl.col("system").map_elements(escaped, pl.String))
     print(table.to_pandas().to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"embedding: {embedder.stats}")
-    print(f"report: {report}")
+    print(f"report: {escaped(report)}")
     return report
 
 

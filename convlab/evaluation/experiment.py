@@ -184,7 +184,11 @@ def _system(record: _System) -> System:
     for strategy in strategies:
         STRATEGIES.get(strategy)  # an unknown strategy: the error lists the valid ones
     if "options" in fields:
-        fields["options"] = SearchOptions(**_given(record.options))  # type: ignore[arg-type]
+        options = _given(record.options)  # type: ignore[arg-type]
+        for key in ("conversations", "roles"):  # tuples, as SearchOptions holds them
+            if key in options:
+                options[key] = tuple(options[key])
+        fields["options"] = SearchOptions(**options)
     for key in ("views", "weights"):
         if key in fields:
             fields[key] = tuple(fields[key])

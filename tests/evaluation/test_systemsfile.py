@@ -109,3 +109,16 @@ def test_transfer_systems_keep_the_baseline_the_parts_and_the_fixed_choice() -> 
     assert out[-2].weights == (1.0, 1.0, 0.0, 1.0, 0.5)
     assert out[-1].fusion_params == {"k": 10}
     assert transfer_systems(systems, {}, "isolated") == []
+
+
+def test_search_options_read_back_equal(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from convlab.retrieval import SearchOptions
+
+    options = SearchOptions(
+        since=datetime(2026, 1, 1, tzinfo=UTC), conversations=("c1",), roles=("user",), mmr=0.5
+    )
+    systems = [System(name="a", strategy="message", options=options)]
+    write_systems(systems, tmp_path / "out.toml")
+    assert read_systems(tmp_path / "out.toml") == systems  # tuples stay tuples
