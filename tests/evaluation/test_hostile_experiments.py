@@ -18,11 +18,12 @@ from typing import Any, NoReturn
 
 import pytest
 import tomli_w
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from convlab.app.cli import main as convlab_main
 from convlab.evaluation import compare
+from convlab.evaluation.names import escaped
 from convlab.evaluation.systemsfile import read_systems
 from convlab.paths import REPO_ROOT
 
@@ -278,6 +279,41 @@ _document = st.fixed_dictionaries(
 )
 
 
+_VIEWS = ["message", "bm25:message", "sequential", "hybrid:turn_pair", "isolated"]
+_numbers = st.integers(min_value=-(2**64), max_value=2**64) | st.floats()
+_near_valid = st.fixed_dictionaries(
+    {"name": st.text(min_size=0, max_size=30)},
+    optional={
+        "views": st.lists(st.sampled_from(_VIEWS), min_size=1, max_size=5),
+        "weights": st.lists(_numbers, min_size=1, max_size=5),
+        "fusion": st.sampled_from(["convex", "rrf", "combsum", "combmnz"]),
+        "fusion_params": st.dictionaries(
+            st.sampled_from(["norm", "k"]), st.sampled_from(["z-score", "none"]) | _numbers
+        ),
+        "tuning": st.fixed_dictionaries(
+            {},
+            optional={
+                "weights": st.lists(_numbers, min_size=0, max_size=6),
+                "folds": _numbers,
+                "samples": _numbers,
+                "seed": _numbers,
+            },
+        ),
+        "resurrection": st.sampled_from(["unit", "doc", "window", "nope"]),
+    },
+).map(lambda d: d if "views" in d else {**d, "strategy": "message"})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(systems=st.lists(_near_valid, min_size=1, max_size=3), defaults=st.booleans())
+def test_fuzzed_near_valid_systems_are_read_sane_or_refused_in_one_line(
+    systems: list[dict[str, Any]], defaults: bool, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    text = _toml({"defaults": defaults, "systems": systems})
+    if text is not None:
+        _check_one(tmp_path_factory.mktemp("fuzz") / "f.toml", text)
+
+
 def _toml(doc: dict[str, Any]) -> str | None:
     """``doc`` as TOML (None when TOML cannot hold it: nulls, mixed arrays in old writers)."""
     try:
@@ -302,13 +338,16 @@ def _check_one(path: Path, text: str | bytes) -> None:
         assert "\n" not in message
         assert "\x1b" not in message
         assert message.startswith((str(path), "cannot read the experiment file"))
+        event("refused")
         return
+    event("accepted")
     assert systems, "an accepted file has systems"
     for s in systems:  # whatever was accepted is sane
         assert s.name
-        assert s.name.isprintable()
+        assert escaped(s.name) == s.name  # no control character, no bidirectional override
         assert all(math.isfinite(w) and w >= 0 for w in s.weights or ())
         assert s.tuning is None or 2 <= s.tuning.folds <= 100
+        assert s.weights is None or any(s.weights)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
