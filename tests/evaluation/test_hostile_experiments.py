@@ -134,7 +134,7 @@ HOSTILE: list[tuple[str, str | bytes, list[str], str]] = [
         "systems[0].fusion_params[...] ('f'): Expected `int | float | str`, got `object`",
     ),
     ("not TOML", "[[systems]\n", [], "not valid TOML"),
-    ("not UTF-8", b"[[systems]]\nname = '\xff'\n", [], "not UTF-8"),
+    ("not UTF-8", b"[[systems]]\nname = '\xff'\n", [], "UTF-8"),
     ("empty", "", [], "no systems"),
     ("no systems", "defaults = false\n", [], "no systems"),
     ("baseline not a system", ONE + "strategy = 'message'\n", ["--baseline", "nope"], "'nope'"),
