@@ -30,6 +30,7 @@ __all__ = [
     "check_strategies",
     "comparison_config",
     "main",
+    "named_systems",
     "run_comparison",
     "systems_of",
 ]
@@ -146,37 +147,47 @@ def check_policies(text: str) -> tuple[str, ...]:
 
 
 def systems_of(args: argparse.Namespace) -> list[System]:
-    """The systems the options name: ``--systems FILE``, or the defaults of ``--strategies``.
+    """The systems the options name, checked with every other option before any work.
 
-    Also checks ``--resurrection``, ``--budgets`` and ``--baseline``, so that every bad option
-    fails before any work.
+    ``--systems FILE`` or the defaults of ``--strategies`` (:func:`named_systems`); also checks
+    ``--resurrection``, ``--budgets`` and that ``--baseline`` is one of the systems.
 
     Raises:
         ValueError: unknown strategies or policies, bad budgets, an experiment file that cannot
             be read or is not valid (naming the file), a ``--baseline`` that is none of the
             systems.
     """
-    from convlab.evaluation.names import escaped, shown
-    from convlab.evaluation.systems import default_systems
-    from convlab.evaluation.systemsfile import read_systems
+    from convlab.evaluation.names import shown
 
-    strategies = check_strategies(args.strategies)
-    check_policies(args.resurrection)
     check_budgets(args.budgets)
-    if not args.systems:
-        systems = default_systems(strategies)
-    else:
-        try:
-            systems = read_systems(args.systems, strategies=strategies)
-        except OSError as exc:
-            raise ValueError(
-                f"cannot read the experiment file {escaped(args.systems)}: {exc.strerror}"
-            ) from exc
+    systems = named_systems(args)
     names = [s.name for s in systems]
     if args.baseline is not None and args.baseline not in names:
         listed = ", ".join(shown(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
         raise ValueError(f"--baseline {shown(args.baseline)} is not one of the systems: {listed}")
     return systems
+
+
+def named_systems(args: argparse.Namespace) -> list[System]:
+    """The systems the options name: ``--systems FILE``, or the defaults of ``--strategies``.
+
+    Also checks ``--resurrection``, so that every bad option fails before any work.
+
+    Raises:
+        ValueError: unknown strategies or policies, an experiment file that cannot be read or
+            is not valid (naming the file).
+    """
+    from convlab.evaluation.systems import default_systems
+    from convlab.evaluation.systemsfile import read_systems
+
+    strategies = check_strategies(args.strategies)
+    check_policies(args.resurrection)
+    if not args.systems:
+        return default_systems(strategies)
+    try:
+        return read_systems(args.systems, strategies=strategies)
+    except OSError as exc:
+        raise ValueError(f"cannot read the experiment file {args.systems}: {exc.strerror}") from exc
 
 
 def comparison_config(

@@ -177,17 +177,17 @@ def fixed(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _names(folder: Path) -> dict[str, str]:
-    """TREC file stem -> system name (:func:`convlab.evaluation.runfolder.run_path`)."""
+    """TREC file stem -> system name (``bm25_message`` -> ``bm25:message``)."""
     config = folder / "config.json"
     if not config.exists():
         return {}
     systems = json.loads(config.read_text()).get("systems", [])
-    return {run_path(folder, s["name"]).stem: s["name"] for s in systems}
+    return {s["name"].replace(":", "_"): s["name"] for s in systems}
 
 
 def read_runs(folder: Path) -> dict[str, pl.DataFrame]:
     """Every ``*.trec`` of ``folder/runs`` as ``query_id, doc_id, rank, score``, by system name."""
-    names = _names(folder)
+    names = {run_path(folder, name).stem: name for name in _names(folder).values()}
     files = sorted((folder / "runs").glob("*.trec"))
     if not files:
         raise FileNotFoundError(f"no TREC runs under {folder / 'runs'}")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from convlab.app.cli.options import make_embedder
 from convlab.app.exits import EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
+from convlab.loaders.errors import LoadError
 
 if TYPE_CHECKING:
     from convlab.evaluation.datasets import LabelledData
@@ -54,13 +55,12 @@ def run(args: argparse.Namespace) -> int:
     if args.target[0] == "agreement":
         if len(args.target) != 3:
             raise UsageError("usage: convlab judge agreement QRELS_A QRELS_B")
-        first, second = Path(args.target[1]), Path(args.target[2])
         try:
-            a = judge.agreement(first, second)
-        except ValueError as exc:  # nothing graded in common: nothing to measure
-            from convlab.evaluation.names import escaped
-
-            raise UsageError(f"{escaped(first)} and {escaped(second)}: {exc}") from None
+            a = judge.agreement(Path(args.target[1]), Path(args.target[2]))
+        except LoadError:
+            raise
+        except ValueError as exc:  # nothing graded in common
+            raise UsageError(f"{args.target[1]} and {args.target[2]}: {exc}") from None
         print(
             f"Cohen's kappa {a.kappa:.3f} on {a.overlap} docs graded by both "
             f"(same grade on {a.observed:.1%})"
