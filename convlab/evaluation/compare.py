@@ -25,10 +25,12 @@ __all__ = [
     "DEFAULT_BUDGETS",
     "DEFAULT_STRATEGIES",
     "add_arguments",
+    "check_budgets",
     "check_policies",
     "check_strategies",
     "comparison_config",
     "main",
+    "named_systems",
     "run_comparison",
     "systems_of",
 ]
@@ -95,9 +97,39 @@ def check_strategies(text: str) -> list[str]:
 
     strategies = [s for s in text.split(",") if s]
     unknown = [s for s in strategies if s not in STRATEGIES]
-    if unknown:
+    if unknown or not strategies:
         raise ValueError(f"unknown strategies {unknown}; valid: {', '.join(sorted(STRATEGIES))}")
     return strategies
+
+
+MAX_BUDGET = 1_000_000
+"""The largest resurrection budget, in tokens."""
+
+
+def check_budgets(text: str) -> tuple[int, ...]:
+    """The budgets of ``--budgets 128,256``: whole numbers of tokens, 1 to :data:`MAX_BUDGET`.
+
+    Raises:
+        ValueError: none given, or one that is not such a number.
+    """
+    from convlab.evaluation.names import shown
+
+    budgets = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        try:
+            budget = int(part)
+        except ValueError:
+            budget = 0
+        if not 1 <= budget <= MAX_BUDGET:
+            raise ValueError(
+                f"--budgets: {shown(part)} is not a whole number from 1 to {MAX_BUDGET:,}"
+            )
+        budgets.append(budget)
+    if not budgets:
+        raise ValueError("--budgets: give one or more budgets, comma-separated")
+    return tuple(budgets)
 
 
 def check_policies(text: str) -> tuple[str, ...]:
@@ -115,6 +147,28 @@ def check_policies(text: str) -> tuple[str, ...]:
 
 
 def systems_of(args: argparse.Namespace) -> list[System]:
+    """The systems the options name, checked with every other option before any work.
+
+    ``--systems FILE`` or the defaults of ``--strategies`` (:func:`named_systems`); also checks
+    ``--resurrection``, ``--budgets`` and that ``--baseline`` is one of the systems.
+
+    Raises:
+        ValueError: unknown strategies or policies, bad budgets, an experiment file that cannot
+            be read or is not valid (naming the file), a ``--baseline`` that is none of the
+            systems.
+    """
+    from convlab.evaluation.names import shown
+
+    check_budgets(args.budgets)
+    systems = named_systems(args)
+    names = [s.name for s in systems]
+    if args.baseline is not None and args.baseline not in names:
+        listed = ", ".join(shown(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
+        raise ValueError(f"--baseline {shown(args.baseline)} is not one of the systems: {listed}")
+    return systems
+
+
+def named_systems(args: argparse.Namespace) -> list[System]:
     """The systems the options name: ``--systems FILE``, or the defaults of ``--strategies``.
 
     Also checks ``--resurrection``, so that every bad option fails before any work.
@@ -186,9 +240,12 @@ def run_comparison(args: argparse.Namespace, systems: list[System] | None = None
 
     matplotlib.use("Agg")  # figures go to files only, whatever the display
 
+    import polars as pl
+
     from convlab.embed import CachedEmbedder, minilm_embedder
-    from convlab.evaluation.datasets import load_labelled
+    from convlab.evaluation.datasets import check_scorable, load_labelled
     from convlab.evaluation.evaluate import evaluate
+    from convlab.evaluation.names import escaped
     from convlab.evaluation.queries import write_qrels
     from convlab.evaluation.runfolder import save_run
 
@@ -196,7 +253,8 @@ def run_comparison(args: argparse.Namespace, systems: list[System] | None = None
     data = load_labelled(args.data)
     convs = [c for c in (args.conversations or "").split(",") if c]
     data = data.select(convs or None)
-    budgets = tuple(int(b) for b in args.budgets.split(","))
+    check_scorable(data, args.data or "the sample data")
+    budgets = check_budgets(args.budgets)
     config = comparison_config(data, budgets=budgets, scope=args.scope, baseline=args.baseline)
     config = replace(config, resurrection=check_policies(args.resurrection))
     if args.text_format is not None:
@@ -207,9 +265,10 @@ def run_comparison(args: argparse.Namespace, systems: list[System] | None = None
     out.mkdir(parents=True, exist_ok=True)
     write_qrels(data.queries, out / "qrels.txt")
     report = save_run(ev, out)
-    print(ev.table().to_pandas().to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    table = ev.table().with_columns(pl.col("system").map_elements(escaped, pl.String))
+    print(table.to_pandas().to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"embedding: {embedder.stats}")
-    print(f"report: {report}")
+    print(f"report: {escaped(report)}")
     return report
 
 
@@ -219,22 +278,33 @@ def main(
     prog: str = "python -m eval.run",
     description: str | None = None,
 ) -> int:
-    """The comparison as a program: 0 when the run folder is written, 2 for bad options.
+    """The comparison as a program: 0 when the run folder is written, 2 for bad options or data.
 
-    Bad options are unknown strategies or policies and an experiment file that is not valid.
+    Bad options are unknown strategies or policies and an experiment file that is not valid;
+    bad data is what :func:`convlab.app.exits.is_input_error` calls so (a labelled file that
+    cannot be loaded). Either is one line on stderr, ``PROG: ...``; a bug still raises.
 
     Args:
         argv: the options of :func:`add_arguments` (default: ``sys.argv[1:]``).
         prog: the program name in usage lines.
         description: the ``--help`` text (default: this module's).
     """
+    from convlab.app.exits import EXIT_OK, EXIT_USAGE, is_input_error, one_line
+    from convlab.evaluation.names import escaped
+
     p = argparse.ArgumentParser(prog=prog, description=description or __doc__)
     add_arguments(p)
     args = p.parse_args(argv)
     try:
         systems = systems_of(args)
     except ValueError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    run_comparison(args, systems)
-    return 0
+        print(f"{prog}: {one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        run_comparison(args, systems)
+    except Exception as exc:
+        if not is_input_error(exc):
+            raise
+        print(f"{prog}: {escaped(one_line(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK

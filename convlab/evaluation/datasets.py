@@ -15,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from convlab import schema
+from convlab.evaluation.names import escaped, shown
 from convlab.evaluation.queries import read_queries
 from convlab.loaders import Corpus, LoadError, load
 from convlab.loaders.files import CONFIG, DATASET, open_regular, read_text_regular
@@ -23,7 +24,7 @@ from convlab.loaders.longmemeval import LongMemEvalReader, read_longmemeval
 from convlab.paths import locomo_path, sample_data_path
 from convlab.pipeline.turns import message_turns
 
-__all__ = ["LabelledData", "load_labelled", "locomo", "longmemeval", "sample"]
+__all__ = ["LabelledData", "check_scorable", "load_labelled", "locomo", "longmemeval", "sample"]
 
 _SNIFF_BYTES = 64 * 1024
 _EXPECTED = (
@@ -84,6 +85,36 @@ class LabelledData:
             None if self.sessions is None else self.sessions.filter(by_query),
             None if self.judged is None else self.judged.filter(by_query),
         )
+
+
+def check_scorable(data: LabelledData, source: str | Path) -> None:
+    """Refuse labelled data on which no retrieval figure can be computed.
+
+    At least one query must have a relevant doc: a LoCoMo file whose every evidence id points
+    at no utterance, a LongMemEval file whose every question was left out (lists of different
+    lengths, say), or a ``--conversations`` that selects nothing, would otherwise fail deep
+    inside the evaluation.
+
+    Raises:
+        LoadError: naming ``source``, how many queries it has, and the first record at fault
+            (the first skipped record, or the first query without a relevant doc).
+    """
+    queries = data.queries
+    if queries.filter(pl.col("relevant").list.len() > 0).height:
+        return
+    skipped = data.corpus.report.skipped
+    first = (
+        f"; the first record left out: {escaped(skipped['reason'][0])}" if skipped.height else ""
+    )
+    if not queries.height:
+        raise LoadError(source, 0, f"no labelled query to evaluate{first}")
+    qid = shown(queries["query_id"][0])
+    raise LoadError(
+        source,
+        0,
+        f"none of its {queries.height} queries has a relevant doc (query {qid}: no evidence "
+        f"of it points at a message of the corpus){first}",
+    )
 
 
 def locomo(path: str | Path | None = None, *, strict: bool = False) -> LabelledData:

@@ -36,6 +36,7 @@ import polars as pl
 from convlab.atomic import write_file_atomic
 from convlab.evaluation.metrics import per_query
 from convlab.evaluation.queries import read_qrels, read_run, relevant_by_query, write_run
+from convlab.evaluation.runfolder import run_path
 from convlab.evaluation.significance import compare
 from convlab.evaluation.tune import TuneConfig, cross_validate, random_space, tune
 from convlab.fusion import fuse
@@ -187,7 +188,7 @@ def _names(folder: Path) -> dict[str, str]:
 
 def read_runs(folder: Path) -> dict[str, pl.DataFrame]:
     """Every ``*.trec`` of ``folder/runs`` as ``query_id, doc_id, rank, score``, by system name."""
-    names = _names(folder)
+    names = {run_path(folder, name).stem: name for name in _names(folder).values()}
     files = sorted((folder / "runs").glob("*.trec"))
     if not files:
         raise FileNotFoundError(f"no TREC runs under {folder / 'runs'}")
@@ -228,8 +229,8 @@ def lexical_runs(locomo: Path, out: Path) -> dict[str, pl.DataFrame]:
     (out / "runs").mkdir(parents=True, exist_ok=True)
     runs = {}
     for name, hits in ev.hits.items():
-        path = out / "runs" / f"{name.replace(':', '_')}.trec"
-        write_run(hits, path, name.replace(":", "_"))  # written whole or not at all
+        path = run_path(out, name)
+        write_run(hits, path, path.stem)  # written whole or not at all
         runs[name] = hits.select("query_id", "doc_id", "rank", "score")
     return runs
 

@@ -1,5 +1,9 @@
 """The Markdown report of an evaluation run (``report.md`` of a run folder).
 
+Every piece of text that came from the user or the data (system names, categories, the data's
+name) is written escaped (:func:`convlab.evaluation.names.markdown`): a name cannot break a
+table, make a link or an HTML tag, or put a control byte into the file.
+
 Headline table with significance marks, per-category tables, LongMemEval's measures when run,
 resurrection by budget, the system x policy grid with its significance marks and efficiency test
 (when several policies ran), significance against the baseline, units per strategy and the
@@ -14,6 +18,7 @@ import polars as pl
 
 from convlab.atomic import write_text_atomic
 from convlab.evaluation.config import LONGMEMEVAL_METRICS
+from convlab.evaluation.names import markdown, markdown_code
 from convlab.evaluation.policy_grid import EFFICIENCY, TESTED, grid_means
 from convlab.evaluation.result import Evaluation, mark_significant
 
@@ -21,10 +26,10 @@ __all__ = ["markdown_table", "policy_grid_lines", "write_report"]
 
 
 def _fmt(v: object) -> str:
-    """A cell: floats to three decimals, ``None`` empty."""
+    """A cell: floats to three decimals, ``None`` empty, text escaped."""
     if isinstance(v, float):
         return f"{v:.3f}"
-    return "" if v is None else str(v)
+    return "" if v is None else markdown(v)
 
 
 def markdown_table(df: pl.DataFrame) -> str:
@@ -37,7 +42,7 @@ def markdown_table(df: pl.DataFrame) -> str:
         | a | 0.500 |
     """
     cols = df.columns
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines = ["| " + " | ".join(markdown(c) for c in cols) + " |", "|" + "---|" * len(cols)]
     for row in df.iter_rows():
         lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
     return "\n".join(lines)
@@ -70,8 +75,8 @@ def _tuned_note(ev: Evaluation) -> list[str]:
     tuned = ev.config.get("tuned") or {}
     if not tuned:
         return ["Nothing was tuned: every system's settings were fixed before the run.", ""]
-    cv = [f"`{s}` ({t['folds']} folds)" for s, t in tuned.items() if t.get("cv")]
-    fixed = [f"`{s}`" for s, t in tuned.items() if not t.get("cv")]
+    cv = [f"{markdown_code(s)} ({t['folds']} folds)" for s, t in tuned.items() if t.get("cv")]
+    fixed = [markdown_code(s) for s, t in tuned.items() if not t.get("cv")]
     lines = []
     if cv:
         lines.append(
@@ -107,13 +112,14 @@ def write_report(ev: Evaluation, out: Path) -> Path:
     cfg = ev.config
     data = cfg["data"]
     parts = [
-        f"# Strategy comparison on {data['name']}",
+        f"# Strategy comparison on {markdown(data['name'])}",
         "",
         f"{data['conversations']} conversations, {data['queries']} queries "
         f"({data['judged_queries']} with relevant docs), scope: {cfg['config']['scope']}, "
-        f"model `{cfg['model_id']}`, baseline `{cfg['baseline']}`, {cfg['seconds']} s.",
+        f"model {markdown_code(cfg['model_id'])}, baseline {markdown_code(cfg['baseline'])}, "
+        f"{cfg['seconds']} s.",
         f"Data fingerprint `{data['fingerprint'][:16]}`; "
-        f"label cleaning: {data['cleaning'] or 'none'}.",
+        f"label cleaning: {markdown(data['cleaning'] or 'none')}.",
         "",
         "## Headline",
         "",
@@ -208,7 +214,9 @@ def policy_grid_lines(
     lines = ["## Resurrection policies at equal budgets: the system x policy grid", ""]
     if grid_tests is not None and grid_tests.height:
         ref = grid_tests.row(0, named=True)
-        cell = f"`{ref['reference_system']}` + `{ref['reference_policy']}`"
+        cell = (
+            f"{markdown_code(ref['reference_system'])} + {markdown_code(ref['reference_policy'])}"
+        )
         lines += [
             f"Means over queries. `*`: differs from {cell} at the same budget (paired "
             "randomization test, Holm-corrected over the whole grid of the measure, p < 0.05); "
@@ -254,7 +262,8 @@ def _efficiency_lines(significance: pl.DataFrame) -> list[str]:
     c = rows["coverage"]
     out = [
         f"Efficiency (issue 13): the best cell at {budget} tokens by coverage, "
-        f"`{c['system']}` + `{c['policy']}`, against `{ref_system}` + `{ref_policy}` at "
+        f"{markdown_code(c['system'])} + {markdown_code(c['policy'])}, against "
+        f"{markdown_code(ref_system)} + {markdown_code(ref_policy)} at "
         f"{ref_budget}, paired over the same queries (randomization test, one pre-stated "
         "comparison; the best cell is picked on these queries, which favours it):",
         "",

@@ -45,6 +45,7 @@ import polars as pl
 from convlab.atomic import write_text_atomic
 from convlab.evaluation.policy_grid import grid_means, grid_significance, reference_cell
 from convlab.evaluation.queries import read_run
+from convlab.evaluation.runfolder import run_path
 from convlab.evaluation.systems import System
 from convlab.loaders.files import CONFIG, read_text_regular
 from convlab.pipeline.policy import ContentPolicy
@@ -188,7 +189,7 @@ def grid_from_runs(
         if strategy not in units_of:
             units_of[strategy] = make_units(chunks, strategy, MAX_TOKENS)
         units = units_of[strategy]
-        run = read_run(run_dir / "runs" / f"{system.replace(':', '_')}.trec")
+        run = read_run(run_path(run_dir, system))
         if rerun is not None:
             grid, hits_of, units_by_strategy = rerun
             if not units_by_strategy[strategy].equals(units):

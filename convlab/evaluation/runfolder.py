@@ -9,7 +9,8 @@ primary metric named): :func:`save_run` writes
   budget), significance against the baseline, overall and per category;
 - ``per_query.parquet``, ``budgets.parquet``, ``significance.parquet``,
   ``category_significance.parquet``: the frames behind them;
-- ``runs/SYSTEM.trec``: one TREC run per system (``:`` in a name becomes ``_``);
+- ``runs/STEM.trec``: one TREC run per system, named by :func:`run_path` (a slug of the system's
+  name and a short hash of it: a name is never a path);
 - ``tuning.parquet``: the setting each fold chose for each cross-validated system;
   ``systems.toml``: every system as run (an experiment file), and ``systems.chosen.toml``: the
   cross-validated systems with the settings chosen on all queries, fixed, beside the baseline
@@ -30,6 +31,7 @@ whole files only. ``qrels.txt`` is the labels' business
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
@@ -51,6 +53,7 @@ __all__ = [
     "BUDGET_MEANS",
     "metrics_record",
     "primary_metric",
+    "run_path",
     "save_grid",
     "save_run",
     "with_policy_significance",
@@ -64,6 +67,26 @@ BUDGET_MEANS = (
     "redundancy",
 )
 """The resurrection measures averaged per (system, budget) in ``metrics.json``."""
+
+
+def run_path(folder: Path, name: str) -> Path:
+    """The TREC run of system ``name`` in the run folder ``folder``: ``runs/STEM.trec``.
+
+    ``STEM`` is :func:`convlab.evaluation.names.file_stem` of the name, so every name, however
+    hostile (``../../x``, ``/etc/x``, control bytes), stays in ``folder/runs``. A folder written
+    before stems were hashed holds ``runs/bm25_message.trec``: that file is returned when the new
+    one is missing and the old name was already a plain file name.
+    """
+    from convlab.evaluation.names import file_stem
+
+    runs = folder / "runs"
+    path = runs / f"{file_stem(name)}.trec"
+    legacy = name.replace(":", "_")
+    if not path.exists() and re.fullmatch(r"[A-Za-z0-9_+-][A-Za-z0-9._+-]*", legacy):
+        old = runs / f"{legacy}.trec"
+        if old.is_file():
+            return old
+    return path
 
 
 def primary_metric(ev: Evaluation) -> str:
@@ -195,7 +218,8 @@ def save_run(ev: Evaluation, out: Path, *, grid_systems: Sequence[str] | None = 
     runs = out / "runs"
     runs.mkdir(exist_ok=True)
     for name, hits in ev.hits.items():
-        write_run(hits, runs / f"{name.replace(':', '_')}.trec", name.replace(":", "_"))
+        path = run_path(out, name)
+        write_run(hits, path, path.stem)  # the tag, like the file name, is the safe stem
     _save_chosen(ev, out)
     for name, fig in _figures(ev).items():
         write_file_atomic(out / name, partial(_save_figure, fig))

@@ -28,6 +28,7 @@ systems they fuse: run it on other data to judge the settings on queries nobody 
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -35,42 +36,84 @@ from pathlib import Path
 from typing import Any
 
 from convlab.atomic import write_text_atomic
+from convlab.evaluation.experiment import parse_experiment
+from convlab.evaluation.names import escaped, shown
 from convlab.evaluation.systems import System, default_systems
 from convlab.loaders.files import CONFIG, read_text_regular
 
 __all__ = ["chosen_systems", "read_systems", "transfer_systems", "write_systems"]
 
-_TOP = ("defaults", "systems")
-
 
 def read_systems(path: str | Path, *, strategies: Sequence[str] = ()) -> list[System]:
-    """The systems of an experiment file.
+    """The systems of an experiment file, checked (:mod:`convlab.evaluation.experiment`).
 
     Args:
         path: a TOML file (``defaults`` and ``[[systems]]``).
         strategies: the strategies of the default systems, when the file asks for them.
 
     Raises:
-        ValueError: unreadable TOML, an unknown key, a system that is not valid (each error
-            names the file and the system), or a file without any system.
+        ValueError: one line naming the file, the key and the reason: TOML that is not valid
+            (or nested too deep), an unknown key, a value of the wrong type or out of bounds, a
+            system that is not valid, a name given twice, or a file without any system.
     """
     path = Path(path)
     try:
-        doc = tomllib.loads(read_text_regular(path, limit=CONFIG))
+        doc = _parse_toml(read_text_regular(path, limit=CONFIG))
     except tomllib.TOMLDecodeError as exc:  # its message names the line and column
-        raise ValueError(f"{path}: not valid TOML: {exc}") from exc
-    unknown = sorted(set(doc) - set(_TOP))
-    if unknown:
-        raise ValueError(f"{path}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(_TOP)}")
-    systems = default_systems(strategies) if doc.get("defaults", False) else []
-    for i, record in enumerate(doc.get("systems", []), start=1):
-        try:
-            systems.append(System.from_dict(record))
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"{path}: system {i} ({record.get('name')!r}): {exc}") from exc
+        raise ValueError(f"{escaped(path)}: not valid TOML: {escaped(exc)}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{escaped(path)}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise ValueError(f"{escaped(path)}: not valid TOML: nested too deep") from None
+    except _TooDeep as exc:
+        raise ValueError(f"{escaped(path)}: not valid TOML: nested too deep: {exc}") from None
+    experiment = parse_experiment(doc, path)
+    systems = default_systems(strategies) if experiment.defaults else []
+    defaults = {s.name for s in systems}
+    for i, s in enumerate(experiment.systems):
+        if s.name in defaults:
+            raise ValueError(
+                f"{escaped(path)}: systems[{i}].name: {shown(s.name)} is the name of a default "
+                "system (defaults = true); names must be unique"
+            )
+    systems += experiment.systems
     if not systems:
-        raise ValueError(f"{path}: no systems (add [[systems]] tables or defaults = true)")
+        raise ValueError(f"{escaped(path)}: no systems (add [[systems]] tables or defaults = true)")
     return systems
+
+
+MAX_KEY_DOTS = 64
+"""The most dots in one TOML key (``a.b.c``); Python's parser takes time quadratic in them."""
+
+# what a dotted key cannot span: strings and comments (skipped whole), and separators
+_TOKENS = re.compile(
+    r'"""(?:[^\\]|\\.)*?"""|\'\'\'.*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*|[.=\n,{}\[\]]',
+    re.DOTALL,
+)
+
+
+def _parse_toml(text: str) -> dict[str, Any]:
+    """``text`` parsed, after refusing keys dotted deeper than :data:`MAX_KEY_DOTS`.
+
+    Raises:
+        tomllib.TOMLDecodeError: not valid TOML.
+        RecursionError: arrays or tables nested deeper than the parser can go.
+        ValueError: a key with too many dots.
+    """
+    dots = 0
+    for token in _TOKENS.finditer(text):
+        if token[0] == ".":
+            dots += 1
+            if dots > MAX_KEY_DOTS:
+                line = text.count("\n", 0, token.start()) + 1
+                raise _TooDeep(f"line {line}: a key dotted more than {MAX_KEY_DOTS} times")
+        elif len(token[0]) == 1 and token[0] in "=\n,{}[]":
+            dots = 0
+    return tomllib.loads(text)
+
+
+class _TooDeep(ValueError):
+    """A TOML document nested too deep to parse."""
 
 
 def write_systems(systems: Sequence[System], path: str | Path) -> None:

@@ -200,6 +200,13 @@ def _check(item: Any) -> str | None:
     for key, kind in _ITEM_TYPES.items():
         if not isinstance(item.get(key), kind):
             return f"{key!r} missing or not a {getattr(kind, '__name__', kind)}"
+    if not all(isinstance(s, str) for s in item["haystack_session_ids"]):
+        return "a haystack session id is not a string"
+    answers = item.get("answer_session_ids")
+    if answers is not None and not (
+        isinstance(answers, list) and all(isinstance(s, str) for s in answers)
+    ):
+        return "'answer_session_ids' is not a list of strings"
     n = len(item["haystack_session_ids"])
     if len(item["haystack_dates"]) != n or len(item["haystack_sessions"]) != n:
         return "haystack_session_ids, haystack_dates and haystack_sessions differ in length"

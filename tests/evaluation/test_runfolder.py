@@ -34,8 +34,8 @@ RUN_FILES = (
     "recall_by_category.png",
     "unit_lengths.png",
     "report.md",
-    "runs/isolated.trec",
-    "runs/bm25_isolated.trec",
+    "runs/isolated-afed2f77.trec",  # the name's slug and sha256's first 8 hex digits
+    "runs/bm25_isolated-d72d51c7.trec",
 )
 
 
@@ -86,9 +86,9 @@ def test_the_config_and_the_primary_metric_sit_beside_the_results(
 
 def test_a_trec_run_in_the_folder_is_the_system_hits(ev: Evaluation, tmp_path: Path) -> None:
     save_run(ev, tmp_path)
-    lines = (tmp_path / "runs" / "bm25_isolated.trec").read_text().splitlines()
+    lines = (tmp_path / "runs" / "bm25_isolated-d72d51c7.trec").read_text().splitlines()
     assert len(lines) == ev.hits["bm25:isolated"].height
-    assert all(line.endswith(" bm25_isolated") for line in lines)
+    assert all(line.endswith(" bm25_isolated-d72d51c7") for line in lines)
 
 
 def _tiny_evaluation(headline: tuple[str, ...]) -> Evaluation:
@@ -216,7 +216,7 @@ def test_unknown_strategies_exit_2_before_any_data_is_read(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert compare.main(["--strategies", "nope", "--data", "/no/such/folder"]) == 2
-    assert capsys.readouterr().err.startswith("unknown strategies ['nope']")
+    assert capsys.readouterr().err.startswith("python -m eval.run: unknown strategies ['nope']")
 
 
 def _labelled(**frames: pl.DataFrame) -> LabelledData:

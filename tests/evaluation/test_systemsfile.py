@@ -55,9 +55,12 @@ def test_written_systems_read_back_equal(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "error"),
     [
-        ("[[systems]]\nname = 'x'\nstrategy = 'message'\nwieghts = [1]\n", "system 1 \\('x'\\)"),
+        (
+            "[[systems]]\nname = 'x'\nstrategy = 'message'\nwieghts = [1]\n",
+            "systems\\[0\\] \\('x'\\): unknown key 'wieghts'",
+        ),
         ("[[systems]]\nname = 'x'\n", "needs a strategy or views"),
-        ("defualts = true\n", "unknown key\\(s\\) defualts"),
+        ("defualts = true\n", "unknown key 'defualts'; valid: defaults, systems"),
         ("[[systems]\n", "not valid TOML"),
         ("defaults = false\n", "no systems"),
     ],
@@ -106,3 +109,16 @@ def test_transfer_systems_keep_the_baseline_the_parts_and_the_fixed_choice() -> 
     assert out[-2].weights == (1.0, 1.0, 0.0, 1.0, 0.5)
     assert out[-1].fusion_params == {"k": 10}
     assert transfer_systems(systems, {}, "isolated") == []
+
+
+def test_search_options_read_back_equal(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from convlab.retrieval import SearchOptions
+
+    options = SearchOptions(
+        since=datetime(2026, 1, 1, tzinfo=UTC), conversations=("c1",), roles=("user",), mmr=0.5
+    )
+    systems = [System(name="a", strategy="message", options=options)]
+    write_systems(systems, tmp_path / "out.toml")
+    assert read_systems(tmp_path / "out.toml") == systems  # tuples stay tuples

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from convlab.store import Store
 
 NAME = "search"
+MAX_K = 10_000
+"""The most results ``-k`` may ask for (a person reads tens; a script pages, it does not dump)."""
 EXAMPLE = 'convlab search "nginx websockets" --since 2026-01-01 --role user -k 5'
 
 
@@ -41,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     )
     se.add_argument("query")
     add_store(se)
-    se.add_argument("-k", type=int, default=10, help="results (%(default)s)")
+    se.add_argument("-k", type=int, default=10, help=f"results, 1 to {MAX_K:,} (%(default)s)")
     mode = se.add_mutually_exclusive_group()
     mode.add_argument("--hybrid", action="store_true", help="fuse dense and BM25 ranks (RRF)")
     mode.add_argument("--lexical", action="store_true", help="BM25 alone, no vectors")
@@ -101,8 +103,12 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.query.strip():
         raise UsageError("the query is empty")
-    if args.k < 1:
-        raise UsageError("-k must be at least 1")
+    try:  # bytes that are not UTF-8 reach argv as lone surrogates
+        args.query.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UsageError(f"the query is not UTF-8 text (character {exc.start + 1})") from None
+    if not 1 <= args.k <= MAX_K:
+        raise UsageError(f"-k must be at least 1 and at most {MAX_K:,}")
     store = Store(args.store)
     manifest = store.manifest()
     if args.conversation:
