@@ -74,8 +74,15 @@ def is_input_error(exc: BaseException) -> bool:
 
 
 def one_line(exc: BaseException, *, type_name: bool = False) -> str:
-    """The message of ``exc`` on one line (its type's name when it has none)."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    """The message of ``exc`` on one line (its type's name when it has none), terminal-safe.
+
+    Control characters, bidirectional overrides and lone surrogates (a file name that is not
+    UTF-8) are written as escapes, so a hostile path or name in an error cannot reach the terminal
+    raw.
+    """
+    from convlab.evaluation.names import escaped
+
+    text = escaped(" ".join(str(exc).split())) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if type_name else text
 
 

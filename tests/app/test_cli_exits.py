@@ -362,3 +362,11 @@ def test_ctrl_c_in_a_process_exits_130(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=60) == EXIT_INTERRUPTED
     assert proc.stderr.read() == "convlab index: interrupted\n"
+
+
+def test_an_error_line_never_carries_control_bytes_or_surrogates() -> None:
+    from convlab.app.exits import one_line
+
+    line = one_line(ValueError("bad name 'x\x1b[31m'\n  in caf\udce9.jsonl \u202e"))
+    assert line == "bad name 'x\\x1b[31m' in caf\\udce9.jsonl \\u202e"
+    line.encode("utf-8")  # printable on a UTF-8 terminal
