@@ -86,6 +86,8 @@ def test_search_json_carries_file_line_message_and_time(
         "source_line",
         "question",
         "snippet",
+        "match_chunk_id",
+        "match",
     }
     assert str(hit["source_path"]).endswith(FAISS)
     assert hit["source_line"] == 5
@@ -170,16 +172,21 @@ def test_search_human_output_is_aligned_and_clipped(
     monkeypatch.setenv("COLUMNS", "72")
     assert main(["search", "cache", "--store", str(sample_store), "-k", "12"]) == EXIT_OK
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 12 * 4  # a header, Q, match and at per hit
     assert max(len(line) for line in lines) <= 72
-    headers = lines[::4]
+    starts = [i for i, line in enumerate(lines) if not line.startswith("    ")]
+    assert len(starts) == 12
+    hits = [lines[a:b] for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
+    # a header, Q, the match on one to three lines, and at
+    assert all(4 <= len(h) <= 6 for h in hits)
+    headers = [h[0] for h in hits]
     assert [h[:3] for h in headers[:2]] == [" 1.", " 2."]  # ranks right-aligned to "12."
     assert headers[-1].startswith("12. ")
     assert {len(h) for h in headers} == {72}  # the date and turn columns end at the edge
     assert all(" turn " in h[-10:] for h in headers)
-    assert all(line.startswith("    Q:     ") for line in lines[1::4])
-    assert all(line.startswith("    match: [") for line in lines[2::4])
-    at = lines[3::4]
+    assert all(h[1].startswith("    Q:     ") for h in hits)
+    assert all(h[2].startswith("    match: [") for h in hits)
+    assert all(line.startswith(" " * 11) for h in hits for line in h[3:-1])
+    at = [h[-1] for h in hits]
     assert all(line.startswith("    at:    ") and ".jsonl:" in line for line in at)
 
 
