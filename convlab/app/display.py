@@ -21,6 +21,7 @@ from convlab.app.highlight import best_chunk, excerpt, highlight, query_terms, t
 __all__ = [
     "FrameSource",
     "HitRecord",
+    "MatchRecord",
     "clip",
     "color_wanted",
     "columns",
@@ -165,6 +166,14 @@ def with_skip_report(lines: list[str], report: list[str]) -> list[str]:
     return out if replaced else out + report
 
 
+class MatchRecord(TypedDict):
+    """The chunk of a hit's unit that best matches the query (:mod:`convlab.app.highlight`)."""
+
+    chunk_id: str | None  # None: a hit without chunks, shown by its unit's text
+    role: str | None
+    text: str
+
+
 class HitRecord(TypedDict):
     """One hit as people and scripts see it (a line of ``convlab search --json``)."""
 
@@ -182,9 +191,7 @@ class HitRecord(TypedDict):
     source_line: int | None
     question: str | None
     snippet: str
-    # the chunk of the unit that best matches the query (convlab.app.highlight), whole
-    match_chunk_id: str | None
-    match: str
+    match: MatchRecord  # the unit's chunk that best matches the query, whole
     # `search --budget`: what the hit brings back (convlab.app.cli.search.hit_contexts)
     context: NotRequired[dict[str, Any]]
 
@@ -228,8 +235,10 @@ def describe_hits(
     )
     sentences = of_hits("sentences")
     chunk_of = {
-        cid: (text, msg)
-        for cid, text, msg in sentences.select("chunk_id", "text", "message_index").iter_rows()
+        cid: (text, msg, role)
+        for cid, text, msg, role in sentences.select(
+            "chunk_id", "text", "message_index", "role"
+        ).iter_rows()
     }
     questions = (
         sentences.filter(pl.col("role") == "user")
@@ -254,7 +263,6 @@ def describe_hits(
     out: list[HitRecord] = []
     for r in h.iter_rows(named=True):
         when = r.get("timestamp") or r.get("started_at")
-        match_id, match = _matched(r, chunk_of, terms)
         out.append(
             {
                 "rank": r["rank"],
@@ -271,16 +279,15 @@ def describe_hits(
                 "source_line": r.get("source_line"),
                 "question": r.get("question"),
                 "snippet": clip(r.get("text"), 300),
-                "match_chunk_id": match_id,
-                "match": match,
+                "match": _matched(r, chunk_of, terms),
             }
         )
     return out
 
 
 def _matched(
-    hit: dict[str, Any], chunk_of: dict[str, tuple[str, int]], terms: frozenset[str]
-) -> tuple[str | None, str]:
+    hit: dict[str, Any], chunk_of: dict[str, tuple[str, int, str]], terms: frozenset[str]
+) -> MatchRecord:
     """The hit's unit chunk that best matches ``terms`` (id and text).
 
     Ties go to the last chunk of the hit's message (the unit's target); a hit without chunks
@@ -288,11 +295,12 @@ def _matched(
     """
     ids = [c for c in (hit.get("chunk_ids") or []) if c in chunk_of]
     if not ids:
-        return None, str(hit.get("text") or "")
+        return {"chunk_id": None, "role": hit.get("role"), "text": str(hit.get("text") or "")}
     in_msg = [i for i, c in enumerate(ids) if chunk_of[c][1] == hit.get("message_index")]
     prefer = in_msg[-1] if in_msg else len(ids) - 1
     best = best_chunk(terms, [chunk_of[c][0] for c in ids], prefer)
-    return ids[best], chunk_of[ids[best]][0]
+    text, _, role = chunk_of[ids[best]]
+    return {"chunk_id": ids[best], "role": role, "text": text}
 
 
 MATCH_LINES = 3
@@ -333,9 +341,10 @@ def hit_lines(
         where += f" (message {r['message_index']})"
         room = width - len(indent) - 7  # what is left beside a label
         out.append(f"{indent}{'Q:':<7}{clip(printable(r['question'] or '(no user text)'), room)}")
-        match = printable(r.get("match", r["snippet"]))
+        m = r.get("match") or {"role": r["role"], "text": r["snippet"]}
+        match = printable(m["text"])
         for i, line in enumerate(
-            _excerpt_lines(f"[{r['role'] or 'turn'}] ", match, terms, room, color)
+            _excerpt_lines(f"[{m['role'] or 'turn'}] ", match, terms, room, color)
         ):
             out.append(f"{indent}{'match:' if i == 0 else '':<7}{line}")
         out.append(f"{indent}{'at:':<7}{short_path(place, room - len(where)) + where}")

@@ -86,7 +86,6 @@ def test_search_json_carries_file_line_message_and_time(
         "source_line",
         "question",
         "snippet",
-        "match_chunk_id",
         "match",
     }
     assert str(hit["source_path"]).endswith(FAISS)
