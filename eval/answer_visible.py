@@ -10,8 +10,7 @@ Example::
 
     convlab index conv26.json --store /tmp/conv26
     python -m eval.answer_visible --store /tmp/conv26 --conversation conv-26 -n 50 -k 5
-    python -m eval.answer_visible --store /tmp/conv26 --conversation conv-26 -n 50 -k 5 \\
-        -- --budget 512
+    python -m eval.answer_visible --store /tmp/conv26 -n 50 -k 5 --answerable -- --budget 512
 """
 
 from __future__ import annotations
@@ -30,11 +29,28 @@ from convlab.paths import locomo_path
 from convlab.resurrection import normalize_answer
 
 
-def questions(locomo: Path, conversation: str, n: int) -> list[tuple[str, str]]:
-    """The first ``n`` (question, answer) pairs of ``conversation`` that have an answer."""
+def questions(
+    locomo: Path, conversation: str, n: int, *, answerable: bool = False
+) -> list[tuple[str, str]]:
+    """The first ``n`` (question, answer) pairs of ``conversation`` that have an answer.
+
+    With ``answerable``, only those whose normalised answer is in the conversation's
+    normalised text: an answer no message says in those words cannot be on any screen.
+    """
     data = json.loads(locomo.read_text())
     (sample,) = [s for s in data if s["sample_id"] == conversation]
-    return [(q["question"], str(q["answer"])) for q in sample["qa"] if "answer" in q][:n]
+    said = normalize_answer(
+        " ".join(
+            u["text"]
+            for key, session in sample["conversation"].items()
+            if key.startswith("session_") and isinstance(session, list)
+            for u in session
+        )
+    )
+    pairs = [(q["question"], str(q["answer"])) for q in sample["qa"] if "answer" in q]
+    if answerable:
+        pairs = [(q, a) for q, a in pairs if normalize_answer(a) in said]
+    return pairs[:n]
 
 
 def search_output(argv: Sequence[str]) -> str:
@@ -59,11 +75,16 @@ def run(argv: Sequence[str] | None = None) -> dict[str, object]:
     p.add_argument("--conversation", default="conv-26")
     p.add_argument("-n", type=int, default=50, help="questions with answers (%(default)s)")
     p.add_argument("-k", type=int, default=5)
+    p.add_argument(
+        "--answerable", action="store_true", help="only answers said verbatim in the dialog"
+    )
     p.add_argument("--columns", type=int, default=100, help="terminal width (%(default)s)")
     p.add_argument("extra", nargs="*", help="more `convlab search` arguments, after --")
     args = p.parse_args(argv)
     os.environ["COLUMNS"] = str(args.columns)
-    qs = questions(args.locomo or locomo_path(), args.conversation, args.n)
+    qs = questions(
+        args.locomo or locomo_path(), args.conversation, args.n, answerable=args.answerable
+    )
     human = machine = 0
     for question, answer in qs:
         base = [question, "--store", args.store, "-k", str(args.k), *args.extra]
@@ -72,6 +93,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, object]:
     return {
         "conversation": args.conversation,
         "questions": len(qs),
+        "answerable_only": args.answerable,
         "k": args.k,
         "extra": args.extra,
         "columns": args.columns,

@@ -77,7 +77,9 @@ def test_query_terms_are_highlighted_on_a_terminal_only() -> None:
         "message_index": 0,
     }
     on = hit_lines([row], 80, query="a support group", color=True)  # type: ignore[list-item]
-    assert on[2] == "   match: [assistant] The \x1b[1;31msupport\x1b[0m \x1b[1;31mgroups\x1b[0m met."
+    assert (
+        on[2] == "   match: [assistant] The \x1b[1;31msupport\x1b[0m \x1b[1;31mgroups\x1b[0m met."
+    )
     off = hit_lines([row], 80, query="a support group")  # type: ignore[list-item]
     assert off[2] == "   match: [assistant] The support groups met."
 

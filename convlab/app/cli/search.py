@@ -15,6 +15,7 @@ from convlab.embed.factory import EMBEDDERS
 if TYPE_CHECKING:
     import polars as pl
 
+    from convlab.resurrection import Resurrection
     from convlab.retrieval.search import SearchOptions
     from convlab.store import Store
 
@@ -126,17 +127,27 @@ def hit_contexts(
 ) -> list[dict[str, Any]]:
     """Each hit's resurrected context, in rank order (see ``resurrection.render.hit_contexts``).
 
-    One budget walk over the hits, best first (:func:`convlab.resurrection.resurrect`): the units
-    are the hits' own (their ``chunk_ids`` and ``doc_id``), read against the store's chunks and
-    messages of the hits' conversations.
+    Raises:
+        UsageError: a negative budget, or a store without chunks.
+    """
+    from convlab.resurrection.render import hit_contexts as per_hit
+
+    return per_hit(resurrect_hits(store, hits, budget, policy), hits.height)
+
+
+def resurrect_hits(store: Store, hits: pl.DataFrame, budget: int, policy: str) -> Resurrection:
+    """The context of ``hits`` within ``budget``: one budget walk over them, best first.
+
+    The units are the hits' own (their ``chunk_ids`` and ``doc_id``; targets from the store's
+    units when it has them), read against the store's chunks and messages of the hits'
+    conversations (:func:`convlab.resurrection.resurrect`).
 
     Raises:
-        UsageError: a negative budget.
+        UsageError: a negative budget, or a store without chunks.
     """
     import polars as pl
 
     from convlab.resurrection import resurrect
-    from convlab.resurrection.render import hit_contexts as per_hit
 
     if budget < 0:
         raise UsageError("--budget must not be negative")
@@ -158,7 +169,7 @@ def hit_contexts(
     chunks = of_hits("sentences")
     if chunks is None:
         raise UsageError(f"{store.directory} keeps no chunks to bring back; run `convlab index`")
-    res = resurrect(
+    return resurrect(
         hits["unit_id"],
         budget,
         units=units,
@@ -167,7 +178,6 @@ def hit_contexts(
         doc_ids=hits["doc_id"],
         messages=of_hits("messages"),
     )
-    return per_hit(res, hits.height)
 
 
 def search_options(args: argparse.Namespace) -> SearchOptions:

@@ -78,12 +78,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"no conversation {target.conversation!r} in {store.directory}")
     hit_docs: set[str] = set()
     if target.doc is not None:
-        chunks, hit_docs = _around(chunks, target.doc, args.around or 0)
+        chunks, hit_docs = around(chunks, target.doc, args.around or 0)
     elif args.turn is not None:
         doc = schema.turn_id(target.conversation, args.turn)
         if not chunks.filter(pl.col("turn_index") == args.turn).height:
             raise UsageError(f"conversation {target.conversation!r} has no turn {args.turn}")
-        chunks, hit_docs = _around(chunks, doc, args.around or 0, kind="turn")
+        chunks, hit_docs = around(chunks, doc, args.around or 0, kind="turn")
         if args.around is None:
             hit_docs = set()
     elif args.around is not None:
@@ -120,10 +120,23 @@ def resolve(store: Store, text: str) -> Target:
     raise UsageError(f"no conversation {text!r} in {store.directory} (nor a doc or unit so named)")
 
 
-def _around(
+def around(
     chunks: pl.DataFrame, doc: str, n: int, kind: str | None = None
 ) -> tuple[pl.DataFrame, set[str]]:
-    """The chunks of ``doc`` and of the ``n`` docs of its kind before and after it."""
+    """The chunks of ``doc`` and of the ``n`` docs of its kind before and after it.
+
+    Args:
+        chunks: the chunks of ``doc``'s conversation.
+        doc: a turn id (``CONV:tN``) or a message id (``CONV:mN``).
+        n: docs on each side.
+        kind: ``"turn"`` or ``"message"``; by default the kind ``doc`` names.
+
+    Returns:
+        The chunks shown and the set of hit docs (``{doc}``).
+
+    Raises:
+        UsageError: ``doc`` has no chunk.
+    """
     if kind is None:
         m = _DOC.fullmatch(doc)
         kind = "message" if m is not None and m["kind"] == "m" else "turn"
