@@ -10,6 +10,7 @@ from convlab.app.cli.options import add_store, engine, make_embedder
 from convlab.app.display import skip_report, with_skip_report
 from convlab.app.exits import EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
+from convlab.progress import BarProgress, LineProgress, NullProgress, Progress, using
 
 NAME = "index"
 EXAMPLE = "convlab index ~/.claude/projects --store ~/.convlab/store"
@@ -117,9 +118,14 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     store = Store(args.store)
+    progress = _progress(args.quiet)
 
     def log(message: str) -> None:
-        if not args.quiet:
+        if args.quiet:
+            return
+        if isinstance(progress, BarProgress):  # above the bar, not through it
+            progress.write(f"convlab index: {message}")
+        else:
             print(f"convlab index: {message}", file=sys.stderr, flush=True)
 
     log(f"indexing {len(paths)} path{'s' * (len(paths) != 1)} into {store.directory}")
@@ -128,16 +134,18 @@ def run(args: argparse.Namespace) -> int:
     if args.quiet and hasattr(embedder, "show_progress"):
         embedder.show_progress = False  # the model's progress bar
     try:
-        summary = store.update(
-            paths,
-            config=config,
-            embedder=embedder,
-            rebuild=args.rebuild,
-            wait=args.wait,
-            progress=False if args.quiet else None,
-            log=log,
-            engine=eng,
-        )
+        with using(progress):
+            progress.phase("load")
+            summary = store.update(
+                paths,
+                config=config,
+                embedder=embedder,
+                rebuild=args.rebuild,
+                wait=args.wait,
+                progress=False if args.quiet else None,
+                log=log,
+                engine=eng,
+            )
     finally:
         eng.close()
     report = skip_report(summary.skipped, verbose=args.verbose)
@@ -147,6 +155,15 @@ def run(args: argparse.Namespace) -> int:
         _export_for_search()
     print(f"store: {store.directory}")
     return EXIT_OK
+
+
+def _progress(quiet: bool) -> Progress:
+    """The run's one display: nothing under ``-q``; a bar on a terminal; else a line a phase."""
+    if quiet:
+        return NullProgress()
+    if sys.stderr.isatty():
+        return BarProgress(sys.stderr)
+    return LineProgress(lambda m: print(f"convlab index: {m}", file=sys.stderr, flush=True))
 
 
 def _export_for_search() -> None:
