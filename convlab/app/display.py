@@ -167,11 +167,11 @@ def with_skip_report(lines: list[str], report: list[str]) -> list[str]:
 
 
 class MatchRecord(TypedDict):
-    """The chunk of a hit's unit that best matches the query (:mod:`convlab.app.highlight`)."""
+    """Where a hit's unit best matches the query (:mod:`convlab.app.highlight`)."""
 
-    chunk_id: str | None  # None: a hit without chunks, shown by its unit's text
-    role: str | None
-    text: str
+    chunk_id: str | None  # its best matching chunk; None: a hit without chunks
+    role: str | None  # of that chunk's message
+    text: str  # the unit's chunks of that message, in order (the unit's text without chunks)
 
 
 class HitRecord(TypedDict):
@@ -288,10 +288,12 @@ def describe_hits(
 def _matched(
     hit: dict[str, Any], chunk_of: dict[str, tuple[str, int, str]], terms: frozenset[str]
 ) -> MatchRecord:
-    """The hit's unit chunk that best matches ``terms`` (id and text).
+    """The hit's unit chunk that best matches ``terms``, with the unit's chunks of its message.
 
-    Ties go to the last chunk of the hit's message (the unit's target); a hit without chunks
-    shows its unit's text.
+    A message split into chunks (sentences) is shown whole as far as the unit holds it: the
+    words that answer a question often follow the sentence that holds its terms. Ties go to the
+    last chunk of the hit's message (the unit's target); a hit without chunks shows its unit's
+    text.
     """
     ids = [c for c in (hit.get("chunk_ids") or []) if c in chunk_of]
     if not ids:
@@ -299,12 +301,16 @@ def _matched(
     in_msg = [i for i, c in enumerate(ids) if chunk_of[c][1] == hit.get("message_index")]
     prefer = in_msg[-1] if in_msg else len(ids) - 1
     best = best_chunk(terms, [chunk_of[c][0] for c in ids], prefer)
-    text, _, role = chunk_of[ids[best]]
+    _, message, role = chunk_of[ids[best]]
+    text = " ".join(chunk_of[c][0] for c in ids if chunk_of[c][1] == message)
     return {"chunk_id": ids[best], "role": role, "text": text}
 
 
 MATCH_LINES = 3
 """Lines of the best matching chunk a hit shows (an excerpt around the query's terms)."""
+
+QUESTION_LINES = 2
+"""Lines of its turn's question a hit shows (an excerpt around the query's terms)."""
 
 _BOLD, _PLAIN = "\x1b[1;31m", "\x1b[0m"
 
@@ -321,8 +327,9 @@ def hit_lines(
 ) -> list[str]:
     """Hits for people: a header line per hit, then its question, match and place.
 
-    The match is the unit's chunk that best matches ``query``, on up to :data:`MATCH_LINES`
-    lines around the query's terms, which ``color`` highlights; with ``search --budget`` the
+    The question (up to :data:`QUESTION_LINES` lines) and the match (the unit's chunk that best
+    matches ``query`` and the rest of its message in the unit, up to :data:`MATCH_LINES` lines)
+    are cut around the query's terms, which ``color`` highlights; with ``search --budget`` the
     context the hit brings back follows, whole.
     """
     terms = query_terms(query) if query else frozenset()
@@ -340,11 +347,13 @@ def hit_lines(
         where = f":{r['source_line']}" if r["source_line"] else ""
         where += f" (message {r['message_index']})"
         room = width - len(indent) - 7  # what is left beside a label
-        out.append(f"{indent}{'Q:':<7}{clip(printable(r['question'] or '(no user text)'), room)}")
+        question = printable(r["question"] or "(no user text)")
+        for i, line in enumerate(_excerpt_lines("", question, terms, room, color, QUESTION_LINES)):
+            out.append(f"{indent}{'Q:' if i == 0 else '':<7}{line}")
         m = r.get("match") or {"role": r["role"], "text": r["snippet"]}
-        match = printable(m["text"])
+        prefix = f"[{m['role'] or 'turn'}] "
         for i, line in enumerate(
-            _excerpt_lines(f"[{m['role'] or 'turn'}] ", match, terms, room, color)
+            _excerpt_lines(prefix, printable(m["text"]), terms, room, color, MATCH_LINES)
         ):
             out.append(f"{indent}{'match:' if i == 0 else '':<7}{line}")
         out.append(f"{indent}{'at:':<7}{short_path(place, room - len(where)) + where}")
@@ -354,15 +363,15 @@ def hit_lines(
 
 
 def _excerpt_lines(
-    prefix: str, text: str, terms: frozenset[str], room: int, color: bool
+    prefix: str, text: str, terms: frozenset[str], room: int, color: bool, most: int
 ) -> list[str]:
-    """``prefix`` and ``text`` cut around its terms to :data:`MATCH_LINES` lines of ``room``."""
+    """``prefix`` and ``text`` cut around its terms to ``most`` lines of ``room`` columns."""
     room = max(8, room)
     text = " ".join(text.split())
-    n = room * MATCH_LINES - 2 * MATCH_LINES - len(prefix)
+    n = room * most - 2 * most - len(prefix)
     cut, _ = excerpt(text, term_spans(text, terms), max(8, n))
     lines = textwrap.wrap(prefix + cut, width=room, break_long_words=True, break_on_hyphens=False)
-    lines = [clip(line, room) for line in lines[:MATCH_LINES]] or [""]
+    lines = [clip(line, room) for line in lines[:most]] or [""]
     if not color:
         return lines
     return [highlight(line, term_spans(line, terms), _BOLD, _PLAIN) for line in lines]
