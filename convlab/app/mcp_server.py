@@ -104,6 +104,8 @@ class StoreTools:
         if options.retrieval.needs_bm25:
             self._bm25 = self._bm25 or store.bm25()
             bm25 = self._bm25
+        if self._embedder is None:  # set by _fresh(): a bug if not
+            raise RuntimeError("the query embedder was not loaded")
         return search(self._index, query, embedder=self._embedder, options=options, bm25=bm25)
 
     def search(self, query: str, **filters: Any) -> dict[str, Any]:
@@ -210,6 +212,20 @@ def _messages(
     return out
 
 
+def _sdk() -> tuple[Any, type[Exception]]:
+    """The SDK's server class and the error a tool raises for a failure it saw coming."""
+    import importlib
+
+    try:  # mcp 2
+        server = importlib.import_module("mcp.server.mcpserver")
+        errors = importlib.import_module("mcp.server.mcpserver.exceptions")
+        return server.MCPServer, errors.ToolError
+    except ImportError:  # mcp 1.x
+        server = importlib.import_module("mcp.server.fastmcp")
+        errors = importlib.import_module("mcp.server.fastmcp.exceptions")
+        return server.FastMCP, errors.ToolError
+
+
 def build_server(directory: str | Path) -> Any:
     """The MCP server (``mcp``'s ``MCPServer``, ``FastMCP`` before mcp 2) over one store.
 
@@ -217,16 +233,7 @@ def build_server(directory: str | Path) -> Any:
         ImportError: the ``mcp`` SDK is missing (naming the ``convlab[mcp]`` extra).
     """
     require("mcp", "mcp", feature="the MCP server")
-    try:
-        from mcp.server.mcpserver import MCPServer as Server
-    except ImportError:  # mcp 1.x
-        from mcp.server.fastmcp import FastMCP as Server
-
-    try:
-        from mcp.server.mcpserver.exceptions import ToolError
-    except ImportError:  # mcp 1.x
-        from mcp.server.fastmcp.exceptions import ToolError
-
+    Server, ToolError = _sdk()
     tools = StoreTools(directory)
     server = Server("convlab", instructions=INSTRUCTIONS)
 
