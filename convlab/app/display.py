@@ -309,7 +309,7 @@ def _matched(
 MATCH_LINES = 3
 """Lines of the best matching chunk a hit shows (an excerpt around the query's terms)."""
 
-QUESTION_LINES = 2
+QUESTION_LINES = 3
 """Lines of its turn's question a hit shows (an excerpt around the query's terms)."""
 
 _BOLD, _PLAIN = "\x1b[1;31m", "\x1b[0m"
