@@ -1,11 +1,11 @@
 """Why a hit matched: the query's terms, the unit's best matching chunk, an excerpt, highlights.
 
-A *term* is a word as lexical search sees it: lower-cased, Snowball-stemmed and not an English
-stopword (the stemmer and stopwords of :mod:`convlab.index.bm25`, from the ``convlab[index]``
-extra; without it, lower-cased words and a short stopword list). The chunk shown for a hit is
-the chunk of its unit that holds the most distinct query terms (then the most matches, then the
-unit's target): a dense hit's unit starts with the question it was embedded with, while the
-words that answer it are usually in another chunk.
+A *term* is a query word that is not an English stopword (:mod:`convlab.stopwords`),
+lower-cased and Snowball-stemmed as BM25 stems it (PyStemmer, the ``convlab[index]`` extra;
+without it, unstemmed), so *groups* in a chunk matches *group* in the query. The chunk shown
+for a hit is the chunk of its unit that holds the most distinct query terms (then the most
+matches, then the unit's target): a dense hit's unit starts with the question it was embedded
+with, while the words that answer it are usually in another chunk.
 """
 
 from __future__ import annotations
@@ -15,76 +15,26 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+from convlab.stopwords import ENGLISH_STOP_WORDS
+
 __all__ = ["best_chunk", "excerpt", "highlight", "query_terms", "term_spans"]
 
 _WORD = re.compile(r"\w+")
-_FALLBACK_STOPWORDS = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "how",
-        "i",
-        "in",
-        "is",
-        "it",
-        "of",
-        "on",
-        "or",
-        "so",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "to",
-        "was",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-    ]
-)
-
 Span = tuple[int, int]
 
 
 @cache
-def _stemmer_and_stopwords() -> tuple[Any, frozenset[str]]:
-    """The BM25 index's stemmer and stopwords, or (None, a short list) without the extra."""
+def _stemmer() -> Any:
+    """The BM25 index's English Snowball stemmer (PyStemmer), or None without the extra."""
     try:
         import Stemmer
-        from bm25s.stopwords import STOPWORDS_EN
     except ImportError:
-        return None, _FALLBACK_STOPWORDS
-    return Stemmer.Stemmer("english"), frozenset(STOPWORDS_EN) | _FALLBACK_STOPWORDS
+        return None
+    return Stemmer.Stemmer("english")
 
 
 def _stem(words: list[str]) -> list[str]:
-    stemmer, _ = _stemmer_and_stopwords()
+    stemmer = _stemmer()
     return list(stemmer.stemWords(words)) if stemmer is not None else words
 
 
@@ -93,10 +43,11 @@ def query_terms(query: str) -> frozenset[str]:
 
     Example:
         >>> sorted(query_terms("When did Caroline go to the support groups?"))
-        ['carolin', 'go', 'group', 'support']
+        ['carolin', 'did', 'group', 'support']
     """
-    _, stop = _stemmer_and_stopwords()
-    words = [w for w in (m.group().lower() for m in _WORD.finditer(query)) if w not in stop]
+    words = [
+        w for w in (m.group().lower() for m in _WORD.finditer(query)) if w not in ENGLISH_STOP_WORDS
+    ]
     return frozenset(_stem(words))
 
 
