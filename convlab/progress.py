@@ -73,6 +73,10 @@ class NullProgress:
         """Nothing to close."""
 
 
+_UNSIZED = "{desc} [{elapsed}]"
+"""A phase of unknown size shows its name and the time it has taken."""
+
+
 class BarProgress:
     """One tqdm bar for the whole run; each phase resets it in place, with its own total.
 
@@ -90,6 +94,7 @@ class BarProgress:
         self._bar = tqdm(
             total=None,
             desc="load",
+            bar_format=_UNSIZED,
             file=file,
             mininterval=mininterval,
             miniters=1,
@@ -102,6 +107,8 @@ class BarProgress:
         """Reset the bar for phase ``name`` of ``total`` units (None: a count without ETA)."""
         self.done = 0
         self._bar.set_description_str(name, refresh=False)
+        self._bar.total = total  # reset() keeps the last total when given None
+        self._bar.bar_format = None if total is not None else _UNSIZED
         self._bar.reset(total=total)
 
     def advance(self, n: int) -> None:

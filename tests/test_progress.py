@@ -87,3 +87,14 @@ def test_line_progress_names_phases_of_known_size_and_null_shows_nothing() -> No
     assert lines == ["embed: 3"]
     assert isinstance(current(), NullProgress)  # the block is over
     assert current().active is False
+
+
+def test_a_phase_of_unknown_size_shows_its_name_not_the_last_total(tmp_path: Path) -> None:
+    buf = io.StringIO()
+    with using(BarProgress(buf, mininterval=0)) as p:
+        p.phase("embed", total=4)
+        p.advance(4)
+        p.phase("index")
+    drawn = buf.getvalue()
+    assert "\rindex [00:00]" in drawn
+    assert [s for s in states(drawn) if s[0] == "index"] == []
