@@ -14,9 +14,7 @@ from convlab.app.cli import main
 from convlab.app.exits import EXIT_OK, EXIT_USAGE
 from convlab.paths import sample_data_path
 
-mcp = pytest.importorskip("mcp", reason="convlab[mcp] is not installed")
-if os.environ.get("CI") and mcp is None:  # pragma: no cover - importorskip raised already
-    pytest.fail("CI must install convlab[mcp]")
+pytest.importorskip("mcp", reason="convlab[mcp] is not installed")  # `.[dev]` has it
 
 REPO = Path(__file__).resolve().parents[2]
 ANSWER = "Use IndexHNSWFlat with M around 32 and efConstruction 200"
