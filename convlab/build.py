@@ -33,6 +33,7 @@ from convlab.index import VectorIndex
 from convlab.loaders import Corpus
 from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
+from convlab.progress import current as current_progress
 from convlab.protocols import Embedder
 
 if TYPE_CHECKING:
@@ -201,6 +202,7 @@ def build_index(
     started = time.perf_counter()
     if not isinstance(corpus, Corpus):
         corpus = load(corpus)
+    current_progress().phase("chunk")
     derived = derive(
         corpus, strategy, policy=policy, max_tokens=max_tokens, chunks=chunks, turns=turns
     )
@@ -215,6 +217,7 @@ def build_index(
         if isinstance(engine, str):  # an engine made here is stopped here
             eng.close()
     embed_done = time.perf_counter()
+    current_progress().phase("index")
     units, all_vectors = _with_kept(keep, derived.units, new_vectors, cached.dimension)
     return _assemble(
         corpus,

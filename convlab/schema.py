@@ -195,12 +195,18 @@ CONTEXT: Schema = {
     "chunk_id": pl.String,
     "conversation_id": pl.String,
     "turn_index": pl.Int32,
+    "message_index": pl.Int32,
     "position": pl.Int32,
     "role": pl.String,
+    "timestamp": UTC_TIME,  # of the chunk's message
     "text": pl.String,
     "n_tokens": pl.Int32,
     "hit_rank": pl.Int32,  # rank of the hit that first brought this chunk back
     "is_target": pl.Boolean,  # the chunk is a target of some resurrected hit
+    # of the chunk's message, when resurrect() is given the messages; else null
+    "speaker": pl.String,
+    "source_path": pl.String,
+    "source_line": pl.Int32,
 }
 
 QUERIES: Schema = {

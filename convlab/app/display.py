@@ -11,16 +11,19 @@ import shutil
 import textwrap
 import unicodedata
 from collections.abc import Sequence
-from typing import Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 import polars as pl
 
 from convlab import schema
+from convlab.app.highlight import best_chunk, excerpt, highlight, query_terms, term_spans
 
 __all__ = [
     "FrameSource",
     "HitRecord",
+    "MatchRecord",
     "clip",
+    "color_wanted",
     "columns",
     "describe_hits",
     "hit_lines",
@@ -163,6 +166,14 @@ def with_skip_report(lines: list[str], report: list[str]) -> list[str]:
     return out if replaced else out + report
 
 
+class MatchRecord(TypedDict):
+    """Where a hit's unit best matches the query (:mod:`convlab.app.highlight`)."""
+
+    chunk_id: str | None  # its best matching chunk; None: a hit without chunks
+    role: str | None  # of that chunk's message
+    text: str  # the unit's chunks of that message, in order (the unit's text without chunks)
+
+
 class HitRecord(TypedDict):
     """One hit as people and scripts see it (a line of ``convlab search --json``)."""
 
@@ -181,6 +192,9 @@ class HitRecord(TypedDict):
     source_line: int | None
     question: str | None
     snippet: str
+    match: MatchRecord  # the unit's chunk that best matches the query, whole
+    # `search --budget`: what the hit brings back (convlab.app.cli.search.hit_contexts)
+    context: NotRequired[dict[str, Any]]
 
 
 class FrameSource(Protocol):
@@ -196,19 +210,25 @@ class FrameSource(Protocol):
 
 
 def describe_hits(
-    store: FrameSource, hits: pl.DataFrame, *, score_kind: str | None = None
+    store: FrameSource,
+    hits: pl.DataFrame,
+    query: str | None = None,
+    *,
+    score_kind: str | None = None,
 ) -> list[HitRecord]:
     """One record per hit: rank, score, unit, where it is (file, line, message) and its text.
 
     The one description of hits, shared by the ``convlab search`` command and the search panel:
     title, the turn's question, time (the hit's, else its turn's start), source file and line,
-    and a snippet of the matched unit (:func:`clip` to 300 columns). Each frame is cut to the
-    hits' conversations before anything is grouped or joined, so the work per search follows the
-    hits, not the size of the store.
+    a snippet of the matched unit (:func:`clip` to 300 columns), and the unit's chunk that best
+    matches ``query`` (:func:`convlab.app.highlight.best_chunk`; without a query, the chunk of
+    the hit's message). Each frame is cut to the hits' conversations before anything is
+    grouped or joined, so the work per search follows the hits, not the size of the store.
 
     Args:
         store: the frames the hits were found in.
         hits: ranked hits (:data:`convlab.schema.HITS`).
+        query: the query the hits answer.
         score_kind: what the scores are (:attr:`convlab.retrieval.SearchOptions.score_kind`),
             carried by every record.
     """
@@ -220,9 +240,15 @@ def describe_hits(
     convs = of_hits("conversations").select(
         "conversation_id", "title", pl.col("source_path").alias("conversation_path")
     )
+    sentences = of_hits("sentences")
+    chunk_of = {
+        cid: (text, msg, role)
+        for cid, text, msg, role in sentences.select(
+            "chunk_id", "text", "message_index", "role"
+        ).iter_rows()
+    }
     questions = (
-        of_hits("sentences")
-        .filter(pl.col("role") == "user")
+        sentences.filter(pl.col("role") == "user")
         .sort("position")
         .group_by("conversation_id", "turn_index", maintain_order=True)
         .agg(pl.col("text").str.join(" ").alias("question"))
@@ -240,6 +266,7 @@ def describe_hits(
         .join(messages, on=["conversation_id", "message_index"], how="left")
         .sort("rank")
     )
+    terms = query_terms(query) if query else frozenset()
     out: list[HitRecord] = []
     for r in h.iter_rows(named=True):
         when = r.get("timestamp") or r.get("started_at")
@@ -260,19 +287,69 @@ def describe_hits(
                 "source_line": r.get("source_line"),
                 "question": r.get("question"),
                 "snippet": clip(r.get("text"), 300),
+                "match": _matched(r, chunk_of, terms),
             }
         )
     return out
 
 
-def hit_lines(rows: Sequence[HitRecord], width: int, *, score_kind: str | None = None) -> list[str]:
-    """Hits for people: a header line per hit, then its question, match and place, clipped.
+def _matched(
+    hit: dict[str, Any], chunk_of: dict[str, tuple[str, int, str]], terms: frozenset[str]
+) -> MatchRecord:
+    """The hit's unit chunk that best matches ``terms``, with the unit's chunks of its message.
 
-    With ``score_kind``, a last line says what the scores are (``scores: rrf (...)``): last, so
-    ``convlab search ... | head -1`` still reads the first hit.
+    A message split into chunks (sentences) is shown whole as far as the unit holds it: the
+    words that answer a question often follow the sentence that holds its terms. Ties go to the
+    last chunk of the hit's message (the unit's target); a hit without chunks shows its unit's
+    text.
+    """
+    ids = [c for c in (hit.get("chunk_ids") or []) if c in chunk_of]
+    if not ids:
+        return {"chunk_id": None, "role": hit.get("role"), "text": str(hit.get("text") or "")}
+    in_msg = [i for i, c in enumerate(ids) if chunk_of[c][1] == hit.get("message_index")]
+    prefer = in_msg[-1] if in_msg else len(ids) - 1
+    best = best_chunk(terms, [chunk_of[c][0] for c in ids], prefer)
+    _, message, role = chunk_of[ids[best]]
+    text = " ".join(chunk_of[c][0] for c in ids if chunk_of[c][1] == message)
+    return {"chunk_id": ids[best], "role": role, "text": text}
+
+
+MATCH_LINES = 3
+"""Lines of the best matching chunk a hit shows (an excerpt around the query's terms)."""
+
+QUESTION_LINES = 3
+"""Lines of its turn's question a hit shows (an excerpt around the query's terms)."""
+
+_BOLD, _PLAIN = "\x1b[1;31m", "\x1b[0m"
+
+
+def color_wanted() -> bool:
+    """Highlight with terminal colours: stdout is a terminal and ``NO_COLOR`` is not set."""
+    import sys
+
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def hit_lines(
+    rows: Sequence[HitRecord],
+    width: int,
+    *,
+    query: str | None = None,
+    color: bool = False,
+    score_kind: str | None = None,
+) -> list[str]:
+    """Hits for people: a header line per hit, then its question, match and place.
+
+    The question (up to :data:`QUESTION_LINES` lines) and the match (the unit's chunk that best
+    matches ``query`` and the rest of its message in the unit, up to :data:`MATCH_LINES` lines)
+    are cut around the query's terms, which ``color`` highlights; with ``search --budget`` the
+    context the hit brings back follows, whole. With ``score_kind``, a last line says what the
+    scores are (``scores: rrf (...)``): last, so ``convlab search ... | head -1`` still reads
+    the first hit.
     """
     from convlab.retrieval.options import SCORE_KINDS
 
+    terms = query_terms(query) if query else frozenset()
     rank_w = max(len(str(r["rank"])) for r in rows)
     indent = " " * (rank_w + 2)
     out = []
@@ -287,17 +364,62 @@ def hit_lines(rows: Sequence[HitRecord], width: int, *, score_kind: str | None =
         where = f":{r['source_line']}" if r["source_line"] else ""
         where += f" (message {r['message_index']})"
         room = width - len(indent) - 7  # what is left beside a label
-        body = [
-            ("Q:", clip(printable(r["question"] or "(no user text)"), room)),
-            ("match:", clip(printable(f"[{r['role'] or 'turn'}] {r['snippet']}"), room)),
-            ("at:", short_path(place, room - len(where)) + where),
-        ]
-        out += [f"{indent}{label:<7}{text}" for label, text in body]
+        question = printable(r["question"] or "(no user text)")
+        for i, line in enumerate(_excerpt_lines("", question, terms, room, color, QUESTION_LINES)):
+            out.append(f"{indent}{'Q:' if i == 0 else '':<7}{line}")
+        m = r.get("match") or {"role": r["role"], "text": r["snippet"]}
+        prefix = f"[{m['role'] or 'turn'}] "
+        for i, line in enumerate(
+            _excerpt_lines(prefix, printable(m["text"]), terms, room, color, MATCH_LINES)
+        ):
+            out.append(f"{indent}{'match:' if i == 0 else '':<7}{line}")
+        out.append(f"{indent}{'at:':<7}{short_path(place, room - len(where)) + where}")
+        if "context" in r:
+            out += _context_lines(r["context"], terms, width, indent, color)
     if score_kind:
         kind, *boosts = score_kind.split("+")
         meaning = SCORE_KINDS.get(kind, "")
         meaning += f"; boosted by {' and '.join(boosts)}" if boosts else ""
         out.append(clip(f"scores: {score_kind}" + (f" ({meaning})" if meaning else ""), width))
+    return out
+
+
+def _excerpt_lines(
+    prefix: str, text: str, terms: frozenset[str], room: int, color: bool, most: int
+) -> list[str]:
+    """``prefix`` and ``text`` cut around its terms to ``most`` lines of ``room`` columns."""
+    room = max(8, room)
+    text = " ".join(text.split())
+    n = room * most - 2 * most - len(prefix)
+    cut, _ = excerpt(text, term_spans(text, terms), max(8, n))
+    lines = textwrap.wrap(prefix + cut, width=room, break_long_words=True, break_on_hyphens=False)
+    lines = [clip(line, room) for line in lines[:most]] or [""]
+    if not color:
+        return lines
+    return [highlight(line, term_spans(line, terms), _BOLD, _PLAIN) for line in lines]
+
+
+def _context_lines(
+    context: dict[str, Any], terms: frozenset[str], width: int, indent: str, color: bool
+) -> list[str]:
+    """The context a hit brings back (``search --budget``): a line of accounting, then pieces."""
+    if context.get("skipped"):
+        return [f"{indent}{'context:':<9}none (its first piece does not fit the budget left)"]
+    head = f"{indent}{'context:':<9}{context['tokens']} tokens ({context['policy']} policy)"
+    out = [head]
+    if not context["pieces"]:
+        out[-1] += ", all brought back by hits above"
+    inner = indent + "  "
+    for piece in context["pieces"]:
+        when = (piece["timestamp"] or "")[:16].replace("T", " ")
+        who = [f"turn {piece['turn']}", when, piece["speaker"] or piece["role"]]
+        head = " · ".join(printable(str(w)) for w in who if w)
+        place = printable(piece["source_path"] or piece["conversation_id"])
+        line = f":{piece['source_line']}" if piece["source_line"] else ""
+        room = width - len(inner) - columns(head) - 5 - len(line)
+        out.append(f"{inner}[{head} · {short_path(place, max(20, room))}{line}]")
+        for line in wrapped(inner, piece["text"], width):
+            out.append(highlight(line, term_spans(line, terms), _BOLD, _PLAIN) if color else line)
     return out
 
 

@@ -6,7 +6,8 @@ vectors, no pickle), each written to a temporary name and renamed into place, wi
 its bytes in its name: a killed run leaves only whole segments (and an ignored temporary file), and
 a segment whose bytes do not match its name is reported, deleted and its texts embedded again.
 Segments are flushed as batches of :data:`SEGMENT_TEXTS` texts finish, so a run killed during a
-long first index keeps everything embedded before the batch in flight.
+long first index keeps everything embedded before the batch in flight. The texts to embed are
+one ``embed`` phase of the progress display in use (:mod:`convlab.progress`), across segments.
 
 :func:`embed_texts` embeds each distinct text of a list once (the local engine's whole job).
 """
@@ -26,6 +27,7 @@ import numpy as np
 from filelock import FileLock
 
 from convlab.atomic import fsync_dir
+from convlab.progress import current as current_progress
 from convlab.protocols import Embedder
 
 __all__ = ["SEGMENT_TEXTS", "CachedEmbedder", "EmbedStats", "embed_texts"]
@@ -168,8 +170,14 @@ class CachedEmbedder:
                 missing = [k for k in missing if k not in self._keys]
                 if len(missing) > per_segment:  # one order for every batch: less padding
                     missing.sort(key=lambda k: -len(distinct[k]))
+                progress = current_progress()
+                if missing:  # one phase over every segment: one bar, not one per segment
+                    progress.phase("embed", total=len(missing))
                 for start in range(0, len(missing), per_segment):
-                    self._embed_segment(inner, missing[start : start + per_segment], distinct)
+                    batch = missing[start : start + per_segment]
+                    self._embed_segment(inner, batch, distinct)
+                    # the inner embedder may have advanced batch by batch already
+                    progress.advance(start + len(batch) - progress.done)
         self.stats.from_cache += len(distinct) - len(missing)
         rows = np.fromiter((self._keys[k] for k in keys), dtype=np.int64, count=len(keys))
         return self._vectors[rows]

@@ -15,8 +15,12 @@ import numpy as np
 
 from convlab.extras import ensure_installed
 from convlab.model import MODEL_DIMENSION, MODEL_ID
+from convlab.progress import current as current_progress
 
 __all__ = ["MiniLMEmbedder"]
+
+PROGRESS_BATCHES = 4
+"""Batches per call of the model while a progress display counts texts (its step)."""
 
 
 class MiniLMEmbedder:
@@ -24,7 +28,8 @@ class MiniLMEmbedder:
 
     Args:
         batch_size: texts per forward pass.
-        show_progress: a tqdm bar; ``None`` shows one for more than 500 texts.
+        show_progress: sentence-transformers' own bar, used only outside a progress display
+            (:mod:`convlab.progress`); ``None`` shows one for more than 500 texts.
 
     Raises:
         ImportError: sentence-transformers is not installed (names the ``convlab[model]`` extra).
@@ -48,7 +53,8 @@ class MiniLMEmbedder:
         if self._model is None:
             from convlab.model import load_sentence_transformer
 
-            self._model = load_sentence_transformer(quiet=self.show_progress is False)
+            quiet = self.show_progress is False or current_progress().active
+            self._model = load_sentence_transformer(quiet=quiet)
         return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -57,14 +63,30 @@ class MiniLMEmbedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         self.calls += 1
         order = np.argsort([-len(t) for t in texts], kind="stable")
-        show = self.show_progress if self.show_progress is not None else len(texts) > 500
-        vecs = self.model.encode(
-            [texts[i] for i in order],
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=show,
-        )
+        ordered = [texts[i] for i in order]
+        progress = current_progress()
+        if progress.active:  # the run's display counts the texts: no bar of the model's own
+            step = self.batch_size * PROGRESS_BATCHES
+            parts = []
+            for start in range(0, len(ordered), step):
+                parts.append(self._encode(ordered[start : start + step], show=False))
+                progress.advance(len(parts[-1]))
+            vecs = np.concatenate(parts)
+        else:
+            show = self.show_progress if self.show_progress is not None else len(texts) > 500
+            vecs = self._encode(ordered, show=show)
         out = np.empty_like(vecs, dtype=np.float32)
         out[order] = vecs
         return out
+
+    def _encode(self, texts: list[str], *, show: bool) -> np.ndarray:
+        return np.asarray(
+            self.model.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=show,
+            ),
+            dtype=np.float32,
+        )

@@ -34,6 +34,7 @@ import numpy as np
 from convlab.atomic import fsync_dir
 from convlab.extras import require
 from convlab.model import MAX_TOKENS, MODEL_DIMENSION, MODEL_ID, load_transformer, model_path
+from convlab.progress import current as current_progress
 
 __all__ = [
     "EXPORT_FORMAT",
@@ -279,9 +280,11 @@ class OnnxEmbedder:
         self.calls += 1
         order = np.argsort([-len(t) for t in texts], kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        progress = current_progress()
         for start in range(0, len(texts), self.batch_size):
             rows = order[start : start + self.batch_size]
             out[rows] = self._batch([texts[i] for i in rows])
+            progress.advance(len(rows))
         return out
 
     def _batch(self, texts: list[str]) -> np.ndarray:

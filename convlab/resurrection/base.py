@@ -30,6 +30,7 @@ import re
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -91,6 +92,21 @@ class Resurrection:
         if self.tokens_offered == 0:
             return 0.0
         return 1.0 - self.tokens_used / self.tokens_offered
+
+    def to_pandas(self) -> Any:
+        """The context (:data:`convlab.schema.CONTEXT`) as a pandas frame."""
+        return self.context.to_pandas()
+
+    def text(self) -> str:
+        """The context as prompt-ready text: one block per message, with who, when and where.
+
+        Each block starts with a header ``[conversation · turn · time · speaker · file:line]``
+        followed by the message's chunks brought back; ``[…]`` marks a gap between blocks of
+        one conversation. See :func:`convlab.resurrection.render.context_text`.
+        """
+        from convlab.resurrection.render import context_text
+
+        return context_text(self.context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,6 +232,8 @@ def resurrect(
     units: pl.DataFrame,
     chunks: pl.DataFrame,
     policy: str | ResurrectionPolicy = "unit",
+    doc_ids: Sequence[str | None] | pl.Series | None = None,
+    messages: pl.DataFrame | None = None,
 ) -> Resurrection:
     """Resurrect context for ranked units into at most ``budget`` tokens.
 
@@ -227,10 +245,14 @@ def resurrect(
             ``target_chunk_id``).
         chunks: the chunks (``chunk_id``, ``n_tokens``, ``text``, ...).
         policy: a name in :data:`POLICIES` or a policy object; ``"unit"`` (seeds/003) by default.
+        doc_ids: the doc each hit stands for, in the order of ``unit_ids`` (a search's
+            ``hits["doc_id"]``): doc-based policies bring back that doc of a many-doc unit.
+        messages: the messages (:data:`convlab.schema.MESSAGES`): the context then carries
+            each chunk's ``speaker``, ``source_path`` and ``source_line``.
 
     Raises:
-        ValueError: a negative budget, an unknown policy, or a unit id not in ``units``
-            (naming its rank).
+        ValueError: a negative budget, an unknown policy, a unit id not in ``units``
+            (naming its rank), or ``doc_ids`` of another length than ``unit_ids``.
 
     Example:
         seeds/003's example 3: the user S0 (120) is alive, the assistant S0 (80) and the target
@@ -242,6 +264,11 @@ def resurrect(
         raise ValueError("budget must not be negative")
     pol = get_policy(policy)
     ids = [str(u) for u in unit_ids]
+    docs = [
+        None if d is None else str(d) for d in ([None] * len(ids) if doc_ids is None else doc_ids)
+    ]
+    if len(docs) != len(ids):
+        raise ValueError(f"{len(docs)} doc_ids for {len(ids)} unit_ids")
     mine = units.filter(pl.col("unit_id").is_in(ids))
     convs = mine["conversation_id"].unique().to_list() if "conversation_id" in mine.columns else []
     # only the conversations of the hits: the widget calls this for one hit over a whole store
@@ -250,7 +277,7 @@ def resurrect(
         sent = chunks
     layout = Layout.of(mine, sent)
     pieces = _pieces_of(pol, layout)
-    ranked = [(r, pieces(r, u, None)) for r, u in enumerate(ids, start=1)]
+    ranked = [(r, pieces(r, u, d)) for r, (u, d) in enumerate(zip(ids, docs, strict=True), 1)]
     w = walk(ranked, budget, layout.tokens)
     target_set: set[str] = set()
     for rank in w.hits_used:
@@ -265,11 +292,30 @@ def resurrect(
             pl.col("chunk_id").replace_strict(w.alive, return_dtype=pl.Int32).alias("hit_rank"),
             pl.col("chunk_id").is_in(sorted(target_set)).alias("is_target"),
         )
-        ctx = ctx.sort("conversation_id", "position").select(list(schema.CONTEXT))
+        ctx = _with_sources(ctx.sort("conversation_id", "position"), messages)
     else:
         ctx = schema.empty(schema.CONTEXT)
     return Resurrection(
         ctx, budget, w.used, w.hits_used, w.hits_skipped, w.offered, pol.name, w.pieces_skipped
+    )
+
+
+_SOURCES = ("speaker", "source_path", "source_line")
+
+
+def _with_sources(ctx: pl.DataFrame, messages: pl.DataFrame | None) -> pl.DataFrame:
+    """``ctx`` with its messages' speaker and source (null without ``messages``), as CONTEXT."""
+    if messages is not None and messages.height:
+        keys = ["conversation_id", "message_index"]
+        have = [c for c in _SOURCES if c in messages.columns]
+        ctx = (
+            ctx.drop([c for c in have if c in ctx.columns])
+            .join(messages.select(*keys, *have).unique(keys, keep="first"), on=keys, how="left")
+            .sort("conversation_id", "position")
+        )
+    return ctx.select(
+        pl.col(c).cast(dtype) if c in ctx.columns else pl.lit(None, dtype=dtype).alias(c)
+        for c, dtype in schema.CONTEXT.items()
     )
 
 

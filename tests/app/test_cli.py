@@ -87,6 +87,7 @@ def test_search_json_carries_file_line_message_and_time(
         "question",
         "snippet",
         "score_kind",
+        "match",
     }
     assert hit["score_kind"] == "cosine"
     assert str(hit["source_path"]).endswith(FAISS)
@@ -173,16 +174,22 @@ def test_search_human_output_is_aligned_and_clipped(
     assert main(["search", "cache", "--store", str(sample_store), "-k", "12"]) == EXIT_OK
     *lines, scores = capsys.readouterr().out.splitlines()
     assert scores.startswith("scores: cosine (")  # the hits, then what the scores are
-    assert len(lines) == 12 * 4  # a header, Q, match and at per hit
     assert max(len(line) for line in lines) <= 72
-    headers = lines[::4]
+    starts = [i for i, line in enumerate(lines) if not line.startswith("    ")]
+    assert len(starts) == 12
+    hits = [lines[a:b] for a, b in zip(starts, [*starts[1:], len(lines)], strict=True)]
+    # a header, Q and the match each on one to three lines, and at
+    assert all(4 <= len(h) <= 8 for h in hits)
+    headers = [h[0] for h in hits]
     assert [h[:3] for h in headers[:2]] == [" 1.", " 2."]  # ranks right-aligned to "12."
     assert headers[-1].startswith("12. ")
     assert {len(h) for h in headers} == {72}  # the date and turn columns end at the edge
     assert all(" turn " in h[-10:] for h in headers)
-    assert all(line.startswith("    Q:     ") for line in lines[1::4])
-    assert all(line.startswith("    match: [") for line in lines[2::4])
-    at = lines[3::4]
+    assert all(h[1].startswith("    Q:     ") for h in hits)
+    match = [next(i for i, line in enumerate(h) if line.startswith("    match: [")) for h in hits]
+    assert all(i in (2, 3, 4) for i in match)
+    assert all(line.startswith(" " * 11) for h in hits for line in h[2:-1] if "match:" not in line)
+    at = [h[-1] for h in hits]
     assert all(line.startswith("    at:    ") and ".jsonl:" in line for line in at)
 
 

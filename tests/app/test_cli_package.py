@@ -37,7 +37,15 @@ def _choices(name: str, option: str) -> list[str]:
 
 
 def test_every_command_is_a_module_with_its_parser_and_run() -> None:
-    assert [c.NAME for c in COMMANDS] == ["index", "search", "show", "stats", "eval", "judge"]
+    assert [c.NAME for c in COMMANDS] == [
+        "index",
+        "search",
+        "show",
+        "stats",
+        "eval",
+        "judge",
+        "mcp",
+    ]
     for command in COMMANDS:
         assert _subparser(command.NAME).get_default("run") is command.run
 
@@ -56,6 +64,10 @@ def test_choices_come_from_the_registries() -> None:
     assert _choices("index", "--engine") == sorted(ENGINES)
     for command in ("index", "search", "judge"):
         assert _choices(command, "--embedder") == ["hash", "minilm"]
+    from convlab.resurrection import POLICIES
+
+    for command in ("search", "show"):
+        assert _choices(command, "--policy") == list(POLICIES.names())
     assert _choices("search", "--backend") == list(BACKENDS)
     assert _choices("eval", "--backend") == list(BACKENDS)
 

@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from convlab.app.cli.options import add_store, engine, make_embedder
 from convlab.app.display import skip_report, with_skip_report
 from convlab.app.exits import EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
+from convlab.progress import BarProgress, LineProgress, NullProgress, Progress, using
+
+if TYPE_CHECKING:
+    from convlab.protocols import Embedder
+    from convlab.store import Store, StoreConfig
 
 NAME = "index"
 EXAMPLE = "convlab index ~/.claude/projects --store ~/.convlab/store"
@@ -96,6 +103,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         help="where embedding runs: this process, or Ray Data (convlab[ray]) (%(default)s)",
     )
     ix.add_argument(
+        "--watch",
+        action="store_true",
+        help="keep running: poll the PATHs and index again whenever a transcript changes",
+    )
+    ix.add_argument(
+        "--interval",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="seconds between polls with --watch (%(default)s)",
+    )
+    ix.add_argument("--watch-cycles", type=int, default=None, help=argparse.SUPPRESS)
+    ix.add_argument(
         "--address",
         default=None,
         help="a running Ray cluster to join (with --engine ray; default: a local instance)",
@@ -126,28 +146,53 @@ def run(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    if args.watch_cycles is not None and not args.watch:
+        raise UsageError("--watch-cycles is a bound for --watch")
+    if args.interval <= 0:
+        raise UsageError("--interval must be positive")
     store = Store(args.store)
+    embedder = make_embedder(args.embedder, args.backend)
+    if args.quiet and hasattr(embedder, "show_progress"):
+        embedder.show_progress = False  # the model's progress bar
+    _index(args, paths, config, store, embedder)
+    if args.watch:
+        _watch(args, paths, config, store, embedder)
+    return EXIT_OK
+
+
+def _index(
+    args: argparse.Namespace,
+    paths: list[Path],
+    config: StoreConfig,
+    store: Store,
+    embedder: Embedder,
+) -> None:
+    """One ``convlab index`` run: update the store, print its summary."""
+    progress = _progress(args.quiet)
 
     def log(message: str) -> None:
-        if not args.quiet:
+        if args.quiet:
+            return
+        if isinstance(progress, BarProgress):  # above the bar, not through it
+            progress.write(f"convlab index: {message}")
+        else:
             print(f"convlab index: {message}", file=sys.stderr, flush=True)
 
     log(f"indexing {len(paths)} path{'s' * (len(paths) != 1)} into {store.directory}")
-    embedder = make_embedder(args.embedder, args.backend)
     eng = engine(args.engine, args.address)
-    if args.quiet and hasattr(embedder, "show_progress"):
-        embedder.show_progress = False  # the model's progress bar
     try:
-        summary = store.update(
-            paths,
-            config=config,
-            embedder=embedder,
-            rebuild=args.rebuild,
-            wait=args.wait,
-            progress=False if args.quiet else None,
-            log=log,
-            engine=eng,
-        )
+        with using(progress):
+            progress.phase("load")
+            summary = store.update(
+                paths,
+                config=config,
+                embedder=embedder,
+                rebuild=args.rebuild,
+                wait=args.wait,
+                progress=False if args.quiet else None,
+                log=log,
+                engine=eng,
+            )
     finally:
         eng.close()
     report = skip_report(summary.skipped, verbose=args.verbose)
@@ -159,8 +204,58 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(empty)
     if args.embedder == "minilm" and args.backend == "torch":
         _export_for_search()
-    print(f"store: {store.directory}")
-    return EXIT_OK
+    print(f"store: {store.directory}", flush=True)
+
+
+def _watch(
+    args: argparse.Namespace,
+    paths: list[Path],
+    config: StoreConfig,
+    store: Store,
+    embedder: Embedder,
+) -> None:
+    """Poll the sources every ``args.interval`` seconds; index again when a file changed.
+
+    Each run is a whole ``convlab index`` (the same update, as crash-safe), waiting for the
+    store's lock when another indexer holds it; ``--watch-cycles`` bounds the polls (tests),
+    else it runs until interrupted.
+    """
+    again = argparse.Namespace(**{**vars(args), "wait": True})  # behind a hook's index, say
+    seen = sources_signature(paths)
+    polls = 0
+    while args.watch_cycles is None or polls < args.watch_cycles:
+        _sleep(args.interval)
+        polls += 1
+        now = sources_signature(paths)
+        if now != seen:
+            _index(again, paths, config, store, embedder)
+            seen = now
+
+
+_sleep = time.sleep  # the wait between polls (a test steps through it)
+
+
+def sources_signature(paths: Sequence[Path]) -> frozenset[tuple[str, int, int]]:
+    """(path, size, mtime) of every regular file under ``paths``: what a change changes."""
+    from convlab.loaders.files import walk
+
+    out = set()
+    for root in paths:
+        for found in walk(root.expanduser()):
+            if found.problem is None:
+                with contextlib.suppress(OSError):  # gone since the walk: a change next time
+                    st = found.path.stat()
+                    out.add((str(found.path), st.st_size, st.st_mtime_ns))
+    return frozenset(out)
+
+
+def _progress(quiet: bool) -> Progress:
+    """The run's one display: nothing under ``-q``; a bar on a terminal; else a line a phase."""
+    if quiet:
+        return NullProgress()
+    if sys.stderr.isatty():
+        return BarProgress(sys.stderr)
+    return LineProgress(lambda m: print(f"convlab index: {m}", file=sys.stderr, flush=True))
 
 
 def nothing_readable(

@@ -21,6 +21,7 @@ Examples::
     convlab stats --store ~/.convlab/store
     convlab judge queries.jsonl --data ~/.claude/projects --qrels qrels.jsonl --assessor ana
     convlab judge agreement qrels-ana.jsonl qrels-bo.jsonl
+    convlab mcp --store ~/.convlab/store
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from convlab.app.cli import eval as eval_command
-from convlab.app.cli import index, judge, search, show, stats
+from convlab.app.cli import index, judge, mcp, search, show, stats
 from convlab.app.cli.options import add_common
 from convlab.app.exits import (
     EXIT_BROKEN_PIPE,
@@ -74,7 +75,7 @@ class Command(Protocol):
         ...
 
 
-COMMANDS: tuple[Command, ...] = (index, search, show, stats, eval_command, judge)
+COMMANDS: tuple[Command, ...] = (index, search, show, stats, eval_command, judge, mcp)
 """The subcommands, in the order ``convlab --help`` lists them."""
 
 

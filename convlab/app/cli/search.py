@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from convlab.app.cli.options import (
     add_store,
@@ -13,7 +13,7 @@ from convlab.app.cli.options import (
     parse_date,
     resolve_conversation,
 )
-from convlab.app.display import describe_hits, hit_lines, terminal_width
+from convlab.app.display import color_wanted, describe_hits, hit_lines, terminal_width
 from convlab.app.exits import EXIT_NO_RESULTS, EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
 
@@ -22,13 +22,14 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from convlab.resurrection import Resurrection
     from convlab.retrieval.search import SearchOptions
     from convlab.store import Store
 
 NAME = "search"
 MAX_K = 10_000
 """The most results ``-k`` may ask for (a person reads tens; a script pages, it does not dump)."""
-EXAMPLE = 'convlab search "nginx websockets" --since 2026-01-01 --role user -k 5'
+EXAMPLE = 'convlab search "nginx websockets" --since 2026-01-01 --role user -k 5 --budget 512'
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -85,6 +86,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         metavar="LAMBDA",
         help="diversify results by MMR (lambda %(const)s when given alone)",
     )
+    add_context_options(se)
     se.add_argument("--json", action="store_true", help="JSON lines for scripts and agents")
     se.add_argument("--embedder", default=None, choices=EMBEDDERS.names(), help=argparse.SUPPRESS)
     se.add_argument(
@@ -109,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"the query is not UTF-8 text (character {exc.start + 1})") from None
     if not 1 <= args.k <= MAX_K:
         raise UsageError(f"-k must be at least 1 and at most {MAX_K:,}")
+    if args.budget is not None and args.budget < 0:
+        raise UsageError("--budget must not be negative")
     store = Store(args.store)
     manifest = store.manifest()
     if args.conversation:
@@ -136,14 +140,103 @@ def run(args: argparse.Namespace) -> int:
     if hits.height == 0:
         print(f"convlab search: no results for {args.query!r}{_filters(args)}", file=sys.stderr)
         return EXIT_NO_RESULTS
-    rows = describe_hits(store, hits, score_kind=options.score_kind)
+    rows = describe_hits(store, hits, query=args.query, score_kind=options.score_kind)
+    if args.budget is not None:
+        for r, context in zip(
+            rows, hit_contexts(store, hits, args.budget, args.policy), strict=True
+        ):
+            r["context"] = context
     if args.json:
         for r in rows:
             print(json.dumps(r, ensure_ascii=False, default=str))
     else:
-        for line in hit_lines(rows, terminal_width(), score_kind=options.score_kind):
+        for line in hit_lines(
+            rows,
+            terminal_width(),
+            query=args.query,
+            color=color_wanted(),
+            score_kind=options.score_kind,
+        ):
             print(line)
     return EXIT_OK
+
+
+def add_context_options(sp: argparse.ArgumentParser) -> None:
+    """``--budget N`` and ``--policy NAME``: bring back each hit's context (resurrection)."""
+    from convlab.resurrection import POLICIES
+
+    sp.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="bring back each hit's context, best hits first, within TOKENS model tokens",
+    )
+    sp.add_argument(
+        "--policy",
+        default="unit",
+        choices=POLICIES.names(),
+        help="what a hit brings back with --budget: what was embedded with it (unit), its "
+        "turn or message (doc), that and the docs beside it (window), ... (%(default)s)",
+    )
+
+
+def hit_contexts(
+    store: Store, hits: pl.DataFrame, budget: int, policy: str
+) -> list[dict[str, Any]]:
+    """Each hit's resurrected context, in rank order (see ``resurrection.render.hit_contexts``).
+
+    Raises:
+        UsageError: a negative budget, or a store without chunks.
+    """
+    from convlab.resurrection.render import hit_contexts as per_hit
+
+    return per_hit(resurrect_hits(store, hits, budget, policy), hits.height)
+
+
+def resurrect_hits(store: Store, hits: pl.DataFrame, budget: int, policy: str) -> Resurrection:
+    """The context of ``hits`` within ``budget``: one budget walk over them, best first.
+
+    The units are the hits' own (their ``chunk_ids`` and ``doc_id``; targets from the store's
+    units when it has them), read against the store's chunks and messages of the hits'
+    conversations (:func:`convlab.resurrection.resurrect`).
+
+    Raises:
+        UsageError: a negative budget, or a store without chunks.
+    """
+    import polars as pl
+
+    from convlab.resurrection import resurrect
+
+    if budget < 0:
+        raise UsageError("--budget must not be negative")
+    convs = hits.select("conversation_id").unique()
+
+    def of_hits(name: str) -> pl.DataFrame | None:
+        try:
+            return store.frame(name).join(convs, on="conversation_id", how="semi")
+        except (FileNotFoundError, KeyError, ValueError):  # a frame this store does not keep
+            return None
+
+    units = hits.select("unit_id", "chunk_ids", pl.concat_list("doc_id").alias("doc_ids")).unique(
+        "unit_id", keep="first", maintain_order=True
+    )
+    stored = of_hits("units")
+    if stored is not None and "target_chunk_id" in stored.columns:
+        targets = stored.select("unit_id", "target_chunk_id").unique("unit_id")
+        units = units.join(targets, on="unit_id", how="left")
+    chunks = of_hits("sentences")
+    if chunks is None:
+        raise UsageError(f"{store.directory} keeps no chunks to bring back; run `convlab index`")
+    return resurrect(
+        hits["unit_id"],
+        budget,
+        units=units,
+        chunks=chunks,
+        policy=policy,
+        doc_ids=hits["doc_id"],
+        messages=of_hits("messages"),
+    )
 
 
 def search_options(args: argparse.Namespace) -> SearchOptions:

@@ -1,0 +1,312 @@
+"""A Model Context Protocol server over a store: search, show and context tools for agents.
+
+``convlab mcp --store DIR`` serves three tools over stdio with the official ``mcp`` SDK (the
+``convlab[mcp]`` extra):
+
+- ``search(query, k, conversation, role, since, until)``: ranked hits, described as ``convlab
+  search --json`` describes them (where, when, the best matching chunk);
+- ``show(target, around)``: a hit's doc (a ``doc_id`` or ``unit_id`` from a search) and the
+  ``around`` docs before and after it, message by message, with speaker, time and source line;
+- ``context(query, budget, policy, k)``: the context resurrection brings back for the query's
+  hits within ``budget`` tokens, as prompt-ready text (:meth:`Resurrection.text`) and per hit.
+
+The store, its index, BM25 and the query embedder are loaded once and kept warm; when
+``convlab index`` switches the store to a new version, the next call reads that version.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from convlab.app.exits import is_input_error, one_line
+from convlab.extras import require
+
+if TYPE_CHECKING:
+    from convlab.protocols import Embedder
+    from convlab.store import Store
+
+__all__ = ["StoreTools", "build_server"]
+
+INSTRUCTIONS = (
+    "Search the user's past conversations with coding agents and chat assistants. Call search "
+    "to find where something was discussed, show to read a hit with the messages around it, "
+    "and context to get prompt-ready text for a question within a token budget."
+)
+
+
+class StoreTools:
+    """The tools' work over one store, its index and embedder loaded once and kept warm.
+
+    Args:
+        directory: the store directory.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        from convlab.store import Store
+
+        self.store: Store = Store(directory)
+        self._lock = threading.Lock()
+        self._loaded: Path | None = None
+        self._index: Any = None
+        self._bm25: Any = None
+        self._embedder: Embedder | None = None
+
+    def _fresh(self) -> Store:
+        """The store, re-pinned (and its index reloaded) when a new version went live."""
+        with self._lock:
+            if self._loaded is not None and self.store.current != self._loaded:
+                self.store.refresh()
+            version = self.store.version
+            if version != self._loaded:
+                from convlab.app.cli.options import embedder_for_vectors
+
+                self._index = self.store.index()
+                self._bm25 = None
+                if self._embedder is None:
+                    self._embedder = embedder_for_vectors(self.store.manifest(), None, None)
+                self._loaded = version
+            return self.store
+
+    def hits(
+        self,
+        query: str,
+        k: int = 5,
+        conversation: str | None = None,
+        role: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> pl.DataFrame:
+        """The ranked hits of ``query`` (:data:`convlab.schema.HITS`).
+
+        Raises:
+            ValueError: an empty query, ``k`` below 1, a bad role or date.
+        """
+        from convlab.app.cli.options import parse_date
+        from convlab.retrieval import SearchOptions
+        from convlab.retrieval.search import search
+
+        if not query.strip():
+            raise ValueError("the query is empty")
+        options = SearchOptions(
+            k=k,
+            conversations=(conversation,) if conversation else None,
+            roles=(role,) if role else None,
+            since=parse_date(since, "since"),
+            until=parse_date(until, "until", end=True),
+        )
+        store = self._fresh()
+        bm25 = None
+        if options.retrieval.needs_bm25:
+            self._bm25 = self._bm25 or store.bm25()
+            bm25 = self._bm25
+        if self._embedder is None:  # set by _fresh(): a bug if not
+            raise RuntimeError("the query embedder was not loaded")
+        return search(self._index, query, embedder=self._embedder, options=options, bm25=bm25)
+
+    def search(self, query: str, **filters: Any) -> dict[str, Any]:
+        """Hits as ``convlab search --json`` describes them."""
+        from convlab.app.display import describe_hits
+
+        hits = self.hits(query, **filters)
+        rows = describe_hits(self.store, hits, query=query) if hits.height else []
+        return {"query": query, "hits": [dict(r) for r in rows]}
+
+    def show(self, target: str, around: int = 0) -> dict[str, Any]:
+        """The doc ``target`` names (a doc or unit id) and ``around`` docs on each side.
+
+        Raises:
+            ValueError: nothing of that name, or ``around`` negative.
+        """
+        from convlab.app.cli.show import around as docs_around
+        from convlab.app.cli.show import resolve
+
+        if around < 0:
+            raise ValueError("around must not be negative")
+        store = self._fresh()
+        where = resolve(store, target)
+        chunks = store.frame("sentences").filter(pl.col("conversation_id") == where.conversation)
+        hit_docs: set[str] = set()
+        if where.doc is not None:
+            chunks, hit_docs = docs_around(chunks, where.doc, around)
+        conv = store.frame("conversations").filter(pl.col("conversation_id") == where.conversation)
+        return {
+            "conversation_id": where.conversation,
+            "title": conv["title"][0] if conv.height else None,
+            "messages": _messages(store, where.conversation, chunks, hit_docs),
+        }
+
+    def context(
+        self, query: str, budget: int = 512, policy: str = "unit", k: int = 10, **filters: Any
+    ) -> dict[str, Any]:
+        """The resurrected context of ``query``'s hits within ``budget`` tokens.
+
+        Raises:
+            ValueError: a negative budget or an unknown policy (listing the valid ones).
+        """
+        from convlab.app.cli.search import resurrect_hits
+        from convlab.resurrection import get_policy
+        from convlab.resurrection.render import hit_contexts
+
+        get_policy(policy)  # an unknown name fails before the search
+        if budget < 0:
+            raise ValueError("budget must not be negative")
+        hits = self.hits(query, k=k, **filters)
+        if hits.height == 0:
+            return {"query": query, "budget": budget, "tokens_used": 0, "text": "", "hits": []}
+        res = resurrect_hits(self.store, hits, budget, policy)
+        per_hit = hit_contexts(res, hits.height)
+        return {
+            "query": query,
+            "budget": budget,
+            "policy": res.policy,
+            "tokens_used": res.tokens_used,
+            "text": res.text(),
+            "hits": [
+                {"rank": r, "doc_id": d, "tokens": c["tokens"], "skipped": c["skipped"]}
+                for r, d, c in zip(hits["rank"], hits["doc_id"], per_hit, strict=True)
+            ],
+        }
+
+
+def _messages(
+    store: Store, conversation: str, chunks: pl.DataFrame, hit_docs: set[str]
+) -> list[dict[str, Any]]:
+    """The shown chunks as messages: turn, role, speaker, time, source line, text, hit."""
+    from convlab import schema
+
+    try:
+        messages = store.frame("messages").filter(pl.col("conversation_id") == conversation)
+        sources = {
+            m: (speaker, path, line)
+            for m, speaker, path, line in messages.select(
+                "message_index", "speaker", "source_path", "source_line"
+            ).iter_rows()
+        }
+    except (FileNotFoundError, KeyError, ValueError):
+        sources = {}
+    out = []
+    for (turn, msg, role), part in chunks.sort("position").group_by(
+        "turn_index", "message_index", "role", maintain_order=True
+    ):
+        speaker, path, line = sources.get(msg, (None, None, None))
+        when = part["timestamp"][0]
+        docs = {schema.turn_id(conversation, turn), schema.message_id(conversation, msg)}
+        out.append(
+            {
+                "turn": turn,
+                "message_index": msg,
+                "role": role,
+                "speaker": speaker,
+                "timestamp": when.isoformat() if when else None,
+                "source_path": path,
+                "source_line": line,
+                "text": " ".join(part["text"].to_list()),
+                "is_hit": bool(docs & hit_docs),
+            }
+        )
+    return out
+
+
+def _sdk() -> tuple[Any, type[Exception]]:
+    """The SDK's server class and the error a tool raises for a failure it saw coming."""
+    import importlib
+
+    try:  # mcp 2
+        server = importlib.import_module("mcp.server.mcpserver")
+        errors = importlib.import_module("mcp.server.mcpserver.exceptions")
+        return server.MCPServer, errors.ToolError
+    except ImportError:  # mcp 1.x
+        server = importlib.import_module("mcp.server.fastmcp")
+        errors = importlib.import_module("mcp.server.fastmcp.exceptions")
+        return server.FastMCP, errors.ToolError
+
+
+def build_server(directory: str | Path) -> Any:
+    """The MCP server (``mcp``'s ``MCPServer``, ``FastMCP`` before mcp 2) over one store.
+
+    Raises:
+        ImportError: the ``mcp`` SDK is missing (naming the ``convlab[mcp]`` extra).
+    """
+    require("mcp", "mcp", feature="the MCP server")
+    Server, ToolError = _sdk()
+    tools = StoreTools(directory)
+    server = Server("convlab", instructions=INSTRUCTIONS)
+
+    def call(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        """Run ``work()``, turning the caller's mistakes into one line for the agent.
+
+        A bad argument or an unknown id comes back as the CLI prints it; anything else is the
+        SDK's internal error.
+        """
+        try:
+            return work()
+        except Exception as exc:
+            if is_input_error(exc) or isinstance(exc, ValueError):
+                raise ToolError(one_line(exc)) from exc
+            raise
+
+    @server.tool()
+    def search(
+        query: str,
+        k: int = 5,
+        conversation: str | None = None,
+        role: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> dict[str, Any]:
+        """Find where something was discussed: the best hit per turn (per message in dialogs).
+
+        Args:
+            query: what to look for, in words.
+            k: how many hits.
+            conversation: only this conversation id.
+            role: only hits of this role (user, assistant, system, tool).
+            since: only hits on or after this date (2026-01-31 or an ISO time).
+            until: only hits on or before this date.
+        """
+        return call(
+            lambda: tools.search(
+                query, k=k, conversation=conversation, role=role, since=since, until=until
+            )
+        )
+
+    @server.tool()
+    def show(target: str, around: int = 0) -> dict[str, Any]:
+        """Read a hit: its turn or message (a doc_id or unit_id from search) and its neighbours.
+
+        Args:
+            target: a hit's doc_id or unit_id.
+            around: how many turns (messages in dialogs) before and after to include.
+        """
+        return call(lambda: tools.show(target, around))
+
+    @server.tool()
+    def context(
+        query: str,
+        budget: int = 512,
+        policy: str = "unit",
+        k: int = 10,
+        conversation: str | None = None,
+    ) -> dict[str, Any]:
+        """Prompt-ready context for a question: what its hits bring back within a token budget.
+
+        Args:
+            query: the question.
+            budget: model tokens the context may take.
+            policy: what a hit brings back: unit (what was embedded with it), doc (its turn or
+                message), window (and the turns or messages beside it), pair, unit+doc.
+            k: how many hits to draw from, best first.
+            conversation: only hits of this conversation id.
+        """
+        return call(
+            lambda: tools.context(
+                query, budget=budget, policy=policy, k=k, conversation=conversation
+            )
+        )
+
+    return server
