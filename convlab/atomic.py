@@ -7,12 +7,13 @@ segments, store versions) goes through here or through a directory-level variant
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["fsync_dir", "write_file_atomic", "write_text_atomic"]
+__all__ = ["disk_full", "fsync_dir", "write_file_atomic", "write_text_atomic"]
 
 
 def fsync_dir(path: str | Path) -> None:
@@ -74,3 +75,32 @@ def write_file_atomic(path: str | Path, write: Callable[[Path], object]) -> None
     finally:
         tmp.unlink(missing_ok=True)
     fsync_dir(path.parent)
+
+
+_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+_FULL_TEXTS = ("no space left on device", "disk quota exceeded", "os error 28", "errno 28")
+
+
+def disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an exception it was raised from) says the disk or quota is full.
+
+    Writers report a full disk in their own ways: Python and numpy raise ``OSError(ENOSPC)``,
+    polars a ``ComputeError`` whose text ends ``(os error 28)``, FAISS a ``RuntimeError``
+    quoting ``strerror``; all of them are recognised.
+
+    Example:
+        >>> disk_full(OSError(errno.ENOSPC, "No space left on device"))
+        True
+        >>> disk_full(ValueError("no"))
+        False
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _FULL_ERRNOS:
+            return True
+        if any(t in str(current).lower() for t in _FULL_TEXTS):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

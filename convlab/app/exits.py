@@ -67,10 +67,12 @@ def is_input_error(exc: BaseException) -> bool:
         return exc.errno in INPUT_ERRNOS
     try:
         from convlab.loaders import LoadError
-        from convlab.store import StoreDamaged, StoreLocked, StoreMismatch
+        from convlab.store import NotAStore, StoreDamaged, StoreFull, StoreLocked, StoreMismatch
     except ImportError:  # the error being judged may be this very import failing: a bug
         return False
-    return isinstance(exc, LoadError | StoreDamaged | StoreLocked | StoreMismatch)
+    return isinstance(
+        exc, LoadError | NotAStore | StoreDamaged | StoreFull | StoreLocked | StoreMismatch
+    )
 
 
 def one_line(exc: BaseException, *, type_name: bool = False) -> str:

@@ -50,19 +50,23 @@ from convlab.store.config import (
     IndexSummary,
     StoreConfig,
     StoreDamaged,
+    StoreFull,
     StoreLocked,
     StoreMismatch,
     default_history_paths,
 )
 from convlab.store.manifest import Verified
+from convlab.store.marker import NotAStore
 from convlab.store.store import Store
 
 __all__ = [
     "REDACT_CHOICES",
     "IndexSummary",
+    "NotAStore",
     "Store",
     "StoreConfig",
     "StoreDamaged",
+    "StoreFull",
     "StoreLocked",
     "StoreMismatch",
     "Verified",

@@ -57,6 +57,8 @@ CHECKS = ("sizes", "sample", "full")
 BLOCK = 1 << 20
 """Files are hashed in blocks of 1 MiB: a file's digest is the SHA-256 of its blocks' digests."""
 SAMPLED_BLOCKS = 8
+REQUIRED = ("model_id", "config", "counts", "files")
+"""Keys every manifest has had since format 1: without them a manifest is damaged."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +87,16 @@ class Verified:
         return f"verified: all {self.files} files OK ({self.bytes:,} bytes hashed)"
 
 
-def damaged(store: Path, path: Path, what: str) -> StoreDamaged:
-    """The one-line error for a damaged ``path`` of the store in directory ``store``."""
+def damaged(store: Path, path: Path, what: str, *, rebuild: bool = False) -> StoreDamaged:
+    """The one-line error for a damaged ``path`` of the store in directory ``store``.
+
+    ``rebuild``: the repair to name is ``convlab index --rebuild`` (the manifest, which says
+    how the store was built, is what is damaged).
+    """
+    if rebuild:
+        return StoreDamaged(
+            f"{path}: {what}; run `convlab index PATH --store {store} --rebuild` to repair"
+        )
     return StoreDamaged(f"{path}: {what}; run `convlab index --store {store}` to repair")
 
 
@@ -135,16 +145,27 @@ def read_manifest(store: Path, version: Path) -> dict[str, Any]:
     Raises:
         StoreDamaged: unreadable, not a JSON object, or not matching its checksum.
     """
+    from convlab.loaders import LoadError
+    from convlab.loaders.files import read_regular
+
     path = version / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise damaged(store, path, f"unreadable ({type(exc).__name__})") from exc
+    try:  # a FIFO or a device in its place is refused, never opened or read
+        manifest = json.loads(read_regular(path))
+    except LoadError as exc:
+        raise damaged(store, path, exc.reason, rebuild=True) from None
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError included
+        raise damaged(store, path, f"unreadable ({type(exc).__name__})", rebuild=True) from exc
     if not isinstance(manifest, dict):
-        raise damaged(store, path, "not a JSON object")
+        raise damaged(store, path, "not a JSON object", rebuild=True)
+    missing = [k for k in REQUIRED if k not in manifest]
+    if missing or not isinstance(manifest.get("format", 1), int):
+        what = f"no {', '.join(missing)}" if missing else "a format that is not a number"
+        raise damaged(store, path, f"not a convlab manifest ({what})", rebuild=True)
     legacy = manifest.get("format", 1) < 2 and "checksum" not in manifest
     if not legacy and manifest.get("checksum") != manifest_checksum(manifest):
-        raise damaged(store, path, "does not match its checksum (edited or corrupted)")
+        raise damaged(
+            store, path, "does not match its checksum (edited or corrupted)", rebuild=True
+        )
     return manifest
 
 
