@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -79,14 +80,17 @@ def write_file_atomic(path: str | Path, write: Callable[[Path], object]) -> None
 
 _FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 _FULL_TEXTS = ("no space left on device", "disk quota exceeded", "os error 28", "errno 28")
+_SHORT_WRITE = re.compile(r"\d+ requested and \d+ written")
+"""numpy's ``tofile`` on a full disk: ``OSError("400000 requested and 262128 written")``."""
 
 
 def disk_full(exc: BaseException) -> bool:
     """Whether ``exc`` (or an exception it was raised from) says the disk or quota is full.
 
-    Writers report a full disk in their own ways: Python and numpy raise ``OSError(ENOSPC)``,
-    polars a ``ComputeError`` whose text ends ``(os error 28)``, FAISS a ``RuntimeError``
-    quoting ``strerror``; all of them are recognised.
+    Writers report a full disk in their own ways (seen on a full 2 MiB tmpfs): Python raises
+    ``OSError(ENOSPC)``, numpy's ``np.save`` an ``OSError`` without errno (``400000 requested
+    and 262128 written``), polars a ``ComputeError`` whose text ends ``(os error 28)``, FAISS a
+    ``RuntimeError`` quoting ``strerror``; all of them are recognised.
 
     Example:
         >>> disk_full(OSError(errno.ENOSPC, "No space left on device"))
@@ -100,7 +104,8 @@ def disk_full(exc: BaseException) -> bool:
         seen.add(id(current))
         if isinstance(current, OSError) and current.errno in _FULL_ERRNOS:
             return True
-        if any(t in str(current).lower() for t in _FULL_TEXTS):
+        text = str(current).lower()
+        if any(t in text for t in _FULL_TEXTS) or _SHORT_WRITE.search(text):
             return True
         current = current.__cause__ or current.__context__
     return False

@@ -129,13 +129,17 @@ class CachedEmbedder:
         rec["key"] = np.frombuffer(b"".join(keys), dtype="V32")
         rec["vec"] = vecs
         tmp = self.directory / f".tmp-{uuid.uuid4().hex}.npy"
-        with tmp.open("wb") as fh:
-            np.save(fh, rec, allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
-        final = self.directory / f"seg-{uuid.uuid4().hex}-{digest}.npy"
-        os.replace(tmp, final)
+        try:
+            with tmp.open("wb") as fh:
+                np.save(fh, rec, allow_pickle=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+            digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+            final = self.directory / f"seg-{uuid.uuid4().hex}-{digest}.npy"
+            os.replace(tmp, final)
+        except BaseException:  # a full disk: give the space back (clean() would, later)
+            tmp.unlink(missing_ok=True)
+            raise
         fsync_dir(self.directory)  # the rename itself survives a power cut
         self._loaded_segments.add(final.name)
 
