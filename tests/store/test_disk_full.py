@@ -158,8 +158,7 @@ def test_a_full_disk_leaves_the_previous_version_live(
     line = _one_line(capsys.readouterr().err)
     assert line.startswith(f"convlab index: {store}: no space left on device (")
     assert line.endswith(
-        f"; the previous version {name} is intact and still live; free some space and run it "
-        "again"
+        f"; the previous version {name} is intact and still live; free some space and run it again"
     )
     monkeypatch.undo()
     _intact(store, name, capsys)
