@@ -89,7 +89,7 @@ class Store:
             raise ValueError(f"unknown frame {name!r}; valid: {', '.join(FRAMES)}")
         path = self._pin() / f"{name}.parquet"
         try:
-            return pl.read_parquet(path)
+            return pl.read_parquet(path, glob=False)
         except Exception as exc:  # polars reports corruption with several exception types
             raise self._damaged(path, f"unreadable ({type(exc).__name__})") from exc
 
