@@ -128,15 +128,15 @@ _NUL_BYTE = re.compile("\x00([0-9a-f]{2})")
 
 
 def path_text(path: str | os.PathLike[str]) -> str:
-    """A file's path as text a frame can hold (valid UTF-8), losslessly: see :func:`text_path`.
+    r"""A file's path as text a frame can hold (valid UTF-8), losslessly: see :func:`text_path`.
 
-    A name that is not UTF-8 (``b"caf\\xe9.jsonl"`` on Linux) reaches Python as a string with
+    A name that is not UTF-8 (``b"caf\xe9.jsonl"`` on Linux) reaches Python as a string with
     surrogate escapes, which polars cannot store. Each such byte is written as NUL and two hex
     digits; a path never holds NUL, so a UTF-8 path is unchanged and no two paths meet.
 
     Example:
-        >>> path_text(os.fsdecode(b"/t/caf\\xe9.jsonl"))
-        '/t/caf\\x00e9.jsonl'
+        >>> path_text(os.fsdecode(b"/t/caf\xe9.jsonl"))
+        '/t/caf\x00e9.jsonl'
         >>> path_text("/t/café.jsonl")
         '/t/café.jsonl'
     """
@@ -149,10 +149,10 @@ def path_text(path: str | os.PathLike[str]) -> str:
 
 
 def text_path(text: str) -> Path:
-    """The path that :func:`path_text` wrote as ``text``: it opens the file whatever its name.
+    r"""The path that :func:`path_text` wrote as ``text``: it opens the file whatever its name.
 
     Example:
-        >>> os.fsencode(text_path("/t/caf\\x00e9.jsonl"))
-        b'/t/caf\\xe9.jsonl'
+        >>> os.fsencode(text_path("/t/caf\x00e9.jsonl"))
+        b'/t/caf\xe9.jsonl'
     """
     return Path(_NUL_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), text))
