@@ -28,6 +28,7 @@ __all__ = [
     "Verified",
     "check_files",
     "check_norms",
+    "check_sample",
     "damaged",
     "manifest_checksum",
     "read_manifest",
@@ -57,6 +58,11 @@ CHECKS = ("sizes", "sample", "full")
 BLOCK = 1 << 20
 """Files are hashed in blocks of 1 MiB: a file's digest is the SHA-256 of its blocks' digests."""
 SAMPLED_BLOCKS = 8
+SEARCH_BLOCKS = 2
+"""Random 1 MiB blocks of the vectors and of the FAISS file that opening the index for ``search``
+checks against their SHA-256 (:func:`check_sample`); measured by eval/bench_verify.py."""
+INDEX_FILES = ("index/vectors.npy", "index/index.faiss")
+"""The files :func:`check_sample` checks: what a search reads its answers from."""
 REQUIRED = ("model_id", "config", "counts", "files")
 """Keys every manifest has had since format 1: without them a manifest is damaged."""
 
@@ -206,6 +212,37 @@ def check_files(store: Path, version: Path, manifest: dict[str, Any], *, check: 
         if not ok:
             raise damaged(store, path, "content does not match its SHA-256 (corrupted)")
     return Verified(version=version, files=len(files), bytes=total, hashed=check == "full")
+
+
+def check_sample(
+    store: Path, version: Path, manifest: dict[str, Any], rels: Iterable[str], *, blocks: int
+) -> None:
+    """Check ``blocks`` random 1 MiB blocks of each of ``rels`` (a small file whole).
+
+    What ``search`` checks on open (:data:`SEARCH_BLOCKS` of :data:`INDEX_FILES`): vectors
+    permuted, or any other rewrite of the same size, are caught before a wrong answer is given.
+
+    Raises:
+        StoreDamaged: a checked block (or small file) does not match its SHA-256.
+    """
+    files: dict[str, dict[str, Any]] | None = manifest.get("version_files")
+    if files is None:
+        return  # written before checksums: nothing to check against
+    rng = np.random.default_rng()
+    for rel in rels:
+        rec = files.get(rel)
+        if rec is None:
+            continue
+        path = version / rel
+        digests = rec.get("blocks")
+        if digests:
+            picked = sorted(rng.choice(len(digests), min(blocks, len(digests)), replace=False))
+            found = block_digests(path, [int(b) for b in picked])
+            ok = all(d == digests[b] for b, d in zip(picked, found, strict=True))
+        else:
+            ok = tree_digest(block_digests(path)) == rec["sha256"]
+        if not ok:
+            raise damaged(store, path, "content does not match its SHA-256 (corrupted)")
 
 
 def norm_problem(vectors: np.ndarray, offset: int = 0) -> str:

@@ -20,7 +20,16 @@ from convlab.atomic import disk_full
 from convlab.protocols import Embedder
 from convlab.store import manifest as mf
 from convlab.store.config import IndexSummary, StoreConfig, StoreDamaged, StoreFull, StoreLocked
-from convlab.store.manifest import CHECK_ON_INDEX, FRAMES, MANIFEST, NORM_ROWS, READERS, Verified
+from convlab.store.manifest import (
+    CHECK_ON_INDEX,
+    FRAMES,
+    INDEX_FILES,
+    MANIFEST,
+    NORM_ROWS,
+    READERS,
+    SEARCH_BLOCKS,
+    Verified,
+)
 from convlab.store.marker import claim
 from convlab.store.versions import (
     check_lock_file,
@@ -100,6 +109,7 @@ class Store:
         version = self._pin()
         directory = version / "index"
         mf.check_norms(self.directory, version, rows=None)  # in slices: no copy of the vectors
+        mf.check_sample(self.directory, version, self._manifest, INDEX_FILES, blocks=SEARCH_BLOCKS)
         try:
             return VectorIndex.load(directory)
         except Exception as exc:  # numpy, FAISS and polars each raise their own types

@@ -185,10 +185,12 @@ def _write(
     """Build the fresh conversations on the kept rows (one recipe) and write a new version."""
     frames, keep = _kept(store, plan.drop) if plan.old_manifest is not None else ({}, None)
     fresh = plan.corpus.filter_conversations(plan.fresh) if plan.fresh else load_empty()
+    cache = CachedEmbedder(embedder, store.directory / "cache")
+    cache.clean()  # temporary segments of killed runs
     built = build_index(
         fresh,
         config.strategy,
-        embedder=CachedEmbedder(embedder, store.directory / "cache"),
+        embedder=cache,
         policy=config.content_policy(),
         kind=config.index_kind,
         engine=eng,
