@@ -1,9 +1,11 @@
 """A version's manifest: checksums of itself and of every file, and the checks that read them.
 
 A file's digest is the SHA-256 of its 1 MiB blocks' digests (one read of the file); files of more
-than :data:`SAMPLED_BLOCKS` blocks also keep their block digests, so a sample of blocks can be
-checked without reading the whole file. Every check raises :class:`StoreDamaged` with one line
-naming the file and what to do.
+than :data:`SAMPLED_BLOCKS` blocks (the index files: more than :data:`SEARCH_BLOCKS`) also keep
+their block digests, so a sample of blocks can be checked without reading the whole file:
+``index`` checks one before it builds on a version, ``search`` another when it opens the index
+(:func:`check_sample`). Every check raises :class:`StoreDamaged` with one line naming the file and
+what to do.
 """
 
 from __future__ import annotations
@@ -139,8 +141,8 @@ def version_files(version: Path) -> dict[str, dict[str, Any]]:
         if p.is_file() and rel not in (MANIFEST, READERS):
             blocks = block_digests(p)
             rec: dict[str, Any] = {"size": p.stat().st_size, "sha256": tree_digest(blocks)}
-            if len(blocks) > SAMPLED_BLOCKS:
-                rec["blocks"] = blocks
+            if len(blocks) > (SEARCH_BLOCKS if rel in INDEX_FILES else SAMPLED_BLOCKS):
+                rec["blocks"] = blocks  # the index files': search samples them at any size
             out[rel] = rec
     return out
 
@@ -200,7 +202,7 @@ def check_files(store: Path, version: Path, manifest: dict[str, Any], *, check: 
         if check == "sizes":
             continue
         blocks = rec.get("blocks")
-        if check == "sample" and blocks:
+        if check == "sample" and blocks and len(blocks) > SAMPLED_BLOCKS:
             rng = np.random.default_rng()
             picked = {0, len(blocks) - 1}
             picked.update(rng.choice(len(blocks), SAMPLED_BLOCKS - 2, replace=False).tolist())

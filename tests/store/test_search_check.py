@@ -79,3 +79,25 @@ def test_permuted_vectors_are_caught_by_search_and_repaired_by_index(
     assert main(index_argv) == EXIT_OK
     assert "repaired:" in capsys.readouterr().out
     assert _top(store, capsys) == top
+
+
+def test_index_files_of_a_few_blocks_are_sampled_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Index files of 3 to 8 blocks keep block digests (search samples them); index's own
+    sampled check, which samples only files of more than 8 blocks, still reads them whole."""
+    first = tmp_path / "first"
+    assert main(["index", str(SAMPLE), "--store", str(first), "--embedder", "hash", "-q"]) == 0
+    size = (first / "current" / "index" / "vectors.npy").stat().st_size
+    monkeypatch.setattr(store_manifest, "BLOCK", size // 4 + 1)  # 4 blocks
+    store = tmp_path / "store"
+    argv = ["index", str(SAMPLE), "--store", str(store), "--embedder", "hash", "-q"]
+    assert main(argv) == EXIT_OK
+    files = json.loads((store / "current" / "manifest.json").read_text())["version_files"]
+    assert len(files["index/vectors.npy"]["blocks"]) == 4
+    assert all("blocks" not in r for k, r in files.items() if not k.startswith("index/"))
+    assert main(argv) == EXIT_OK  # the sampled check of an unchanged index (no ValueError)
+    _top(store, capsys)
+    _permute(store / os.readlink(store / "current"))
+    assert main(["search", QUERY, "--store", str(store), "-k", "1"]) == EXIT_USAGE
+    assert "vectors.npy: content does not match its SHA-256" in capsys.readouterr().err
