@@ -14,7 +14,7 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["disk_full", "fsync_dir", "write_file_atomic", "write_text_atomic"]
+__all__ = ["disk_full", "fsync_dir", "nearly_full", "write_file_atomic", "write_text_atomic"]
 
 
 def fsync_dir(path: str | Path) -> None:
@@ -109,3 +109,21 @@ def disk_full(exc: BaseException) -> bool:
             return True
         current = current.__cause__ or current.__context__
     return False
+
+
+NEARLY_FULL = 1 << 20
+"""Free bytes under which a failed write is taken for a full disk (see :func:`nearly_full`)."""
+
+
+def nearly_full(path: str | Path) -> bool:
+    """Whether the file system holding ``path`` has less than :data:`NEARLY_FULL` bytes free.
+
+    For writers that lose the errno of a full disk (polars, seen on a full tmpfs, raised
+    ``ComputeError: parquet: File out of specification: Invalid thrift: transport error``): a
+    write that failed on a file system this full failed for want of space.
+    """
+    try:
+        st = os.statvfs(path)
+    except (OSError, AttributeError):  # AttributeError: no statvfs (Windows)
+        return False
+    return st.f_bavail * st.f_frsize < NEARLY_FULL

@@ -11,6 +11,7 @@ the previous version live, and the leftovers are removed by the next run.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -22,7 +23,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import polars as pl
 
-from convlab.atomic import fsync_dir, write_text_atomic
+from convlab.atomic import disk_full, fsync_dir, nearly_full, write_text_atomic
 from convlab.store.config import StoreDamaged
 from convlab.store.manifest import MANIFEST, READERS, damaged, manifest_checksum, version_files
 from convlab.store.marker import is_store
@@ -200,8 +201,11 @@ def write_version(
     tmp.mkdir()
     try:
         _write_files(tmp, manifest, frames, index, bm25)
-    except BaseException:  # a full disk, a bad write: give the space back, keep the live one
+    except BaseException as exc:  # a full disk, a bad write: give the space back, keep the live one
+        full = isinstance(exc, Exception) and not disk_full(exc) and nearly_full(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
+        if full:  # a writer that lost the errno (polars: "Invalid thrift: transport error")
+            raise OSError(errno.ENOSPC, " ".join(str(exc).split())[:120]) from exc
         raise
     final = directory / name
     tmp.rename(final)

@@ -100,9 +100,22 @@ def _bm25_fails(mp: pytest.MonkeyPatch) -> None:
     mp.setattr(BM25Index, "save", _enospc)
 
 
+def _parquet_loses_the_errno(mp: pytest.MonkeyPatch) -> None:
+    """polars on a full tmpfs, at some sizes: the errno is lost; the file system is full."""
+
+    def write(self: pl.DataFrame, *_args: Any, **_kwargs: Any) -> None:
+        raise pl.exceptions.ComputeError(
+            "parquet: File out of specification: Invalid thrift: transport error"
+        )
+
+    mp.setattr(pl.DataFrame, "write_parquet", write)
+    mp.setattr("convlab.store.versions.nearly_full", lambda _path: True)
+
+
 POINTS: dict[str, Patch] = {
     "cache segment": _np_save_fails("/cache/"),
     "frames (parquet)": _parquet_to_dev_full,
+    "frames (parquet, errno lost)": _parquet_loses_the_errno,
     "vectors": _np_save_fails("vectors.npy"),
     "FAISS file": _faiss_fails,
     "BM25": _bm25_fails,
@@ -218,3 +231,18 @@ def test_a_full_disk_on_a_new_store(
     monkeypatch.undo()
     assert not (store / "current").exists()
     assert _index(history.parent, store) == EXIT_OK
+
+
+def test_a_writer_error_with_space_left_is_not_called_a_full_disk(
+    live: tuple[Path, Path, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    history, store, name = live
+    _parquet_loses_the_errno(monkeypatch)
+    monkeypatch.setattr("convlab.store.versions.nearly_full", lambda _path: False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(store.parent / "crash"))
+    assert _index(history, store) == 3  # a bug, reported as one (not disguised as a full disk)
+    assert "internal error (ComputeError" in capsys.readouterr().err
+    monkeypatch.undo()
+    _intact(store, name, capsys)
