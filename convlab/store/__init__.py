@@ -36,9 +36,9 @@ and a checksum of itself. Opening a version checks the manifest's checksum and e
 :meth:`Store.verify` (``convlab stats --verify``) and every ``update`` also check the hashes
 (:data:`convlab.store.manifest.CHECK_ON_INDEX`); loading the index checks that its vectors are
 unit length and a sample of blocks of the vectors and the FAISS file
-(:func:`convlab.store.manifest.check_sample`). A damaged, missing or truncated file raises :class:`StoreDamaged` with one line
-naming it, and the next ``update`` rebuilds the version from the transcripts, its vectors from
-the embedding cache.
+(:func:`convlab.store.manifest.check_sample`). A damaged, missing or truncated file raises
+:class:`StoreDamaged` with one line naming it, and the next ``update`` rebuilds the version from
+the transcripts, its vectors from the embedding cache.
 
 **Only a store is written.** :func:`convlab.store.marker.claim` runs before anything is written:
 a folder that holds other things and no marker, or a file, is refused with :class:`NotAStore`.
