@@ -65,8 +65,8 @@ SEARCH_BLOCKS = 2
 checks against their SHA-256 (:func:`check_sample`); measured by eval/bench_verify.py."""
 INDEX_FILES = ("index/vectors.npy", "index/index.faiss")
 """The files :func:`check_sample` checks: what a search reads its answers from."""
-REQUIRED = ("model_id", "config", "counts", "files")
-"""Keys every manifest has had since format 1: without them a manifest is damaged."""
+REQUIRED: dict[str, type] = {"model_id": str, "config": dict, "counts": dict, "files": dict}
+"""Keys every manifest has had since format 1, and their types: without them it is damaged."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +166,16 @@ def read_manifest(store: Path, version: Path) -> dict[str, Any]:
     if not isinstance(manifest, dict):
         raise damaged(store, path, "not a JSON object", rebuild=True)
     missing = [k for k in REQUIRED if k not in manifest]
-    if missing or not isinstance(manifest.get("format", 1), int):
-        what = f"no {', '.join(missing)}" if missing else "a format that is not a number"
+    wrong = [k for k, t in REQUIRED.items() if k in manifest and not isinstance(manifest[k], t)]
+    fmt = manifest.get("format", 1)
+    if missing or wrong or isinstance(fmt, bool) or not isinstance(fmt, int):
+        what = (
+            f"no {', '.join(missing)}"
+            if missing
+            else f"{', '.join(wrong)} of the wrong type"
+            if wrong
+            else "a format that is not a number"
+        )
         raise damaged(store, path, f"not a convlab manifest ({what})", rebuild=True)
     legacy = manifest.get("format", 1) < 2 and "checksum" not in manifest
     if not legacy and manifest.get("checksum") != manifest_checksum(manifest):

@@ -164,3 +164,31 @@ def test_library_update_refuses_a_folder_that_is_not_a_store(tmp_path: Path) -> 
     with pytest.raises(NotAStore):
         Store(tmp_path).update([T], config=StoreConfig(), embedder=HashEmbedder())
     assert os.listdir(tmp_path) == ["v1"]
+
+
+@pytest.mark.parametrize(
+    ("manifest", "says"),
+    [
+        ({"model_id": 5, "config": {}, "counts": {}, "files": {}}, "model_id of the wrong type"),
+        ({"model_id": "m", "config": [], "counts": {}, "files": {}}, "config of the wrong type"),
+        ({"format": "2", "model_id": "m", "config": {}, "counts": {}, "files": {}}, "format"),
+        ([], "not a JSON object"),
+        ("{", "unreadable (JSONDecodeError)"),
+    ],
+)
+def test_other_damaged_manifests_exit_2(
+    manifest: object, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "st"
+    assert _index(store) == EXIT_OK
+    path = store / os.readlink(store / "current") / "manifest.json"
+    path.write_text(manifest if isinstance(manifest, str) else json.dumps(manifest))
+    capsys.readouterr()
+    for command in (["stats"], ["search", "faiss"]):
+        assert main([*command, "--store", str(store)]) == EXIT_USAGE
+        line = _one_line(capsys.readouterr().err)
+        assert f"{path}: " in line
+        assert says in line
+        assert line.endswith(f"run `convlab index PATH --store {store} --rebuild` to repair")
+    assert _index(store) == EXIT_OK
+    assert main(["stats", "--store", str(store)]) == EXIT_OK
