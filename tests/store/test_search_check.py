@@ -101,3 +101,16 @@ def test_index_files_of_a_few_blocks_are_sampled_too(
     _permute(store / os.readlink(store / "current"))
     assert main(["search", QUERY, "--store", str(store), "-k", "1"]) == EXIT_USAGE
     assert "vectors.npy: content does not match its SHA-256" in capsys.readouterr().err
+
+
+def test_the_benchmark_of_the_check_runs_and_writes_json(tmp_path: Path) -> None:
+    """``eval.bench_search_open`` (the README's figure) runs at a small size and writes JSON."""
+    from eval.bench_search_open import main as bench
+
+    argv = ["--out", str(tmp_path), "--units", "3000", "--sessions", "10", "--turns", "100"]
+    assert bench([*argv, "--repeat", "3"]) == 0
+    result = json.loads((tmp_path / "bench_search_open.json").read_text())
+    assert result["units"] == 3000
+    assert result["index_file_bytes"]["index/vectors.npy"] == 128 + 3000 * 384 * 4
+    assert result["sample_check_seconds"] > 0
+    assert result["search_blocks"] == 2
