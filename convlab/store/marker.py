@@ -20,7 +20,16 @@ from pathlib import Path
 
 from convlab.atomic import fsync_dir
 
-__all__ = ["MARKER", "MARKER_FORMAT", "Marker", "NotAStore", "claim", "is_store", "read_marker"]
+__all__ = [
+    "MARKER",
+    "MARKER_FORMAT",
+    "Marker",
+    "NotAStore",
+    "check_folder",
+    "claim",
+    "is_store",
+    "read_marker",
+]
 
 MARKER = "convlab-store.json"
 MARKER_FORMAT = 1
@@ -103,18 +112,29 @@ def claim(directory: Path) -> Marker:
         NotAStore: ``directory`` is a file, or a folder that holds other things and no marker,
             or its marker is unreadable. Nothing has been touched.
     """
+    marker = check_folder(directory)
+    if marker is not None:
+        return marker
+    directory.mkdir(parents=True, exist_ok=True)
+    return _write(directory)
+
+
+def check_folder(directory: Path) -> Marker | None:
+    """Whether ``directory`` may become or is a store, writing nothing; its marker if it has one.
+
+    Raises:
+        NotAStore: as :func:`claim` would.
+    """
     if os.path.lexists(directory) and not directory.is_dir():
         raise NotAStore(f"{directory} is not a folder; give --store a new or empty folder")
     marker = read_marker(directory) if directory.is_dir() else None
-    if marker is not None:
-        return marker
-    if directory.is_dir() and not _empty(directory) and not _legacy_store(directory):
+    other = marker is None and directory.is_dir() and not _empty(directory)
+    if other and not _legacy_store(directory):
         raise NotAStore(
             f"{directory} is not empty and is not a convlab store (no {MARKER}); "
             "give --store a new or empty folder"
         )
-    directory.mkdir(parents=True, exist_ok=True)
-    return _write(directory)
+    return marker
 
 
 def _write(directory: Path) -> Marker:

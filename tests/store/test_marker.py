@@ -73,7 +73,12 @@ def test_the_issue_reproduction(
     monkeypatch.chdir(tmp_path)
     Path("notes/v2").mkdir(parents=True)
     Path("notes/v2/chapter.md").write_text("draft\n")
-    assert _index("notes") == EXIT_USAGE
+    argv = ["index", str(T), "--store", "notes", "--embedder", "hash"]  # not quiet
+    assert main(argv) == EXIT_USAGE
+    assert _one_line(capsys.readouterr().err) == (
+        "convlab index: notes is not empty and is not a convlab store (no convlab-store.json); "
+        "give --store a new or empty folder"
+    )
     assert Path("notes/v2/chapter.md").read_text() == "draft\n"
     assert sorted(os.listdir("notes")) == ["v2"]
 

@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
     """Index ``args.paths`` (or the usual history homes) into ``args.store``."""
     from convlab.pipeline.policy import ContentPolicy
     from convlab.store import Store, StoreConfig, default_history_paths
+    from convlab.store.marker import check_folder
 
     paths = list(args.paths) or default_history_paths()
     if not paths:
@@ -117,6 +118,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     store = Store(args.store)
+    check_folder(store.directory)  # a folder that is not a store: one line, before any other
 
     def log(message: str) -> None:
         if not args.quiet:
