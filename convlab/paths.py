@@ -15,9 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from pathlib import Path
 
-__all__ = ["REPO_ROOT", "locomo_path", "repo_root", "sample_data_path", "shared_dir"]
+__all__ = [
+    "REPO_ROOT",
+    "locomo_path",
+    "path_text",
+    "repo_root",
+    "sample_data_path",
+    "shared_dir",
+    "text_path",
+]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 """The folder above the package: the repository checkout when running from one (an installed
@@ -112,3 +121,38 @@ def sample_data_path(path: str | Path | None = None) -> Path:
         "CONVLAB_SAMPLE to a folder holding transcripts/ and queries.jsonl (data/sample of a "
         "convlab checkout)"
     )
+
+
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+_NUL_BYTE = re.compile("\x00([0-9a-f]{2})")
+
+
+def path_text(path: str | os.PathLike[str]) -> str:
+    r"""A file's path as text a frame can hold (valid UTF-8), losslessly: see :func:`text_path`.
+
+    A name that is not UTF-8 (``b"caf\xe9.jsonl"`` on Linux) reaches Python as a string with
+    surrogate escapes, which polars cannot store. Each such byte is written as NUL and two hex
+    digits; a path never holds NUL, so a UTF-8 path is unchanged and no two paths meet.
+
+    Example:
+        >>> path_text(os.fsdecode(b"/t/caf\xe9.jsonl"))
+        '/t/caf\x00e9.jsonl'
+        >>> path_text("/t/café.jsonl")
+        '/t/café.jsonl'
+    """
+    text = os.fspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _ESCAPED_BYTE.sub(lambda m: f"\x00{ord(m.group()) - 0xDC00:02x}", text)
+    return text
+
+
+def text_path(text: str) -> Path:
+    r"""The path that :func:`path_text` wrote as ``text``: it opens the file whatever its name.
+
+    Example:
+        >>> os.fsencode(text_path("/t/caf\x00e9.jsonl"))
+        b'/t/caf\xe9.jsonl'
+    """
+    return Path(_NUL_BYTE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), text))

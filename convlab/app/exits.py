@@ -66,11 +66,13 @@ def is_input_error(exc: BaseException) -> bool:
     if isinstance(exc, OSError):
         return exc.errno in INPUT_ERRNOS
     try:
+        from convlab.embed.cache import CacheDamaged
         from convlab.loaders import LoadError
-        from convlab.store import StoreDamaged, StoreLocked, StoreMismatch
+        from convlab.store import NotAStore, StoreDamaged, StoreFull, StoreLocked, StoreMismatch
     except ImportError:  # the error being judged may be this very import failing: a bug
         return False
-    return isinstance(exc, LoadError | StoreDamaged | StoreLocked | StoreMismatch)
+    store_errors = NotAStore | StoreDamaged | StoreFull | StoreLocked | StoreMismatch
+    return isinstance(exc, LoadError | CacheDamaged | store_errors)
 
 
 def one_line(exc: BaseException, *, type_name: bool = False) -> str:

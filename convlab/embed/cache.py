@@ -15,6 +15,7 @@ one ``embed`` phase of the progress display in use (:mod:`convlab.progress`), ac
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import re
 import uuid
@@ -30,7 +31,7 @@ from convlab.atomic import fsync_dir
 from convlab.progress import current as current_progress
 from convlab.protocols import Embedder
 
-__all__ = ["SEGMENT_TEXTS", "CachedEmbedder", "EmbedStats", "embed_texts"]
+__all__ = ["SEGMENT_TEXTS", "CacheDamaged", "CachedEmbedder", "EmbedStats", "embed_texts"]
 
 
 @dataclass(slots=True)
@@ -98,11 +99,11 @@ class CachedEmbedder:
             m = _SEGMENT.match(path.name)
             if m is None or path.name in self._loaded_segments:
                 continue
-            data = path.read_bytes()
+            data = _read_segment(path)
             try:
                 if hashlib.sha256(data).hexdigest() != m.group(1):
                     raise ValueError("checksum mismatch")
-                rec = np.load(path, allow_pickle=False)
+                rec = np.load(io.BytesIO(data), allow_pickle=False)
                 if rec.dtype != self.dtype:
                     raise ValueError(f"unexpected dtype {rec.dtype}")
             except (ValueError, OSError, EOFError) as exc:
@@ -131,13 +132,17 @@ class CachedEmbedder:
         rec["key"] = np.frombuffer(b"".join(keys), dtype="V32")
         rec["vec"] = vecs
         tmp = self.directory / f".tmp-{uuid.uuid4().hex}.npy"
-        with tmp.open("wb") as fh:
-            np.save(fh, rec, allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
-        final = self.directory / f"seg-{uuid.uuid4().hex}-{digest}.npy"
-        os.replace(tmp, final)
+        try:
+            with tmp.open("wb") as fh:
+                np.save(fh, rec, allow_pickle=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+            digest = hashlib.sha256(tmp.read_bytes()).hexdigest()
+            final = self.directory / f"seg-{uuid.uuid4().hex}-{digest}.npy"
+            os.replace(tmp, final)
+        except BaseException:  # a full disk: give the space back (clean() would, later)
+            tmp.unlink(missing_ok=True)
+            raise
         fsync_dir(self.directory)  # the rename itself survives a power cut
         self._loaded_segments.add(final.name)
 
@@ -165,7 +170,7 @@ class CachedEmbedder:
         self.stats.distinct += len(distinct)
         missing = [k for k in distinct if k not in self._keys]
         if missing:
-            with FileLock(str(self.directory / ".lock")):
+            with self._lock():
                 self._load()  # another process may have embedded them meanwhile
                 missing = [k for k in missing if k not in self._keys]
                 if len(missing) > per_segment:  # one order for every batch: less padding
@@ -193,13 +198,50 @@ class CachedEmbedder:
             self._keys[k] = base + i
         self._vectors = np.vstack([self._vectors, vecs])
 
+    def _lock(self) -> FileLock:
+        """The cache's write lock, refused when its file is a FIFO or a device."""
+        from convlab.loaders.files import check
+
+        path = self.directory / ".lock"
+        if os.path.lexists(path) and (problem := check(path)) is not None:
+            raise CacheDamaged(f"{path}: {problem}; remove it (no convlab process holds it)")
+        return FileLock(str(path))
+
     def clean(self) -> int:
-        """Remove temporary files left by killed runs; returns how many."""
+        """Remove temporary files left by killed runs; returns how many.
+
+        Taken under the cache's lock, so a segment another process is writing now is left alone.
+        """
         n = 0
-        for p in self.directory.glob(".tmp-*"):
-            p.unlink(missing_ok=True)
-            n += 1
+        with self._lock():
+            for p in self.directory.glob(".tmp-*"):
+                if p.is_dir() and not p.is_symlink():
+                    continue  # not a segment's
+                p.unlink(missing_ok=True)
+                n += 1
         return n
+
+
+class CacheDamaged(RuntimeError):
+    """A file of the embedding cache is not a regular file (a FIFO, a device): never opened."""
+
+
+def _read_segment(path: Path) -> bytes:
+    """A segment's bytes, opened as a regular file only (a FIFO would block, /dev/zero never end).
+
+    Raises:
+        CacheDamaged: one line naming the segment and saying to remove it.
+    """
+    from convlab.loaders import LoadError
+    from convlab.loaders.files import read_regular
+
+    try:
+        return read_regular(path)
+    except LoadError as exc:
+        raise CacheDamaged(
+            f"embedding cache segment {path}: {exc.reason}; remove it (its texts are embedded "
+            "again)"
+        ) from None
 
 
 def embed_texts(

@@ -254,7 +254,7 @@ def study(args: argparse.Namespace) -> dict[str, Any]:
     runs, qrels = _inputs(args)
     queries = relevant_by_query(qrels)
     cats = (
-        pl.read_parquet(args.folder / "per_query.parquet")
+        pl.read_parquet(args.folder / "per_query.parquet", glob=False)
         .select("query_id", "category")
         .unique("query_id")
     )

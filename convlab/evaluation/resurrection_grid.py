@@ -180,7 +180,7 @@ def grid_from_runs(
     chunks = make_chunks(data.corpus, ContentPolicy(**cfg["config"]["policy"]))
     rerun = rerun_grid(data, cfg, systems, policies, budgets, exact) if exact else None
     saved = run_dir / "budgets.parquet"
-    saved_unit = pl.read_parquet(saved) if saved.is_file() else None
+    saved_unit = pl.read_parquet(saved, glob=False) if saved.is_file() else None
     parts, mapping, check = [], {}, {}
     units_of: dict[str, pl.DataFrame] = {}
     started = time.perf_counter()
@@ -229,7 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     mapping: dict[str, Any] = {}
     check: dict[str, Any] = {}
     if saved_grid.is_file() and not args.exact:
-        grid = pl.read_parquet(saved_grid)
+        grid = pl.read_parquet(saved_grid, glob=False)
         systems = _names(args.systems) or grid["system"].unique(maintain_order=True).to_list()
         policies = _names(args.policies) or grid["policy"].unique(maintain_order=True).to_list()
         budgets = [int(b) for b in _names(args.budgets)] or grid["budget"].unique().sort().to_list()

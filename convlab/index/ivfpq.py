@@ -252,7 +252,7 @@ def parquet_shards(
 
     def loader(path: Path) -> ShardLoader:
         def load() -> tuple[pl.DataFrame, np.ndarray]:
-            frame = pl.read_parquet(path)
+            frame = pl.read_parquet(path, glob=False)
             missing = [c for c in ("unit_id", vector_column) if c not in frame.columns]
             if missing:
                 raise ValueError(f"{path}: missing column(s) {', '.join(missing)}")

@@ -337,7 +337,7 @@ class VectorIndex:
             vectors = np.load(d / "vectors.npy", mmap_mode="r", allow_pickle=False)
         else:
             vectors = np.load(d / "vectors.npy", allow_pickle=False)
-        units = pl.read_parquet(d / "units.parquet")
+        units = pl.read_parquet(d / "units.parquet", glob=False)
         index = load_faiss().read_index(str(d / "index.faiss"))
         if index.ntotal != units.height or vectors.shape[0] != units.height:
             raise ValueError(f"the index at {d} is inconsistent (units, vectors, FAISS differ)")

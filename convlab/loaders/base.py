@@ -10,6 +10,7 @@ file and line. Nothing is dropped without a row in ``report.skipped``. The resul
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -455,12 +456,17 @@ class CorpusBuilder:
         """``schema.frame(data)``; strings polars cannot hold (lone surrogates) replaced and noted.
 
         Lone surrogates reach here from a file name that is not UTF-8 (Python decodes it with
-        surrogate escapes) or from half a surrogate pair escaped in JSON, which the standard
-        library's parser accepts, in an id or a title; block text is checked earlier, by line.
+        surrogate escapes), kept whole by :func:`convlab.paths.path_text` (``text_path`` opens
+        it), or from half a surrogate pair escaped in JSON, which the standard library's parser
+        accepts, in an id or a title; block text is checked earlier, by line.
         """
         try:
             return schema.frame(data, frame_schema)
         except UnicodeEncodeError:
+            if isinstance(data, dict) and "source_path" in data:  # file names, kept whole
+                data = {**data, "source_path": [_path_text(p) for p in data["source_path"]]}
+                with contextlib.suppress(UnicodeEncodeError):
+                    return schema.frame(data, frame_schema)
             cleaned = _without_surrogates(data)
             if isinstance(data, dict):  # columns: name the ones repaired
                 where = [f"{name}.{c}" for c in data if data[c] != cleaned[c]]
@@ -472,6 +478,12 @@ class CorpusBuilder:
 
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _path_text(path: str | None) -> str | None:
+    from convlab.paths import path_text
+
+    return None if path is None else path_text(path)
 
 
 def _without_surrogates(value: Any) -> Any:

@@ -3,6 +3,7 @@
 Layout of a store directory::
 
     DIR/
+      convlab-store.json       the marker: this folder is a store (format, store id)
       current -> v<N>          symlink to the live version, swapped atomically
       v<N>/manifest.json       settings, files seen (size, mtime, sha256), conversation
                                fingerprints, size and sha256 of every file of the version and
@@ -34,12 +35,18 @@ and the index of one ``Store`` come from that one directory, however many writer
 and a checksum of itself. Opening a version checks the manifest's checksum and every file's size;
 :meth:`Store.verify` (``convlab stats --verify``) and every ``update`` also check the hashes
 (:data:`convlab.store.manifest.CHECK_ON_INDEX`); loading the index checks that its vectors are
-unit length. A damaged, missing or truncated file raises :class:`StoreDamaged` with one line
-naming it, and the next ``update`` rebuilds the version from the transcripts, its vectors from
-the embedding cache.
+unit length and a sample of blocks of the vectors and the FAISS file
+(:func:`convlab.store.manifest.check_sample`). A damaged, missing or truncated file raises
+:class:`StoreDamaged` with one line naming it, and the next ``update`` rebuilds the version from
+the transcripts, its vectors from the embedding cache.
+
+**Only a store is written.** :func:`convlab.store.marker.claim` runs before anything is written:
+a folder that holds other things and no marker, or a file, is refused with :class:`NotAStore`.
+A full disk during an update raises :class:`StoreFull` (the previous version intact).
 
 The modules: :mod:`~convlab.store.config` (:class:`StoreConfig`, :class:`IndexSummary`, the
-errors), :mod:`~convlab.store.manifest` (checksums, version files, checks),
+errors), :mod:`~convlab.store.marker` (the store marker), :mod:`~convlab.store.manifest` (checksums,
+version files, checks),
 :mod:`~convlab.store.versions` (writing, switching, pinning locks, removal),
 :mod:`~convlab.store.update` (the incremental update) and :mod:`~convlab.store.store` (the
 :class:`Store` object).
@@ -50,19 +57,23 @@ from convlab.store.config import (
     IndexSummary,
     StoreConfig,
     StoreDamaged,
+    StoreFull,
     StoreLocked,
     StoreMismatch,
     default_history_paths,
 )
 from convlab.store.manifest import Verified
+from convlab.store.marker import NotAStore
 from convlab.store.store import Store
 
 __all__ = [
     "REDACT_CHOICES",
     "IndexSummary",
+    "NotAStore",
     "Store",
     "StoreConfig",
     "StoreDamaged",
+    "StoreFull",
     "StoreLocked",
     "StoreMismatch",
     "Verified",

@@ -16,6 +16,7 @@ __all__ = [
     "IndexSummary",
     "StoreConfig",
     "StoreDamaged",
+    "StoreFull",
     "StoreLocked",
     "StoreMismatch",
     "default_history_paths",
@@ -39,6 +40,10 @@ class StoreDamaged(RuntimeError):
 
     The message is one line naming the file and what to do (``convlab index`` repairs it).
     """
+
+
+class StoreFull(RuntimeError):
+    """The disk filled up (ENOSPC) while ``index`` wrote; the previous version is intact."""
 
 
 def default_history_paths() -> list[Path]:

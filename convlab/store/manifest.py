@@ -1,9 +1,11 @@
 """A version's manifest: checksums of itself and of every file, and the checks that read them.
 
 A file's digest is the SHA-256 of its 1 MiB blocks' digests (one read of the file); files of more
-than :data:`SAMPLED_BLOCKS` blocks also keep their block digests, so a sample of blocks can be
-checked without reading the whole file. Every check raises :class:`StoreDamaged` with one line
-naming the file and what to do.
+than :data:`SAMPLED_BLOCKS` blocks (the index files: more than :data:`SEARCH_BLOCKS`) also keep
+their block digests, so a sample of blocks can be checked without reading the whole file:
+``index`` checks one before it builds on a version, ``search`` another when it opens the index
+(:func:`check_sample`). Every check raises :class:`StoreDamaged` with one line naming the file and
+what to do.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ __all__ = [
     "Verified",
     "check_files",
     "check_norms",
+    "check_sample",
     "damaged",
     "manifest_checksum",
     "read_manifest",
@@ -57,6 +60,13 @@ CHECKS = ("sizes", "sample", "full")
 BLOCK = 1 << 20
 """Files are hashed in blocks of 1 MiB: a file's digest is the SHA-256 of its blocks' digests."""
 SAMPLED_BLOCKS = 8
+SEARCH_BLOCKS = 2
+"""Random 1 MiB blocks of the vectors and of the FAISS file that opening the index for ``search``
+checks against their SHA-256 (:func:`check_sample`); measured by eval/bench_verify.py."""
+INDEX_FILES = ("index/vectors.npy", "index/index.faiss")
+"""The files :func:`check_sample` checks: what a search reads its answers from."""
+REQUIRED: dict[str, type] = {"model_id": str, "config": dict, "counts": dict, "files": dict}
+"""Keys every manifest has had since format 1, and their types: without them it is damaged."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,8 +95,16 @@ class Verified:
         return f"verified: all {self.files} files OK ({self.bytes:,} bytes hashed)"
 
 
-def damaged(store: Path, path: Path, what: str) -> StoreDamaged:
-    """The one-line error for a damaged ``path`` of the store in directory ``store``."""
+def damaged(store: Path, path: Path, what: str, *, rebuild: bool = False) -> StoreDamaged:
+    """The one-line error for a damaged ``path`` of the store in directory ``store``.
+
+    ``rebuild``: the repair to name is ``convlab index --rebuild`` (the manifest, which says
+    how the store was built, is what is damaged).
+    """
+    if rebuild:
+        return StoreDamaged(
+            f"{path}: {what}; run `convlab index PATH --store {store} --rebuild` to repair"
+        )
     return StoreDamaged(f"{path}: {what}; run `convlab index --store {store}` to repair")
 
 
@@ -123,8 +141,8 @@ def version_files(version: Path) -> dict[str, dict[str, Any]]:
         if p.is_file() and rel not in (MANIFEST, READERS):
             blocks = block_digests(p)
             rec: dict[str, Any] = {"size": p.stat().st_size, "sha256": tree_digest(blocks)}
-            if len(blocks) > SAMPLED_BLOCKS:
-                rec["blocks"] = blocks
+            if len(blocks) > (SEARCH_BLOCKS if rel in INDEX_FILES else SAMPLED_BLOCKS):
+                rec["blocks"] = blocks  # the index files': search samples them at any size
             out[rel] = rec
     return out
 
@@ -135,16 +153,35 @@ def read_manifest(store: Path, version: Path) -> dict[str, Any]:
     Raises:
         StoreDamaged: unreadable, not a JSON object, or not matching its checksum.
     """
+    from convlab.loaders import LoadError
+    from convlab.loaders.files import read_regular
+
     path = version / MANIFEST
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise damaged(store, path, f"unreadable ({type(exc).__name__})") from exc
+    try:  # a FIFO or a device in its place is refused, never opened or read
+        manifest = json.loads(read_regular(path))
+    except LoadError as exc:
+        raise damaged(store, path, exc.reason, rebuild=True) from None
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError included
+        raise damaged(store, path, f"unreadable ({type(exc).__name__})", rebuild=True) from exc
     if not isinstance(manifest, dict):
-        raise damaged(store, path, "not a JSON object")
+        raise damaged(store, path, "not a JSON object", rebuild=True)
+    missing = [k for k in REQUIRED if k not in manifest]
+    wrong = [k for k, t in REQUIRED.items() if k in manifest and not isinstance(manifest[k], t)]
+    fmt = manifest.get("format", 1)
+    if missing or wrong or isinstance(fmt, bool) or not isinstance(fmt, int):
+        what = (
+            f"no {', '.join(missing)}"
+            if missing
+            else f"{', '.join(wrong)} of the wrong type"
+            if wrong
+            else "a format that is not a number"
+        )
+        raise damaged(store, path, f"not a convlab manifest ({what})", rebuild=True)
     legacy = manifest.get("format", 1) < 2 and "checksum" not in manifest
     if not legacy and manifest.get("checksum") != manifest_checksum(manifest):
-        raise damaged(store, path, "does not match its checksum (edited or corrupted)")
+        raise damaged(
+            store, path, "does not match its checksum (edited or corrupted)", rebuild=True
+        )
     return manifest
 
 
@@ -173,7 +210,7 @@ def check_files(store: Path, version: Path, manifest: dict[str, Any], *, check: 
         if check == "sizes":
             continue
         blocks = rec.get("blocks")
-        if check == "sample" and blocks:
+        if check == "sample" and blocks and len(blocks) > SAMPLED_BLOCKS:
             rng = np.random.default_rng()
             picked = {0, len(blocks) - 1}
             picked.update(rng.choice(len(blocks), SAMPLED_BLOCKS - 2, replace=False).tolist())
@@ -185,6 +222,37 @@ def check_files(store: Path, version: Path, manifest: dict[str, Any], *, check: 
         if not ok:
             raise damaged(store, path, "content does not match its SHA-256 (corrupted)")
     return Verified(version=version, files=len(files), bytes=total, hashed=check == "full")
+
+
+def check_sample(
+    store: Path, version: Path, manifest: dict[str, Any], rels: Iterable[str], *, blocks: int
+) -> None:
+    """Check ``blocks`` random 1 MiB blocks of each of ``rels`` (a small file whole).
+
+    What ``search`` checks on open (:data:`SEARCH_BLOCKS` of :data:`INDEX_FILES`): vectors
+    permuted, or any other rewrite of the same size, are caught before a wrong answer is given.
+
+    Raises:
+        StoreDamaged: a checked block (or small file) does not match its SHA-256.
+    """
+    files: dict[str, dict[str, Any]] | None = manifest.get("version_files")
+    if files is None:
+        return  # written before checksums: nothing to check against
+    rng = np.random.default_rng()
+    for rel in rels:
+        rec = files.get(rel)
+        if rec is None:
+            continue
+        path = version / rel
+        digests = rec.get("blocks")
+        if digests:
+            picked = sorted(rng.choice(len(digests), min(blocks, len(digests)), replace=False))
+            found = block_digests(path, [int(b) for b in picked])
+            ok = all(d == digests[b] for b, d in zip(picked, found, strict=True))
+        else:
+            ok = tree_digest(block_digests(path)) == rec["sha256"]
+        if not ok:
+            raise damaged(store, path, "content does not match its SHA-256 (corrupted)")
 
 
 def norm_problem(vectors: np.ndarray, offset: int = 0) -> str:

@@ -16,11 +16,24 @@ from typing import IO, TYPE_CHECKING, Any
 import polars as pl
 from filelock import FileLock, Timeout
 
+from convlab.atomic import disk_full
 from convlab.protocols import Embedder
 from convlab.store import manifest as mf
-from convlab.store.config import IndexSummary, StoreConfig, StoreDamaged, StoreLocked
-from convlab.store.manifest import CHECK_ON_INDEX, FRAMES, MANIFEST, NORM_ROWS, READERS, Verified
+from convlab.store.config import IndexSummary, StoreConfig, StoreDamaged, StoreFull, StoreLocked
+from convlab.store.manifest import (
+    CHECK_ON_INDEX,
+    FRAMES,
+    INDEX_FILES,
+    MANIFEST,
+    NORM_ROWS,
+    READERS,
+    SEARCH_BLOCKS,
+    Verified,
+)
+from convlab.store.marker import claim
 from convlab.store.versions import (
+    check_lock_file,
+    full_message,
     hold_shared,
     remove_leftovers,
     write_manifest,
@@ -85,7 +98,7 @@ class Store:
             raise ValueError(f"unknown frame {name!r}; valid: {', '.join(FRAMES)}")
         path = self._pin() / f"{name}.parquet"
         try:
-            return pl.read_parquet(path)
+            return pl.read_parquet(path, glob=False)
         except Exception as exc:  # polars reports corruption with several exception types
             raise self._damaged(path, f"unreadable ({type(exc).__name__})") from exc
 
@@ -96,6 +109,7 @@ class Store:
         version = self._pin()
         directory = version / "index"
         mf.check_norms(self.directory, version, rows=None)  # in slices: no copy of the vectors
+        mf.check_sample(self.directory, version, self._manifest, INDEX_FILES, blocks=SEARCH_BLOCKS)
         try:
             return VectorIndex.load(directory)
         except Exception as exc:  # numpy, FAISS and polars each raise their own types
@@ -191,8 +205,14 @@ class Store:
 
     # -- writing ------------------------------------------------------------------------------
     def lock(self, *, wait: bool = False) -> FileLock:
-        """The store's write lock (acquire it with ``with``)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        """The store's write lock (acquire it with ``with``); the folder is made a store first.
+
+        Raises:
+            NotAStore: the folder is a file, or holds other things and no store marker.
+            StoreDamaged: the lock file is a FIFO, a device or another non-regular file.
+        """
+        claim(self.directory)  # a folder that is not a store is refused, nothing written in it
+        check_lock_file(self.directory / ".lock")
         return FileLock(str(self.directory / ".lock"), timeout=-1 if wait else 0)
 
     def update(
@@ -230,25 +250,33 @@ class Store:
         Raises:
             StoreLocked: another indexer is writing this store and ``wait`` is False.
             StoreMismatch: the store was built with other settings (pass ``rebuild=True``).
+            NotAStore: ``directory`` is a file, or a folder of other things (nothing touched).
+            StoreFull: the disk filled up; the previous version is intact and still live.
         """
         from convlab.store.update import run_update
 
         for p in paths:
             if not Path(p).expanduser().exists():
                 raise FileNotFoundError(f"no such file or directory: {p}")
-        lock = self.lock(wait=wait)
         try:
-            lock.acquire()
-        except Timeout:
-            raise StoreLocked(
-                f"another `convlab index` is writing {self.directory}; wait for it or pass --wait"
-            ) from None
-        try:
-            return run_update(
-                self, paths, config, embedder, rebuild, log or (lambda _: None), engine
-            )
-        finally:
-            lock.release()
+            lock = self.lock(wait=wait)  # refuses a folder that is not a store
+            try:
+                lock.acquire()
+            except Timeout:
+                raise StoreLocked(
+                    f"another `convlab index` is writing {self.directory}; wait for it or "
+                    "pass --wait"
+                ) from None
+            try:
+                return run_update(
+                    self, paths, config, embedder, rebuild, log or (lambda _: None), engine
+                )
+            finally:
+                lock.release()
+        except Exception as exc:
+            if not disk_full(exc):
+                raise
+            raise StoreFull(full_message(self.directory, self.current, exc)) from exc
 
     def _open_for_update(self, log: Callable[[str], None]) -> tuple[dict[str, Any] | None, str]:
         """The live manifest (None: none or unreadable) and what is damaged ('' if nothing)."""

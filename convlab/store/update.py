@@ -25,6 +25,7 @@ from convlab.build import Embedded, build_index
 from convlab.embed import CachedEmbedder, embedder_name
 from convlab.loaders import Corpus, LoadError
 from convlab.loaders.registry import FORMATS, load_files
+from convlab.paths import path_text
 from convlab.pipeline.redact import RULES_VERSION, redact_corpus
 from convlab.protocols import Embedder
 from convlab.store.config import IndexSummary, StoreConfig, StoreMismatch
@@ -184,10 +185,12 @@ def _write(
     """Build the fresh conversations on the kept rows (one recipe) and write a new version."""
     frames, keep = _kept(store, plan.drop) if plan.old_manifest is not None else ({}, None)
     fresh = plan.corpus.filter_conversations(plan.fresh) if plan.fresh else load_empty()
+    cache = CachedEmbedder(embedder, store.directory / "cache")
+    cache.clean()  # temporary segments of killed runs
     built = build_index(
         fresh,
         config.strategy,
-        embedder=CachedEmbedder(embedder, store.directory / "cache"),
+        embedder=cache,
         policy=config.content_policy(),
         kind=config.index_kind,
         engine=eng,
@@ -315,12 +318,13 @@ def _record_conversations(scan: _Scan, corpus: Corpus) -> None:
     for path in corpus.report.skipped["source_path"]:
         skipped_by_file[path] = skipped_by_file.get(path, 0) + 1
     for f in scan.changed:
+        stored = path_text(f)  # how the frames hold the name (a non-UTF-8 one escaped)
         scan.files[str(f)]["conversations"] = sorted(
-            corpus.conversations.filter(pl.col("source_path") == str(f))[
+            corpus.conversations.filter(pl.col("source_path") == stored)[
                 "conversation_id"
             ].to_list()
         )
-        scan.files[str(f)]["skipped"] = skipped_by_file.get(str(f), 0)
+        scan.files[str(f)]["skipped"] = skipped_by_file.get(stored, 0)
 
 
 def _kept(store: Store, drop: set[str]) -> tuple[dict[str, pl.DataFrame], Embedded]:

@@ -11,6 +11,7 @@ the previous version live, and the leftovers are removed by the next run.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -22,8 +23,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 import polars as pl
 
-from convlab.atomic import fsync_dir, write_text_atomic
-from convlab.store.manifest import MANIFEST, READERS, manifest_checksum, version_files
+from convlab.atomic import disk_full, fsync_dir, nearly_full, write_text_atomic
+from convlab.store.config import StoreDamaged
+from convlab.store.manifest import MANIFEST, READERS, damaged, manifest_checksum, version_files
+from convlab.store.marker import is_store
 
 if TYPE_CHECKING:
     from convlab.index import VectorIndex
@@ -35,8 +38,10 @@ except ImportError:  # pragma: no cover - Windows: versions are deleted without 
     fcntl = None  # type: ignore[assignment]
 
 __all__ = [
+    "check_lock_file",
     "crash_point",
     "fsync_tree",
+    "full_message",
     "hold_shared",
     "remove_leftovers",
     "remove_version",
@@ -57,16 +62,50 @@ def crash_point(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def hold_shared(path: Path) -> IO[bytes] | None:
-    """Open ``path`` and take a shared lock on it (None when it does not exist or no fcntl)."""
-    if fcntl is None:
+def _open_lockable(path: Path) -> IO[bytes] | None:
+    """``path`` opened for a lock when it is a regular file; None when it does not exist.
+
+    Raises:
+        StoreDamaged: ``path`` is a FIFO, a device or otherwise not a regular file (opening a
+            FIFO would block, reading ``/dev/zero`` would never end).
+    """
+    from convlab.loaders import LoadError
+    from convlab.loaders.files import open_regular
+
+    if not os.path.lexists(path):
         return None
     try:
-        fh = path.open("rb")
-    except OSError:
+        return open_regular(path)
+    except LoadError as exc:
+        if not os.path.lexists(path):  # removed meanwhile (a writer deleting its version)
+            return None
+        raise damaged(path.parent.parent, path, exc.reason) from None
+
+
+def hold_shared(path: Path) -> IO[bytes] | None:
+    """Open ``path`` and take a shared lock on it (None when it does not exist or no fcntl).
+
+    Raises:
+        StoreDamaged: ``path`` is not a regular file (a FIFO or a device is never opened).
+    """
+    if fcntl is None:
         return None
-    fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
+    fh = _open_lockable(path)
+    if fh is not None:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_SH)
     return fh
+
+
+def check_lock_file(path: Path) -> None:
+    """Refuse a lock file that is there and not a regular file (a FIFO, ``/dev/zero``).
+
+    Raises:
+        StoreDamaged: one line naming the file and saying to remove it.
+    """
+    from convlab.loaders.files import check
+
+    if os.path.lexists(path) and (problem := check(path)) is not None:
+        raise StoreDamaged(f"{path}: {problem}; remove it (no convlab process holds it)")
 
 
 def remove_version(version: Path) -> bool:
@@ -74,7 +113,11 @@ def remove_version(version: Path) -> bool:
     fh = None
     readers = version / READERS
     if fcntl is not None and readers.is_file():
-        fh = readers.open("rb")
+        try:
+            fh = _open_lockable(readers)
+        except StoreDamaged:  # swapped for a FIFO or a device since: no reader can hold it
+            fh = None
+    if fh is not None:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -102,8 +145,8 @@ def remove_leftovers(directory: Path, keep: tuple[Path | None, ...]) -> None:
         keep: the live version first (resolved, or None when there is none), then any other
             version to keep (the one this process reads).
     """
-    if not directory.is_dir():
-        return
+    if not directory.is_dir() or not is_store(directory):
+        return  # only a store's own entries are ever removed
     live = keep[0]
     for p in directory.iterdir():
         if LEFTOVER.match(p.name):
@@ -156,6 +199,33 @@ def write_version(
     name = f"v{time.time_ns()}"
     tmp = directory / f".tmp-{name}"
     tmp.mkdir()
+    try:
+        _write_files(tmp, manifest, frames, index, bm25)
+    except BaseException as exc:  # a full disk, a bad write: give the space back, keep the live one
+        full = isinstance(exc, Exception) and not disk_full(exc) and nearly_full(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
+        if full:  # a writer that lost the errno (polars: "Invalid thrift: transport error")
+            raise OSError(errno.ENOSPC, " ".join(str(exc).split())[:120]) from exc
+        raise
+    final = directory / name
+    tmp.rename(final)
+    crash_point("before_switch")
+    link_tmp = directory / f".current-{name}"
+    link_tmp.symlink_to(name)
+    os.replace(link_tmp, directory / "current")
+    fsync_dir(directory)
+    crash_point("after_switch")
+    return final
+
+
+def _write_files(
+    tmp: Path,
+    manifest: dict[str, Any],
+    frames: dict[str, pl.DataFrame],
+    index: VectorIndex,
+    bm25: BM25Index | None,
+) -> None:
+    """Write every file of a version into ``tmp`` (its manifest last) and flush them."""
     for n, f in frames.items():
         f.write_parquet(tmp / f"{n}.parquet")
     crash_point("during_write")
@@ -167,15 +237,19 @@ def write_version(
     manifest["checksum"] = manifest_checksum(manifest)
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
     fsync_tree(tmp)
-    final = directory / name
-    tmp.rename(final)
-    crash_point("before_switch")
-    link_tmp = directory / f".current-{name}"
-    link_tmp.symlink_to(name)
-    os.replace(link_tmp, directory / "current")
-    fsync_dir(directory)
-    crash_point("after_switch")
-    return final
+
+
+def full_message(directory: Path, live: Path | None, exc: BaseException) -> str:
+    """The one line for a disk that filled up during ``index``: what failed, what is intact."""
+    what = " ".join(str(exc).split())[:160] or type(exc).__name__
+    kept = (
+        f"the previous version {live.name} is intact and still live"
+        if live is not None
+        else "no version was written; the store is as it was"
+    )
+    return (
+        f"{directory}: no space left on device ({what}); {kept}; free some space and run it again"
+    )
 
 
 def write_manifest(version: Path, manifest: dict[str, Any]) -> dict[str, Any]:

@@ -85,6 +85,9 @@ def test_relative_store_keeps_its_live_version(history: Path, tmp_path: Path) ->
 @pytest.mark.slow
 def test_dot_store_keeps_its_version_and_other_files(history: Path, tmp_path: Path) -> None:
     here = tmp_path / "here"
+    here.mkdir()
+    first = _index(here, history, ".")  # an empty folder becomes a store (issue 25: its marker)
+    assert first.returncode == 0, first.stderr
     (here / "venv").mkdir(parents=True)  # names that start with "v" are not versions
     (here / "venv" / "keep.txt").write_text("x")
     (here / "v2-notes").mkdir()

@@ -126,6 +126,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 def run(args: argparse.Namespace) -> int:
     """Index ``args.paths`` (or the usual history homes) into ``args.store``."""
     from convlab.store import Store, StoreConfig, default_history_paths
+    from convlab.store.marker import check_folder
 
     paths = list(args.paths) or default_history_paths()
     if not paths:
@@ -151,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise UsageError("--interval must be positive")
     store = Store(args.store)
+    check_folder(store.directory)  # a folder that is not a store: one line, before any other
     embedder = make_embedder(args.embedder, args.backend)
     if args.quiet and hasattr(embedder, "show_progress"):
         embedder.show_progress = False  # the model's progress bar

@@ -1,0 +1,133 @@
+"""Benchmark what ``search``'s sampled content check adds to opening a store's index.
+
+``python -m eval.bench_search_open --out DIR [--units 100000]`` writes
+``DIR/bench_search_open.json``.
+
+A store of synthetic Claude Code sessions is built (HashEmbedder(384): vectors of
+all-MiniLM-L6-v2's size), its frames replicated to ``--units`` units with random unit vectors and
+written as a new version through the store's own writer (sizes, SHA-256 and block digests
+recorded). Timed, files in the page cache, median of ``--repeat`` runs:
+
+- ``sample_check``: :func:`convlab.store.manifest.check_sample` alone, as ``Store.index`` calls
+  it (:data:`~convlab.store.manifest.SEARCH_BLOCKS` random 1 MiB blocks of ``vectors.npy`` and
+  ``index.faiss`` hashed and compared);
+- ``index_open`` / ``index_open_unchecked``: ``Store(dir).index()`` (pin, unit-length check,
+  load) with the sampled check and with it replaced by a no-op.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from convlab.atomic import write_text_atomic
+from convlab.embed import HashEmbedder
+from convlab.index import VectorIndex
+from convlab.store import Store, StoreConfig
+from convlab.store import manifest as mf
+from eval.bench_index import turn_lines
+from eval.bench_verify import DIMENSION, _replicate, _unit_vectors
+
+
+def _median(fn: Callable[[], Any], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _build(root: Path, units: int, sessions: int, turns: int) -> Path:
+    """A store of ``units`` units under ``root``; returns its directory."""
+    rng = random.Random(0)
+    config = StoreConfig(strategy="turn_pair")
+    embedder = HashEmbedder(DIMENSION)
+    hist, store_dir = root / "history", root / "store"
+    hist.mkdir()
+    per = max(1, turns // sessions)
+    for s in range(sessions):
+        sid = f"s{s:04d}"
+        lines = [x for t in range(per) for x in turn_lines(sid, t, rng)[0]]
+        (hist / f"{sid}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    store = Store(store_dir)
+    store.update([hist], config=config, embedder=embedder, progress=False)
+    manifest = store.manifest()
+    small = {n: store.frame(n) for n in mf.FRAMES}
+    copies = -(-units // small["units"].height)
+    frames = {
+        n: _replicate(f, copies, units if n == "units" else f.height * copies)
+        for n, f in small.items()
+    }
+    index = VectorIndex.build(
+        frames["units"],
+        _unit_vectors(frames["units"].height),
+        model_id=embedder.model_id,
+        kind=config.index_kind,
+    )
+    base = {k: v for k, v in manifest.items() if k not in ("version_files", "checksum")}
+    base["counts"] = {n: f.height for n, f in frames.items()}
+    base["bm25"] = False
+    store._write_version(base, frames, index, None)
+    store.refresh()
+    return store_dir
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m eval.bench_search_open", description=__doc__)
+    p.add_argument("--out", type=Path, default=Path("runs/bench"))
+    p.add_argument("--units", type=int, default=100_000)
+    p.add_argument("--sessions", type=int, default=200)
+    p.add_argument("--turns", type=int, default=2000)
+    p.add_argument("--repeat", type=int, default=21)
+    p.add_argument("--tmp", type=Path, default=None, help="where to build (default: system tmp)")
+    args = p.parse_args(argv)
+    with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+        store_dir = _build(Path(tmp), args.units, args.sessions, args.turns)
+        store = Store(store_dir)
+        version, manifest = store.version, store.manifest()
+        files = manifest["version_files"]
+
+        def sample() -> None:
+            mf.check_sample(store_dir, version, manifest, mf.INDEX_FILES, blocks=mf.SEARCH_BLOCKS)
+
+        def opened() -> None:
+            Store(store_dir).index()
+
+        checked = mf.check_sample
+        opened()  # the page cache warm for every timing
+        results: dict[str, Any] = {
+            "units": int(manifest["counts"]["units"]),
+            "search_blocks": mf.SEARCH_BLOCKS,
+            "index_file_bytes": {k: files[k]["size"] for k in mf.INDEX_FILES},
+            "sample_check_seconds": _median(sample, args.repeat),
+            "index_open_seconds": _median(opened, args.repeat),
+        }
+        mf.check_sample = lambda *_a, **_k: None  # type: ignore[assignment]
+        try:
+            results["index_open_unchecked_seconds"] = _median(opened, args.repeat)
+        finally:
+            mf.check_sample = checked
+        results["index_open_added_seconds"] = (
+            results["index_open_seconds"] - results["index_open_unchecked_seconds"]
+        )
+    results["machine"] = {"platform": platform.platform(), "python": platform.python_version()}
+    results["args"] = {k: str(v) for k, v in vars(args).items()}
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(args.out / "bench_search_open.json", json.dumps(results, indent=1))
+    for k, v in results.items():
+        if k not in ("machine", "args"):
+            print(f"{k}: {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
