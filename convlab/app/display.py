@@ -10,7 +10,7 @@ import os
 import shutil
 import textwrap
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NotRequired, Protocol, TypedDict
 
 import polars as pl
@@ -44,6 +44,8 @@ SKIPPED_FILES_SHOWN = 5
 # terminal, or reorder what is shown
 _CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (9, 10)}
 _CONTROLS |= {c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+# a byte of a file name that is not UTF-8 (a surrogate escape, os.fsdecode's): shown as the byte
+_CONTROLS |= {c: f"\\x{c - 0xDC00:02x}" for c in range(0xDC80, 0xDD00)}
 
 
 def printable(text: str | None) -> str:
@@ -283,7 +285,7 @@ def describe_hits(
                 "message_index": r["message_index"],
                 "role": r.get("role"),
                 "timestamp": when.isoformat() if when else None,
-                "source_path": r.get("source_path") or r.get("conversation_path"),
+                "source_path": _opens(r.get("source_path") or r.get("conversation_path")),
                 "source_line": r.get("source_line"),
                 "question": r.get("question"),
                 "snippet": clip(r.get("text"), 300),
@@ -328,6 +330,30 @@ def color_wanted() -> bool:
     import sys
 
     return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _opens(stored: str | None) -> str | None:
+    r"""A stored ``source_path`` as the path that opens (a name that is not UTF-8 included).
+
+    The store holds such a name losslessly (:func:`convlab.paths.path_text`); the record gives
+    it back as :func:`os.fsdecode` would, with surrogate escapes, which ``open`` accepts and
+    JSON carries as ``\udcXX`` (:func:`json_line`).
+    """
+    from convlab.paths import text_path
+
+    return None if stored is None else str(text_path(stored))
+
+
+def json_line(record: Mapping[str, Any]) -> str:
+    """One JSON line of ``record``: UTF-8 text as is, a file name's stray bytes as escapes."""
+    import json
+
+    line = json.dumps(record, ensure_ascii=False, default=str)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: only ASCII escapes can carry it
+        return json.dumps(record, default=str)
+    return line
 
 
 def hit_lines(

@@ -82,3 +82,41 @@ def test_path_text_is_lossless_and_leaves_utf8_alone() -> None:
         assert os.fsencode(text_path(text)) == raw
     assert path_text("/a/café [1]/x\\y.jsonl") == "/a/café [1]/x\\y.jsonl"
     assert len({path_text(os.fsdecode(r)) for r in names}) == len(names)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="a file name that is not UTF-8 needs Linux")
+def test_search_gives_a_source_path_that_opens(tmp_path: Path) -> None:
+    import json
+    import subprocess
+
+    folder = tmp_path / "history"
+    folder.mkdir()
+    raw = os.fsencode(folder) + b"/caf\xe9.jsonl"
+    shutil.copy(NODE_LEAK, os.fsdecode(raw))
+    cli = [sys.executable, "-m", "convlab"]
+    store = str(tmp_path / "st")
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(
+        [*cli, "index", os.fsdecode(folder), "--store", store, "--embedder", "hash", "-q"],
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    found = subprocess.run(
+        [*cli, "search", "node", "--store", store, "--lexical", "--json", "-k", "1"],
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
+    assert found.returncode == 0, found.stderr
+    hit = json.loads(found.stdout.decode("utf-8").splitlines()[0])
+    assert os.fsencode(hit["source_path"]) == raw  # open() takes it as it is
+    human = subprocess.run(
+        [*cli, "search", "node", "--store", store, "--lexical", "-k", "1"],
+        capture_output=True,
+        env=env,
+        timeout=300,
+    )
+    assert human.returncode == 0, human.stderr
+    assert "caf\\xe9.jsonl" in human.stdout.decode("utf-8")

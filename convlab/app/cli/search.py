@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +12,13 @@ from convlab.app.cli.options import (
     parse_date,
     resolve_conversation,
 )
-from convlab.app.display import color_wanted, describe_hits, hit_lines, terminal_width
+from convlab.app.display import (
+    color_wanted,
+    describe_hits,
+    hit_lines,
+    json_line,
+    terminal_width,
+)
 from convlab.app.exits import EXIT_NO_RESULTS, EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
 
@@ -148,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
             r["context"] = context
     if args.json:
         for r in rows:
-            print(json.dumps(r, ensure_ascii=False, default=str))
+            print(json_line(r))
     else:
         for line in hit_lines(
             rows,
