@@ -38,6 +38,7 @@ from convlab.retrieval.rankers import ConversationFirst, conversation_centroids
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
 
 if TYPE_CHECKING:
+    from convlab.build import BuiltIndex
     from convlab.index import VectorIndex
     from convlab.index.bm25 import BM25Index
 
@@ -176,7 +177,7 @@ def _rows_by_conversation(conv: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def search(
-    index: VectorIndex,
+    index: VectorIndex | BuiltIndex,
     query: str,
     k: int | None = None,
     *,
@@ -187,7 +188,8 @@ def search(
     """Search ``index`` for ``query``; one row per doc (see the module docstring for the steps).
 
     Args:
-        index: a :class:`convlab.index.VectorIndex`.
+        index: a :class:`convlab.index.VectorIndex`, or what :func:`convlab.build_index` built
+            (its BM25 is then used unless ``bm25`` is given).
         query: the text to search for.
         k: docs to return (overrides ``options.k``).
         embedder: the embedder the index was built with.
@@ -200,6 +202,11 @@ def search(
     Example:
         >>> hits = search(index, "nginx websockets", embedder=emb)  # doctest: +SKIP
     """
+    from convlab.build import BuiltIndex
+
+    if isinstance(index, BuiltIndex):
+        bm25 = bm25 if bm25 is not None else index.bm25
+        index = index.index
     options = options or SearchOptions()
     if k is not None:
         options = options.replace(k=k)

@@ -202,10 +202,21 @@ def norm_problem(vectors: np.ndarray, offset: int = 0) -> str:
 def check_norms(store: Path, version: Path, *, rows: int | None) -> None:
     """Check that the stored vectors are of unit length: all, or ``rows`` random ones.
 
+    Every index of the version is checked: the first strategy's (``index/``) and the other
+    embedded strategies' (``views/<strategy>/index/``).
+
     Raises:
-        StoreDamaged: the vectors file is unreadable or a checked row is not of unit length.
+        StoreDamaged: a vectors file is unreadable or a checked row is not of unit length.
     """
-    path = version / "index" / "vectors.npy"
+    for path in [version / "index" / "vectors.npy", *sorted(version.glob(VIEW_VECTORS))]:
+        _check_norms(store, path, rows=rows)
+
+
+VIEW_VECTORS = "views/*/index/vectors.npy"
+"""The vectors of every strategy but the first, in a version of several strategies."""
+
+
+def _check_norms(store: Path, path: Path, *, rows: int | None) -> None:
     try:
         vectors = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as exc:

@@ -139,7 +139,7 @@ def test_a_panel_on_a_store(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     store.update(
         [sample_data_path() / "transcripts"],
-        config=StoreConfig(strategy="isolated"),
+        config=StoreConfig(system="isolated"),
         embedder=HashEmbedder(256),
     )
     panel = SearchPanel.from_store(store.directory, embedder=HashEmbedder(256))

@@ -34,7 +34,7 @@ def store(tmp_path: Path) -> Path:
     (history / "s1.jsonl").write_text(SESSION)
     directory = tmp_path / "store"
     Store(directory).update(
-        [history.parent], config=StoreConfig(strategy="turn_pair"), embedder=HashEmbedder()
+        [history.parent], config=StoreConfig(system="turn_pair"), embedder=HashEmbedder()
     )
     return directory
 

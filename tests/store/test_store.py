@@ -16,7 +16,7 @@ from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig, StoreLocked
 from tests.helpers import small_history
 
-CONFIG = StoreConfig(strategy="turn_pair")
+CONFIG = StoreConfig(system="turn_pair")
 
 
 class CountingHash(HashEmbedder):
@@ -174,9 +174,9 @@ def test_other_settings_need_rebuild(history: Path, tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     store.update([history], config=CONFIG, embedder=HashEmbedder())
     with pytest.raises(ValueError, match="rebuild"):
-        store.update([history], config=StoreConfig(strategy="isolated"), embedder=HashEmbedder())
+        store.update([history], config=StoreConfig(system="isolated"), embedder=HashEmbedder())
     summary = store.update(
-        [history], config=StoreConfig(strategy="isolated"), embedder=HashEmbedder(), rebuild=True
+        [history], config=StoreConfig(system="isolated"), embedder=HashEmbedder(), rebuild=True
     )
     assert summary.wrote_version
     assert set(store.frame("units")["strategy"]) == {"isolated"}

@@ -13,7 +13,9 @@ from convlab.app.exits import EXIT_NO_RESULTS, EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
 
 if TYPE_CHECKING:
+    from convlab.evaluation.systems import System
     from convlab.retrieval.search import SearchOptions
+    from convlab.store import Store
 
 NAME = "search"
 EXAMPLE = 'convlab search "nginx websockets" --since 2026-01-01 --role user -k 5'
@@ -33,8 +35,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     add_store(se)
     se.add_argument("-k", type=int, default=10, help="results (%(default)s)")
     mode = se.add_mutually_exclusive_group()
-    mode.add_argument("--hybrid", action="store_true", help="fuse dense and BM25 ranks (RRF)")
-    mode.add_argument("--lexical", action="store_true", help="BM25 alone, no vectors")
+    mode.add_argument(
+        "--system",
+        default=None,
+        metavar="NAME|FILE",
+        help="the system to search with: 'default' (the fusion chosen by cross-validation), a "
+        "view searched alone (turn_pair, bm25:message, hybrid:sequential) or an experiment "
+        "file (FILE or FILE#NAME); its views must be in the store (default: the store's own "
+        "system, chosen by `convlab index --system`)",
+    )
+    mode.add_argument(
+        "--hybrid",
+        action="store_true",
+        help="dense and BM25 ranks of the store's first strategy fused (RRF)",
+    )
+    mode.add_argument(
+        "--lexical", action="store_true", help="BM25 alone over the store's first strategy"
+    )
     se.add_argument("--conversation", help="only this conversation id")
     se.add_argument("--role", action="append", choices=schema.ROLES, help="only hits of ROLE")
     se.add_argument("--since", help="only hits on or after this date (2026-01-31 or ISO time)")
@@ -63,8 +80,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 
 def run(args: argparse.Namespace) -> int:
     """Search ``args.store`` for ``args.query``; exit 1 when nothing matches."""
-    from convlab.retrieval.search import search
     from convlab.store import Store
+    from convlab.store.search import StoreSearch
 
     if not args.query.strip():
         raise UsageError("the query is empty")
@@ -73,10 +90,15 @@ def run(args: argparse.Namespace) -> int:
     options = search_options(args)
     store = Store(args.store)
     manifest = store.manifest()
-    index = store.index()
-    embedder = embedder_for_vectors(manifest, args.embedder, args.backend)
-    bm25 = store.bm25() if options.retrieval.needs_bm25 else None  # saved with the store
-    hits = search(index, args.query, embedder=embedder, options=options, bm25=bm25)
+    system = chosen_system(args, store)
+    dense = any(v.retrieval.needs_vectors for v in system.views)
+    embedder = embedder_for_vectors(manifest, args.embedder, args.backend) if dense else None
+    try:
+        hits = StoreSearch(store, embedder).search(
+            args.query, system=system, k=args.k, options=options
+        )
+    except ValueError as exc:  # views the store does not hold, a filter the search refuses
+        raise UsageError(str(exc)) from None
     if hits.height == 0:
         print(f"convlab search: no results for {args.query!r}{_filters(args)}", file=sys.stderr)
         return EXIT_NO_RESULTS
@@ -90,13 +112,36 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def chosen_system(args: argparse.Namespace, store: Store) -> System:
+    """The system of ``--system``, ``--hybrid`` or ``--lexical``; else the store's own.
+
+    ``--lexical`` searches the first strategy of the store by BM25; ``--hybrid`` fuses its
+    dense and BM25 rankings.
+
+    Raises:
+        UsageError: a system name or file that cannot be resolved.
+    """
+    from convlab.systems import resolve_system
+
+    own = store.system()
+    if args.lexical or args.hybrid:
+        first = next(iter(store.strategies()))
+        return resolve_system(f"{'bm25' if args.lexical else 'hybrid'}:{first}")
+    if args.system is None or args.system == own.name:
+        return own
+    try:
+        return resolve_system(args.system)
+    except ValueError as exc:
+        raise UsageError(f"--system: {exc}") from None
+
+
 def search_options(args: argparse.Namespace) -> SearchOptions:
     """The :class:`~convlab.retrieval.search.SearchOptions` of the command line.
 
     Raises:
         UsageError: a bad date, ``--since`` after ``--until``, or an option the search refuses.
     """
-    from convlab.retrieval import Retrieval, SearchOptions
+    from convlab.retrieval import SearchOptions
 
     since = parse_date(args.since, "--since")
     until = parse_date(args.until, "--until", end=True)
@@ -105,13 +150,6 @@ def search_options(args: argparse.Namespace) -> SearchOptions:
     try:
         return SearchOptions(
             k=args.k,
-            retrieval=(
-                Retrieval.HYBRID
-                if args.hybrid
-                else Retrieval.LEXICAL
-                if args.lexical
-                else Retrieval.DENSE
-            ),
             conversations=(args.conversation,) if args.conversation else None,
             roles=tuple(args.role) if args.role else None,
             since=since,
