@@ -7,6 +7,7 @@ version), so it is a class; the search itself is
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,7 +23,25 @@ if TYPE_CHECKING:
     from convlab.retrieval import SearchOptions
     from convlab.store.store import Store
 
-__all__ = ["StoreSearch", "units_only_index"]
+__all__ = ["StoreSearch", "open_store", "units_only_index"]
+
+
+def open_store(directory: str | Path) -> Store:
+    """The store ``convlab index`` wrote in ``directory``, to search and read.
+
+    Raises:
+        FileNotFoundError: no store there (naming the command that builds one).
+
+    Example:
+        >>> store = open_store("~/.convlab/store")  # doctest: +SKIP
+        >>> store.search("nginx websockets", k=5)  # doctest: +SKIP
+        >>> store.search("nginx websockets", system="bm25:message")  # doctest: +SKIP
+    """
+    from convlab.store.store import Store
+
+    store = Store(directory)
+    store.manifest()  # pins the live version: a missing or damaged store fails here
+    return store
 
 
 class StoreSearch:
