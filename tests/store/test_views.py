@@ -114,7 +114,7 @@ def test_a_damaged_view_index_is_found(history: Path, tmp_path: Path) -> None:
     vectors = np.load(path)
     vectors[3] *= 2.0  # same size, not unit length: only the norm check sees it
     np.save(path, vectors)
-    with pytest.raises(StoreDamaged, match="views/turn_pair/index/vectors.npy"):
+    with pytest.raises(StoreDamaged, match=r"views/turn_pair/index/vectors\.npy"):
         Store(store.directory).search("a query")
 
 

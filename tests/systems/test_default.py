@@ -1,4 +1,4 @@
-"""The default system: the fusion eval.run chose, searched the same way by the CLI, panel, Python."""
+"""The default system: the fusion eval.run chose, searched alike by the CLI, panel and Python."""
 
 from __future__ import annotations
 
