@@ -26,6 +26,7 @@ import polars as pl
 
 from convlab.app.display import describe_hits
 from convlab.model import MAX_TOKENS
+from convlab.systems.search import OnceEmbedder
 
 if TYPE_CHECKING:
     from convlab.evaluation.systems import System, View
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from convlab.pipeline.policy import ContentPolicy
     from convlab.protocols import Embedder
     from convlab.retrieval import SearchOptions
+    from convlab.retrieval.search import Searcher
 
 __all__ = ["PanelData", "SearchPanel", "highlight"]
 
@@ -140,6 +142,9 @@ class SearchPanel:
         self.data = data
         self._bm25_of: dict[str, BM25Index | None] = dict(data.bm25) if data is not None else {}
         self._systems = data.systems() if data is not None else {}
+        # kept between searches: each view's searcher and the query vectors (search_system)
+        self._searchers: dict[str, Searcher] = {}
+        self._embedder = OnceEmbedder(data.embedder) if data is not None else None
         # the value reaches Python on Enter (or when the box loses focus), and a new value searches
         self.query = w.Text(
             placeholder="when did we discuss ...", description="Query", continuous_update=False
@@ -313,6 +318,9 @@ class SearchPanel:
             return None
         from convlab.systems.search import HeldView, search_system
 
+        if self._embedder is None:
+            return None
+
         system = self._systems[self.system.value]
         options = self.options()
         started = time.perf_counter()
@@ -326,9 +334,10 @@ class SearchPanel:
                 held,
                 queries,
                 system,
-                embedder=self.data.embedder,
+                embedder=self._embedder,
                 k=options.k,
                 options=options,
+                searchers=self._searchers,
             )
         except ValueError as exc:  # a bad filter combination, say
             self._message(f"Search failed: {exc}", error=True)

@@ -42,11 +42,16 @@ if TYPE_CHECKING:
     from convlab.index import VectorIndex
     from convlab.index.bm25 import BM25Index
 
-__all__ = ["search", "search_haystacks", "search_many"]
+__all__ = ["Searcher", "search", "search_haystacks", "search_many"]
 
 
-class _Searcher:
-    """One batch's search: arrays derived from the index once, then one query at a time."""
+class Searcher:
+    """Searches of one index with one set of options: arrays derived from the index once.
+
+    :func:`search_many` makes one per batch; a caller that searches query after query (the
+    search panel, a store's search) keeps one and calls :meth:`frame` for each, so nothing is
+    derived from the whole index per query.
+    """
 
     def __init__(
         self,
@@ -145,6 +150,17 @@ class _Searcher:
             found[i] = self.one(queries[i], scopes[i])
         return _hits(self.units, ids, found)
 
+    def frame(self, queries: pl.DataFrame, *, scoped: bool = False) -> pl.DataFrame:
+        """Hits of ``queries`` (``query_id``, ``text``; see :func:`search_many`)."""
+        texts = queries["text"].to_list()
+        scopes: list[tuple[str, ...] | None] = [self.options.conversations] * len(texts)
+        if scoped and "conversation_id" in queries.columns:
+            scopes = [
+                self.options.conversations if c is None else (str(c),)
+                for c in queries["conversation_id"].to_list()
+            ]
+        return self.many(self.dense.queries(texts), queries["query_id"].to_list(), scopes)
+
 
 def _scope_key(scope: tuple[str, ...] | None) -> tuple[int, tuple[str, ...]]:
     """A sort key grouping equal scopes (None, the whole index, first)."""
@@ -234,15 +250,7 @@ def search_many(
         scoped: search each query only inside its own ``conversation_id`` (LoCoMo's protocol).
     """
     options = options or SearchOptions()
-    searcher = _Searcher(index, embedder, options, bm25)
-    texts = queries["text"].to_list()
-    scopes: list[tuple[str, ...] | None] = [options.conversations] * len(texts)
-    if scoped and "conversation_id" in queries.columns:
-        scopes = [
-            options.conversations if c is None else (str(c),)
-            for c in queries["conversation_id"].to_list()
-        ]
-    return searcher.many(searcher.dense.queries(texts), queries["query_id"].to_list(), scopes)
+    return Searcher(index, embedder, options, bm25).frame(queries, scoped=scoped)
 
 
 def search_haystacks(
@@ -269,7 +277,7 @@ def search_haystacks(
         bm25: BM25 over the same units (lexical and hybrid).
     """
     options = options or SearchOptions()
-    searcher = _Searcher(index, embedder, options, bm25)
+    searcher = Searcher(index, embedder, options, bm25)
     scope: dict[str, tuple[str, ...]] = {
         q: tuple(c)
         for q, c in haystacks.group_by("query_id", maintain_order=True)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from convlab.index import VectorIndex
     from convlab.protocols import Embedder
     from convlab.retrieval import SearchOptions
+    from convlab.retrieval.search import Searcher
     from convlab.store.store import Store
 
 __all__ = ["StoreSearch", "open_store", "units_only_index"]
@@ -57,6 +58,7 @@ class StoreSearch:
         self.store = store
         self._embedder = OnceEmbedder(embedder) if embedder is not None else None
         self._held: dict[str, HeldView] = {}
+        self._searchers: dict[str, Searcher] = {}
 
     def held(self, strategies: list[str]) -> dict[str, HeldView]:
         """The views of ``strategies`` (each loaded on its first use)."""
@@ -116,6 +118,7 @@ class StoreSearch:
             embedder=self.embedder() if dense else None,
             k=k,
             options=options,
+            searchers=self._searchers,
         )
 
 

@@ -9,6 +9,7 @@ system of fixed weights. There is no second implementation of a system.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, NamedTuple
@@ -25,12 +26,17 @@ if TYPE_CHECKING:
     from convlab.index.bm25 import BM25Index
     from convlab.protocols import Embedder
     from convlab.retrieval import SearchOptions
+    from convlab.retrieval.search import Searcher
 
 __all__ = ["DEPTH", "HeldView", "OnceEmbedder", "missing_views", "search_system"]
 
 DEPTH = EvalConfig().depth
 """Docs each view ranks before fusion: the evaluation's depth, so that a fused system's scores
 are normalised over the same lists as when it was measured."""
+
+
+MEMO = 256
+"""Query vectors an :class:`OnceEmbedder` keeps."""
 
 
 class HeldView(NamedTuple):
@@ -66,6 +72,8 @@ class OnceEmbedder:
         Without an embedder (a system of BM25 views alone) every vector is zeros: no view
         reads it.
         """
+        if len(self._memo) > MEMO:  # a long session: keep the memo small
+            self._memo.clear()
         new = [t for t in dict.fromkeys(texts) if t not in self._memo]
         if new and self.inner is None:
             self._memo.update((t, np.zeros(self.dimension, dtype=np.float32)) for t in new)
@@ -99,6 +107,7 @@ def search_system(
     embedder: Embedder | None,
     k: int = 10,
     options: SearchOptions | None = None,
+    searchers: dict[str, Searcher] | None = None,
 ) -> pl.DataFrame:
     """The ``k`` best docs of each query under ``system``, searched in ``held``'s views.
 
@@ -110,6 +119,10 @@ def search_system(
             view of ``system`` is dense.
         k: docs per query.
         options: filters and rankers used instead of the system's own (its ``k`` ignored).
+        searchers: where to keep each view's :class:`~convlab.retrieval.search.Searcher`
+            between calls (what is derived from a whole index is then derived once, not per
+            query: the panel and a store's search keep one, with one embedder: a searcher
+            embeds with the embedder it was made with); None derives it per call.
 
     Returns:
         Hits (:data:`convlab.schema.HITS`), ranks 1..k per query.
@@ -123,7 +136,7 @@ def search_system(
         raise ValueError(
             f"system {system.name!r} needs the view(s) {', '.join(missing)}, which are not held"
         )
-    from convlab.retrieval import search_many
+    from convlab.retrieval.search import Searcher
 
     if options is not None:
         system = replace(system, options=options)
@@ -136,16 +149,15 @@ def search_system(
         if isinstance(embedder, OnceEmbedder)
         else OnceEmbedder(embedder, dimension=dimension)
     )
+    kept = {} if searchers is None else searchers
     hits = []
     for view in system.views:
         h = held[view.strategy]
-        hits.append(
-            search_many(
-                h.vector_index,
-                queries,
-                embedder=once,
-                options=view_options(system, view, depth),
-                bm25=h.bm25,
-            )
-        )
+        opts = view_options(system, view, depth)
+        key = json.dumps([view.strategy, opts.as_dict()], default=str, sort_keys=True)
+        searcher = kept.get(key)
+        if searcher is None or searcher.index is not h.vector_index:
+            searcher = Searcher(h.vector_index, once, opts, h.bm25)
+            kept[key] = searcher
+        hits.append(searcher.frame(queries))
     return system_hits(system, hits, depth=depth).filter(pl.col("rank") <= k)
