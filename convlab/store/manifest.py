@@ -199,16 +199,17 @@ def norm_problem(vectors: np.ndarray, offset: int = 0) -> str:
     return f"{bad.size} vectors are not of unit length (row {offset + bad[0]}: {norms[bad[0]]:.4g})"
 
 
-def check_norms(store: Path, version: Path, *, rows: int | None) -> None:
+def check_norms(store: Path, version: Path, *, rows: int | None, index: Path | None = None) -> None:
     """Check that the stored vectors are of unit length: all, or ``rows`` random ones.
 
-    Every index of the version is checked: the first strategy's (``index/``) and the other
-    embedded strategies' (``views/<strategy>/index/``).
+    Every index of the version is checked (the first strategy's, ``index/``, and the other
+    embedded strategies', ``views/<strategy>/index/``), or the one ``index`` directory given.
 
     Raises:
         StoreDamaged: a vectors file is unreadable or a checked row is not of unit length.
     """
-    for path in [version / "index" / "vectors.npy", *sorted(version.glob(VIEW_VECTORS))]:
+    paths = [version / "index" / "vectors.npy", *sorted(version.glob(VIEW_VECTORS))]
+    for path in paths if index is None else [index / "vectors.npy"]:
         _check_norms(store, path, rows=rows)
 
 

@@ -165,7 +165,8 @@ class Store:
 
         version = self._pin()
         directory = self._part(strategy, "index", embedded=True)
-        mf.check_norms(self.directory, version, rows=None)  # in slices: no copy of the vectors
+        # this index's vectors, in slices: no copy of them
+        mf.check_norms(self.directory, version, rows=None, index=directory)
         try:
             return VectorIndex.load(directory)
         except Exception as exc:  # numpy, FAISS and polars each raise their own types
