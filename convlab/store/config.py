@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from convlab.evaluation.systems import System
 from convlab.model import MAX_TOKENS
@@ -153,8 +153,7 @@ class StoreConfig:
 
     def resolved_system(self) -> System:
         """The system (a name given is resolved when the config is made)."""
-        assert isinstance(self.system, System)  # resolved in __post_init__
-        return self.system
+        return cast("System", self.system)  # resolved in __post_init__
 
     def content_policy(self) -> ContentPolicy:
         """The :class:`ContentPolicy` that :attr:`policy` describes."""
