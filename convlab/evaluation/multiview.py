@@ -22,7 +22,6 @@ from typing import Any
 import polars as pl
 
 from convlab.evaluation.systems import System, Tuning, View
-from convlab.evaluation.tune import TuneConfig, random_space, tune
 from convlab.fusion import Aligned, fuse
 from convlab.retrieval import SearchOptions
 
@@ -156,6 +155,8 @@ class Tuned:
 
 def _space(n_views: int, tuning: Tuning) -> list[dict[str, Any]]:
     """The settings tried: a weight per view after the first, and the tuned fusion params."""
+    from convlab.evaluation.tune import random_space
+
     grid: dict[str, Sequence[Any]] = {f"w{i}": tuning.weights for i in range(1, n_views)}
     grid.update(tuning.params)
     space = random_space(grid, tuning.samples, seed=tuning.seed)
@@ -186,6 +187,8 @@ def tuned_hits(
     Raises:
         ValueError: a system without tuning.
     """
+    from convlab.evaluation.tune import TuneConfig, tune  # scikit-learn: only when tuning
+
     tuning = system.tuning
     if tuning is None:
         raise ValueError(f"system {system.name!r} has no tuning")
