@@ -1,7 +1,8 @@
 """convlab: a research toolkit for conversational memory.
 
 Frames flow: :func:`load` -> :func:`turns` -> :func:`chunks` -> :func:`units` ->
-:func:`search` -> :func:`resurrect`; :func:`evaluate` compares systems on labelled queries.
+:func:`search` -> :func:`resurrect`; :func:`evaluate` compares systems on labelled queries;
+:func:`open_store` searches a store that ``convlab index`` built, with the same systems.
 
 The names below are imported on first use (PEP 562), so ``import convlab`` is quick, changes
 nothing in the process (no environment variable, no registry of another package), and a loader
@@ -39,6 +40,7 @@ _EXPORTS = {
     "fuse": "convlab.fusion",
     "load": "convlab.loaders",
     "make_embedder": "convlab.embed",
+    "open_store": "convlab.store",
     "resurrect": "convlab.resurrection",
     "search": "convlab.retrieval.search",
     "tune": "convlab.evaluation.tune",
@@ -67,6 +69,7 @@ __all__ = [
     "fuse",
     "load",
     "make_embedder",
+    "open_store",
     "resurrect",
     "search",
     "tune",
@@ -108,4 +111,5 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from convlab.resurrection import resurrect
     from convlab.retrieval.options import SearchOptions
     from convlab.retrieval.search import search
+    from convlab.store import open_store
     from convlab.strategies import STRATEGIES

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -248,8 +248,11 @@ def build_indexes(
     dense: Collection[str] | None = None,
     lexical: Collection[str] = (),
     kind: str = "flat",
+    engine: str | Engine | None = None,
+    keep: Mapping[str, Embedded] | None = None,
+    corpus_fingerprint: str | None = None,
 ) -> dict[str, BuiltIndex]:
-    """Several strategies over one corpus, as an evaluation compares them.
+    """Several strategies over one corpus: the views of a system (an evaluation, a store).
 
     The recipe of :func:`build_index`, with the work shared: the corpus is chunked once, and the
     texts of every ``dense`` strategy are embedded in one pass, each distinct text once (a text
@@ -266,6 +269,12 @@ def build_indexes(
         dense: the strategies searched densely (None: all); the others get zero vectors.
         lexical: the strategies that get a BM25 index.
         kind: the index kind (a key of :data:`convlab.index.INDEX_KINDS`).
+        engine: where the texts are embedded (see :func:`build_index`; ``embedder`` must then
+            be a :class:`convlab.embed.CachedEmbedder`, and each manifest's ``embedding``
+            holds the pass's cache counts); None embeds in this process.
+        keep: per strategy, units embedded before and their vectors, placed before its new
+            units (an incremental build, see :func:`build_index`).
+        corpus_fingerprint: recorded in each index's manifest (see :func:`build_index`).
 
     Raises:
         ValueError: an unknown strategy or kind.
@@ -276,6 +285,7 @@ def build_indexes(
         raise ValueError(f"unknown index kind {kind!r}; valid: {', '.join(INDEX_KINDS)}")
     policy = policy or ContentPolicy()
     dense = set(strategies if dense is None else dense)
+    started = time.perf_counter()
     derived: dict[str, Derived] = {}
     chunks = turns = None
     for strategy in strategies:
@@ -283,8 +293,22 @@ def build_indexes(
             corpus, strategy, policy=policy, max_tokens=max_tokens, chunks=chunks, turns=turns
         )
         chunks, turns = derived[strategy].chunks, derived[strategy].turns
+    derive_done = time.perf_counter()
     texts = [t for s in strategies if s in dense for t in derived[s].units["text"].to_list()]
-    vectors = embed_texts(texts, embedder)
+    extra: dict[str, Any] = {}
+    if engine is None:
+        vectors = embed_texts(texts, embedder)
+    else:
+        from convlab.engines import get_engine
+
+        eng = get_engine(engine)
+        try:
+            vectors, stats = _embed(texts, _cached(embedder, None), eng, dense=True)
+        finally:
+            if isinstance(engine, str):  # an engine made here is stopped here
+                eng.close()
+        extra = {"engine": eng.describe(), "embedding": stats}
+    seconds = {"derive": derive_done - started, "embed": time.perf_counter() - derive_done}
     name = getattr(embedder, "name", None)
     out: dict[str, BuiltIndex] = {}
     offset = 0
@@ -295,10 +319,12 @@ def build_indexes(
             offset += d.units.height
         else:
             v = np.zeros((d.units.height, embedder.dimension), dtype=np.float32)
+        kept = (keep or {}).get(strategy)
+        units, v = _with_kept(kept, d.units, v, embedder.dimension)
         out[strategy] = _assemble(
             corpus,
             strategy,
-            d,
+            d._replace(units=units),
             v,
             model_id=embedder.model_id,
             embedder=name if isinstance(name, str) else None,
@@ -306,8 +332,11 @@ def build_indexes(
             max_tokens=max_tokens,
             kind=kind,
             lexical=strategy in lexical,
-            extra={"dense": strategy in dense},
+            extra={**extra, "dense": strategy in dense},
             index_params={},
+            corpus_fingerprint=corpus_fingerprint,
+            kept_units=0 if kept is None else kept.units.height,
+            seconds=seconds,
         )
     return out
 

@@ -1,9 +1,21 @@
-"""Benchmark FAISS search: exact against a plain numpy scan, HNSW latency and recall.
+"""Benchmark search: FAISS against numpy, and searching with a system (CLI end to end, warm).
 
 ``python -m eval.bench_search --out DIR [--sizes 10000,100000,1000000]`` writes
 ``DIR/bench_search.json``. Vectors are real MiniLM embeddings of LoCoMo utterances, tiled with
 small Gaussian noise and renormalised (closer to real units than uniform random vectors).
 Targets: exact within 1.2x of numpy; at 100k units HNSW p50 < 1 ms with recall@10 >= 0.99.
+
+``--store DIR`` and ``--system-units N`` time the search with a system instead (default: the
+default system, :func:`convlab.systems.default_system`), written to ``bench_search_system.json``:
+
+- ``cli`` (with ``--store``): ``convlab search QUERY --store DIR`` run as a new process per
+  query, end to end (start, load, embed, search, print); target p50 <= 1.0 s at load <= 2;
+- ``warm`` (with ``--system-units N``): the in-process search the panel and an MCP server run,
+  views loaded once, at ``N`` units or more in all (LoCoMo's units of the system's strategies,
+  tiled into copies of the conversations; vectors from the hashing embedder, since only their
+  number matters here, and queries embedded by MiniLM); target p50 <= 50 ms at 100k units.
+
+The load average is recorded before and after each part: the machine may be shared.
 """
 
 from __future__ import annotations
@@ -63,13 +75,165 @@ def numpy_scan(vectors: np.ndarray, k: int):  # type: ignore[no-untyped-def]
     return run
 
 
+QUERIES = [
+    "when did we talk about the support group?",
+    "nginx websocket connections fail with a 400",
+    "which FAISS index did we choose for low latency",
+    "what did Caroline say about adoption agencies",
+    "how do we add an index to postgres without locking",
+    "the flaky test fixture that leaked state",
+    "docker layer cache in GitHub Actions",
+    "what book did Melanie recommend",
+    "sqlite WAL mode and concurrent readers",
+    "regex for ISO 8601 dates",
+]
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def cli_end_to_end(store: Path, system: str | None, repeat: int) -> dict:
+    """``convlab search`` as a new process per query: p50 and p90 of the wall time."""
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "convlab", "search", "--store", str(store), "-k", "10"]
+    cmd += ["--system", system] if system else []
+    load_before = _load()
+    times = []
+    for _ in range(repeat):
+        for q in QUERIES:
+            t = time.perf_counter()
+            done = subprocess.run([*cmd, q], capture_output=True, text=True, check=False)
+            times.append(time.perf_counter() - t)
+            if done.returncode not in (0, 1):
+                raise RuntimeError(f"convlab search failed: {done.stderr.strip()}")
+    return {
+        "command": " ".join([*cmd, "QUERY"]),
+        "runs": len(times),
+        "p50_s": float(np.percentile(times, 50)),
+        "p90_s": float(np.percentile(times, 90)),
+        "load_before": load_before,
+        "load_after": _load(),
+    }
+
+
+def tiled_views(system: object, units: int) -> dict:
+    """The system's views over LoCoMo tiled to about ``units`` units in all (hash vectors)."""
+    from convlab.build import build_indexes
+    from convlab.embed import HashEmbedder
+    from convlab.index.bm25 import BM25Index
+    from convlab.loaders import load
+    from convlab.store.search import units_only_index
+    from convlab.systems.search import HeldView
+
+    views = system.views  # type: ignore[attr-defined]
+    strategies = list(dict.fromkeys(v.strategy for v in views))
+    dense = {v.strategy for v in views if v.retrieval.needs_vectors}
+    emb = HashEmbedder(384)
+    built = build_indexes(load(locomo_path()), strategies, embedder=emb, dense=dense)
+    per_copy = sum(b.units.height for b in built.values())
+    copies = max(1, -(-units // per_copy))  # at least ``units`` in all
+    held = {}
+    for s, b in built.items():
+        parts = []
+        for i in range(copies):
+            p = f"c{i}-"
+            parts.append(
+                b.units.with_columns(
+                    (p + pl.col("unit_id")).alias("unit_id"),
+                    (p + pl.col("conversation_id")).alias("conversation_id"),
+                    pl.col("doc_ids").list.eval(p + pl.element()).alias("doc_ids"),
+                )
+            )
+        tiled = pl.concat(parts)
+        bm25 = BM25Index.build(tiled)
+        if s in dense:
+            vectors = emb.encode(tiled["text"].to_list())
+            index = VectorIndex.build(tiled, vectors, model_id=emb.model_id, kind="flat")
+        else:
+            index = units_only_index(tiled, 384)
+        held[s] = HeldView(index, bm25, s in dense)
+    return held
+
+
+def warm_search(system: object, units: int, backend: str, repeat: int) -> dict:
+    """The panel's (and an MCP server's) search: views loaded once, then query after query."""
+    from convlab.embed import make_embedder
+    from convlab.systems.search import search_system
+
+    held = tiled_views(system, units)
+    query_embedder = make_embedder("minilm", backend)
+    query_embedder.encode(["warm up"])
+    searchers: dict = {}  # kept between queries, as the panel and a store's search keep them
+    load_before = _load()
+    total, embed_ms = [], []
+    for r in range(repeat + 1):
+        for q in QUERIES:
+            text = f"{q} {r}"  # a new text each time: nothing is served from a memo
+            t = time.perf_counter()
+            query_embedder.encode([text])
+            e = time.perf_counter() - t
+            frame = pl.DataFrame({"query_id": ["q"], "text": [text]})
+            t = time.perf_counter()
+            search_system(
+                held,
+                frame,
+                system,  # type: ignore[arg-type]
+                embedder=query_embedder,
+                k=10,
+                searchers=searchers,
+            )
+            if r:  # the first round warms the caches
+                total.append((time.perf_counter() - t) * 1000)
+                embed_ms.append(e * 1000)
+    return {
+        "units": {s: h.vector_index.units.height for s, h in held.items()},
+        "units_total": sum(h.vector_index.units.height for h in held.values()),
+        "query_backend": backend,
+        "queries": len(total),
+        "p50_ms": float(np.percentile(total, 50)),
+        "p90_ms": float(np.percentile(total, 90)),
+        "query_embedding_p50_ms": float(np.percentile(embed_ms, 50)),
+        "load_before": load_before,
+        "load_after": _load(),
+    }
+
+
+def system_bench(args: argparse.Namespace) -> dict:
+    """The ``system`` part of the result (see the module docstring)."""
+    from convlab.systems import resolve_system
+
+    system = resolve_system(args.system)
+    out: dict = {"system": system.as_dict()}
+    if args.store is not None:
+        out["cli"] = cli_end_to_end(args.store, args.system, args.repeat)
+        print("cli", json.dumps(out["cli"]))
+    if args.system_units:
+        out["warm"] = warm_search(system, args.system_units, args.backend, args.repeat)
+        print("warm", json.dumps(out["warm"]))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.bench_search", description=__doc__)
     p.add_argument("--out", type=Path, default=Path("runs/bench"))
     p.add_argument("--sizes", default="10000,100000,1000000")
     p.add_argument("--queries", type=int, default=200)
     p.add_argument("--hnsw-max", type=int, default=1_000_000, help="largest size to build HNSW")
+    p.add_argument("--system-units", type=int, default=0, help="units of the warm system search")
+    p.add_argument("--system", default=None, help="the system (default: the default system)")
+    p.add_argument("--store", type=Path, default=None, help="a store for `convlab search`")
+    p.add_argument("--backend", default="onnx", help="query embedding backend (warm search)")
+    p.add_argument("--repeat", type=int, default=3, help="rounds of the 10 queries")
     args = p.parse_args(argv)
+    if args.system_units or args.store is not None:
+        result = {"system": system_bench(args), "machine": {"cpus": os.cpu_count()}}
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(args.out / "bench_search_system.json", json.dumps(result, indent=1))
+        print(json.dumps(result, indent=1))
+        return 0
     base, emb = base_vectors()
     qlat = []
     for _ in range(20):

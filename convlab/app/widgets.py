@@ -1,7 +1,8 @@
 """The ipywidgets search panel: ask "when did we discuss X?" and see the moment.
 
-The panel is state (a built index, the widgets), so it is a class; everything it shows comes from
-:func:`convlab.search` and :func:`convlab.resurrect`. All transcript text is
+The panel is state (a built index, the widgets), so it is a class; it searches with a *system*
+(:func:`convlab.systems.search.search_system`: the code ``eval.run`` and ``convlab search`` run)
+and everything it shows comes from that search and :func:`convlab.resurrect`. All transcript text is
 HTML-escaped before it reaches an ``HTML`` widget, so a transcript holding ``<script>`` or
 ``<img onerror=...>`` shows as text.
 
@@ -25,13 +26,16 @@ import polars as pl
 
 from convlab.app.display import describe_hits
 from convlab.model import MAX_TOKENS
+from convlab.systems.search import OnceEmbedder
 
 if TYPE_CHECKING:
+    from convlab.evaluation.systems import System, View
     from convlab.index import VectorIndex
     from convlab.index.bm25 import BM25Index
     from convlab.pipeline.policy import ContentPolicy
     from convlab.protocols import Embedder
     from convlab.retrieval import SearchOptions
+    from convlab.retrieval.search import Searcher
 
 __all__ = ["PanelData", "SearchPanel", "highlight"]
 
@@ -75,13 +79,17 @@ class PanelData:
     """What the panel searches: per strategy, an index (and its BM25); the frames to describe hits.
 
     Attributes:
-        indexes: strategy name -> :class:`convlab.index.VectorIndex`.
+        indexes: strategy name -> :class:`convlab.index.VectorIndex` (its units; its vectors
+            unless ``dense`` says the strategy is searched by BM25 alone).
         chunks: the chunks the units were made of (what a hit resurrects).
         conversations: titles and ids.
         turns: when each turn started.
         embedder: embeds the queries (the model the indexes were built with).
         bm25: strategy name -> BM25 over the same units (hybrid search); a strategy missing
-            here gets its BM25 built on its first hybrid search.
+            here gets its BM25 built on its first search that needs it.
+        dense: strategy name -> whether its units are embedded (missing: they are).
+        system: the system selected at start (None: the default system when its views are
+            held, else the first strategy searched densely).
     """
 
     indexes: Mapping[str, VectorIndex]
@@ -90,6 +98,31 @@ class PanelData:
     turns: pl.DataFrame
     embedder: Embedder
     bm25: Mapping[str, BM25Index | None] = field(default_factory=dict)
+    dense: Mapping[str, bool] = field(default_factory=dict)
+    system: System | None = None
+
+    def systems(self) -> dict[str, System]:
+        """The systems these views can run, by name.
+
+        The start system first, then the default system (when every view it needs is held),
+        then each strategy's own views.
+        """
+        from convlab.systems import default_system, resolve_system
+
+        out: dict[str, System] = {}
+        for s in (self.system, default_system()):
+            if s is not None and all(self._holds(v) for v in s.views):
+                out.setdefault(s.name, s)
+        for strategy in self.indexes:
+            prefixes = ("", "bm25:", "hybrid:") if self.dense.get(strategy, True) else ("bm25:",)
+            for prefix in prefixes:
+                one = resolve_system(f"{prefix}{strategy}")
+                out.setdefault(one.name, one)
+        return out
+
+    def _holds(self, view: View) -> bool:
+        embedded = self.dense.get(view.strategy, True)
+        return view.strategy in self.indexes and (embedded or not view.retrieval.needs_vectors)
 
     def frame(self, name: str) -> pl.DataFrame:
         """The frame ``name`` as :func:`convlab.app.display.describe_hits` reads it.
@@ -106,33 +139,32 @@ class PanelData:
 
 
 class SearchPanel:
-    """A search box over one or more built indexes, with filters, rankers and a context view.
+    """A search box over built indexes: a system choice, filters, rankers and a context view.
 
     Args:
         data: the indexes and frames (see :meth:`from_data` to build them from transcripts).
-        default_strategy: the strategy selected at start.
     """
 
-    def __init__(self, data: PanelData | None, *, default_strategy: str | None = None) -> None:
+    def __init__(self, data: PanelData | None) -> None:
         import ipywidgets as w
 
         self.data = data
         self._bm25_of: dict[str, BM25Index | None] = dict(data.bm25) if data is not None else {}
-        strategies = sorted(data.indexes) if data is not None else []
+        self._systems = data.systems() if data is not None else {}
+        # kept between searches: each view's searcher and the query vectors (search_system)
+        self._searchers: dict[str, Searcher] = {}
+        self._embedder = OnceEmbedder(data.embedder) if data is not None else None
         # the value reaches Python on Enter (or when the box loses focus), and a new value searches
         self.query = w.Text(
             placeholder="when did we discuss ...", description="Query", continuous_update=False
         )
         self.query.add_class("convlab-query")
-        self.strategy = w.Dropdown(
-            options=strategies,
-            value=default_strategy
-            if default_strategy in strategies
-            else next(iter(strategies), None),
-            description="Strategy",
+        self.system = w.Dropdown(
+            options=list(self._systems),
+            value=next(iter(self._systems), None),
+            description="System",
         )
         self.k = w.BoundedIntText(value=10, min=1, max=100, description="k")
-        self.hybrid = w.Checkbox(value=False, description="hybrid (BM25 + dense)")
         self.recency = w.Checkbox(value=False, description="recency boost")
         self.density = w.Checkbox(value=False, description="density boost")
         self.mmr = w.Checkbox(value=False, description="MMR diversity")
@@ -153,8 +185,8 @@ class SearchPanel:
         controls = w.VBox(
             [
                 w.HBox([self.query, self.button]),
-                w.HBox([self.strategy, self.k, self.budget]),
-                w.HBox([self.hybrid, self.recency, self.density, self.mmr]),
+                w.HBox([self.system, self.k, self.budget]),
+                w.HBox([self.recency, self.density, self.mmr]),
                 w.HBox([self.conversation, self.role, self.since, self.until]),
             ]
         )
@@ -169,7 +201,7 @@ class SearchPanel:
         cls,
         path: str | Path,
         *,
-        strategies: tuple[str, ...] = ("turn_pair", "isolated"),
+        strategies: tuple[str, ...] | None = None,
         embedder: Embedder | None = None,
         cache_dir: str | Path = "runs/cache",
         policy: ContentPolicy | None = None,
@@ -178,70 +210,77 @@ class SearchPanel:
     ) -> SearchPanel:
         """Load transcripts, build an index per strategy and open a panel on them.
 
-        Each index is built by :func:`convlab.build.build_index` (the one build recipe, BM25
-        included); the transcripts are chunked once for all strategies.
+        The indexes are built by :func:`convlab.build.build_indexes` (the one build recipe, BM25
+        included): the transcripts are chunked once and embedded in one pass.
 
         Args:
             path: a transcript file or folder (anything :func:`convlab.load` reads).
-            strategies: the strategies to build; the first is selected at start.
+            strategies: the strategies to build (None: those of the default system, which is
+                selected at start; else the first strategy, searched densely).
             embedder: the embedder (default MiniLM), cached under ``cache_dir``.
             cache_dir: the embedding cache root.
             policy: what text each block contributes (default :class:`ContentPolicy`).
             max_tokens: the unit's token limit, [CLS] and [SEP] included.
             kind: the index kind (a key of :data:`convlab.index.INDEX_KINDS`).
         """
-        from convlab.build import build_index
+        from convlab.build import build_indexes
         from convlab.embed import CachedEmbedder, MiniLMEmbedder
         from convlab.loaders import load
+        from convlab.systems import default_system, resolve_system
 
+        system = default_system() if strategies is None else None
+        if strategies is None:
+            strategies = tuple(dict.fromkeys(v.strategy for v in default_system().views))
+        if not strategies:
+            raise ValueError("pass at least one strategy")
         corpus = load(path)
         emb = CachedEmbedder(embedder or MiniLMEmbedder(), cache_dir)
-        indexes: dict[str, VectorIndex] = {}
-        bm25: dict[str, BM25Index | None] = {}
-        chunks: pl.DataFrame | None = None  # chunked once, shared by every strategy
-        turns = None
-        for name in strategies:
-            built = build_index(
-                corpus,
-                name,
-                embedder=emb,
-                policy=policy,
-                max_tokens=max_tokens,
-                kind=kind,
-                chunks=chunks,
-                turns=turns,
-            )
-            chunks, turns = built.chunks, built.turns
-            indexes[name], bm25[name] = built.index, built.bm25
-        if chunks is None or turns is None:
-            raise ValueError("pass at least one strategy")
-        data = PanelData(indexes, chunks, corpus.conversations, turns, emb, bm25=bm25)
-        return cls(data, default_strategy=strategies[0])
+        built = build_indexes(
+            corpus,
+            list(strategies),
+            embedder=emb,
+            policy=policy,
+            max_tokens=max_tokens,
+            kind=kind,
+            lexical=strategies,
+        )
+        first = built[strategies[0]]
+        data = PanelData(
+            {s: b.index for s, b in built.items()},
+            first.chunks,
+            corpus.conversations,
+            first.turns,
+            emb,
+            bm25={s: b.bm25 for s, b in built.items()},
+            system=system or resolve_system(strategies[0]),
+        )
+        return cls(data)
 
     @classmethod
     def from_store(cls, directory: str | Path, *, embedder: Embedder | None = None) -> SearchPanel:
-        """Open a panel on a store written by ``convlab index`` (its index, BM25 and frames).
+        """Open a panel on a store written by ``convlab index``: its views, frames and system.
 
         Args:
             directory: the store directory.
             embedder: the query embedder (default: the one for the store's model).
         """
-        from convlab.embed import make_embedder, manifest_embedder
         from convlab.store import Store
+        from convlab.store.search import StoreSearch
 
         store = Store(directory)
-        manifest = store.manifest()
-        strategy = str(manifest["config"]["strategy"])
+        found = StoreSearch(store, embedder)
+        held = found.held(list(store.strategies()))
         data = PanelData(
-            {strategy: store.index()},
+            {s: h.vector_index for s, h in held.items()},
             store.frame("sentences"),
             store.frame("conversations"),
             store.frame("turns"),
-            embedder
-            or make_embedder(manifest_embedder(manifest), model_id=str(manifest["model_id"])),
-            bm25={strategy: store.bm25()},
+            found.embedder(),
+            bm25={s: h.bm25 for s, h in held.items()},
+            dense={s: h.dense for s, h in held.items()},
+            system=store.system(),
         )
-        return cls(data, default_strategy=strategy)
+        return cls(data)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display
@@ -256,7 +295,7 @@ class SearchPanel:
 
     def options(self) -> SearchOptions:
         """The :class:`convlab.retrieval.search.SearchOptions` the controls describe."""
-        from convlab.retrieval import Retrieval, SearchOptions
+        from convlab.retrieval import SearchOptions
 
         def day(d: date | None, end: bool = False) -> datetime | None:
             if d is None:
@@ -268,7 +307,6 @@ class SearchPanel:
         role = self.role.value
         return SearchOptions(
             k=int(self.k.value),
-            retrieval=Retrieval.HYBRID if self.hybrid.value else Retrieval.DENSE,
             recency=bool(self.recency.value),
             density=bool(self.density.value),
             mmr=0.7 if self.mmr.value else None,
@@ -287,23 +325,37 @@ class SearchPanel:
         if not query:
             self._message("Type a query, then press Enter.")
             return None
-        from convlab.retrieval import search
+        from convlab.systems.search import HeldView, search_system
 
-        index = self.data.indexes[self.strategy.value]
-        bm25 = self._bm25(self.strategy.value) if self.hybrid.value else None
+        if self._embedder is None:
+            return None
+
+        system = self._systems[self.system.value]
+        options = self.options()
         started = time.perf_counter()
         try:
-            hits = search(
-                index, query, embedder=self.data.embedder, options=self.options(), bm25=bm25
+            held = {
+                s: HeldView(self.data.indexes[s], self._bm25(s), self.data.dense.get(s, True))
+                for s in dict.fromkeys(v.strategy for v in system.views)
+            }
+            queries = pl.DataFrame({"query_id": ["q"], "text": [query]})
+            hits = search_system(
+                held,
+                queries,
+                system,
+                embedder=self._embedder,
+                k=options.k,
+                options=options,
+                searchers=self._searchers,
             )
         except ValueError as exc:  # a bad filter combination, say
             self._message(f"Search failed: {exc}", error=True)
             return None
         ms = (time.perf_counter() - started) * 1000
         self.last_hits = hits
-        name = html.escape(self.strategy.value)
-        self.status.value = f"{hits.height} hits in {ms:.0f} ms &middot; strategy {name}"
-        self.results.children = tuple(self._render(hits, query, index))
+        name = html.escape(system.name)
+        self.status.value = f"{hits.height} hits in {ms:.0f} ms &middot; system {name}"
+        self.results.children = tuple(self._render(hits, query))
         return hits
 
     def _bm25(self, strategy: str) -> BM25Index | None:
@@ -315,7 +367,13 @@ class SearchPanel:
             self._bm25_of[strategy] = BM25Index.build(units) if units.height else None
         return self._bm25_of.get(strategy)
 
-    def _render(self, hits: pl.DataFrame, query: str, index: VectorIndex) -> list[Any]:
+    def index_of(self, hit: Mapping[str, object]) -> VectorIndex:
+        """The index whose units hold ``hit``'s unit (its strategy's)."""
+        if self.data is None:
+            raise ValueError("the panel has no data")
+        return self.data.indexes[str(hit["unit_id"]).split(":", 1)[0]]
+
+    def _render(self, hits: pl.DataFrame, query: str) -> list[Any]:
         import ipywidgets as w
 
         if self.data is None:
@@ -335,7 +393,8 @@ class SearchPanel:
             toggle = w.ToggleButton(value=False, description="context", icon="chevron-down")
             toggle.add_class("convlab-expand")
             toggle.observe(
-                lambda ch, h=h, out=context: self._toggle(ch, h, out, index), names="value"
+                lambda ch, h=h, out=context: self._toggle(ch, h, out, self.index_of(h)),
+                names="value",
             )
             rows.append(w.VBox([w.HTML(head), toggle, context]))
         return rows

@@ -26,7 +26,7 @@ from convlab.build import BuiltIndex, build_indexes
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
 from convlab.evaluation.metrics import aggregate, per_query
-from convlab.evaluation.multiview import Tuned, fused_hits, tuned_hits
+from convlab.evaluation.multiview import Tuned, system_hits, tuned_hits, view_options
 from convlab.evaluation.provenance import fingerprint, versions
 from convlab.evaluation.result import Evaluation
 from convlab.evaluation.significance import compare
@@ -85,7 +85,7 @@ def evaluate(
                 view_hits[key] = _search(
                     data,
                     built[(system.text, view.strategy)],
-                    system.options.replace(retrieval=view.retrieval),
+                    view_options(system, view, config.depth),
                     embedder=embedder,
                     config=config,
                 )
@@ -171,14 +171,10 @@ def _build(
 def _system_hits(
     system: System, views: list[pl.DataFrame], queries: pl.DataFrame, depth: int
 ) -> pl.DataFrame | Tuned:
-    """One view's hits as they are; several fused, by fixed weights or cross-validated ones."""
-    if not system.fused:
-        return views[0]
-    if system.tuning is not None:
+    """Cross-validated weights for a tuned system; else :func:`system_hits` (the store's too)."""
+    if system.fused and system.tuning is not None:
         return tuned_hits(system, views, queries, depth=depth)
-    return fused_hits(
-        views, system.weights, method=system.fusion, params=system.fusion_params, depth=depth
-    )
+    return system_hits(system, views, depth=depth)
 
 
 def _resurrectable(
@@ -217,8 +213,8 @@ def _search(
     embedder: Embedder,
     config: EvalConfig,
 ) -> pl.DataFrame:
-    """One view's hits for every query, ``config.depth`` docs each, in the config's scope."""
-    opts = options.replace(k=config.depth)
+    """One view's hits for every query (``options``: :func:`view_options`) in the scope."""
+    opts = options
     if config.scope == "haystack" and data.haystacks is not None:
         return search_haystacks(
             built.index,

@@ -21,11 +21,53 @@ from typing import Any
 
 import polars as pl
 
-from convlab.evaluation.systems import System, Tuning
-from convlab.evaluation.tune import TuneConfig, random_space, tune
+from convlab.evaluation.systems import System, Tuning, View
 from convlab.fusion import Aligned, fuse
+from convlab.retrieval import SearchOptions
 
-__all__ = ["Tuned", "fused_hits", "query_groups", "tuned_hits"]
+__all__ = ["Tuned", "fused_hits", "query_groups", "system_hits", "tuned_hits", "view_options"]
+
+
+def view_options(system: System, view: View, depth: int) -> SearchOptions:
+    """How one view of ``system`` is searched: its options, the view's retrieval, ``depth`` docs.
+
+    Fusion normalises each view's scores over its ``depth`` docs, so every caller of one
+    system searches its views to the same depth.
+    """
+    return system.options.replace(retrieval=view.retrieval, k=depth)
+
+
+def system_hits(system: System, view_hits: Sequence[pl.DataFrame], *, depth: int) -> pl.DataFrame:
+    """A system's hits from its views' hits: one view as it is, several fused (fixed weights).
+
+    The one place a system's views become its ranking: ``eval.run`` (every system whose
+    weights are fixed) and the store's search (:meth:`convlab.store.Store.search`, the CLI, the
+    panel) call it, so a system searched is the system measured.
+
+    Args:
+        system: the system.
+        view_hits: its views' hits, in its view order, each searched with
+            :func:`view_options` (``depth`` docs per query).
+        depth: docs kept per query.
+
+    Raises:
+        ValueError: a system whose weights are still to be chosen by cross-validation (run its
+            ``systems.chosen.toml`` instead), or a number of hits frames other than its views.
+    """
+    if len(view_hits) != len(system.views):
+        raise ValueError(
+            f"system {system.name!r} has {len(system.views)} views, {len(view_hits)} hits given"
+        )
+    if not system.fused:
+        return view_hits[0]
+    if system.tuning is not None:
+        raise ValueError(
+            f"system {system.name!r} has its weights chosen by cross-validation on labelled "
+            "queries; search with fixed weights (a run's systems.chosen.toml)"
+        )
+    return fused_hits(
+        view_hits, system.weights, method=system.fusion, params=system.fusion_params, depth=depth
+    )
 
 
 def fused_hits(
@@ -113,6 +155,8 @@ class Tuned:
 
 def _space(n_views: int, tuning: Tuning) -> list[dict[str, Any]]:
     """The settings tried: a weight per view after the first, and the tuned fusion params."""
+    from convlab.evaluation.tune import random_space
+
     grid: dict[str, Sequence[Any]] = {f"w{i}": tuning.weights for i in range(1, n_views)}
     grid.update(tuning.params)
     space = random_space(grid, tuning.samples, seed=tuning.seed)
@@ -143,6 +187,8 @@ def tuned_hits(
     Raises:
         ValueError: a system without tuning.
     """
+    from convlab.evaluation.tune import TuneConfig, tune  # scikit-learn: only when tuning
+
     tuning = system.tuning
     if tuning is None:
         raise ValueError(f"system {system.name!r} has no tuning")

@@ -21,6 +21,9 @@ SCORE_KINDS: dict[str, str] = {
     "bm25": "BM25 score of the doc's best unit",
     "rrf": "reciprocal rank fusion of the doc's dense and BM25 ranks, sum of 1/(rrf_k + rank)",
     "mmr": "maximal marginal relevance: lambda * z-scored relevance - (1 - lambda) * redundancy",
+    "convex": "a system's views fused: the weighted sum of each view's normalised doc scores",
+    "combsum": "a system's views fused: the sum of each view's normalised doc scores",
+    "combmnz": "a system's views fused: CombSUM times the number of views that found the doc",
 }
 """What a hit's score is, by the name :attr:`SearchOptions.score_kind` starts with; a boost
 (``+recency``, ``+density``) multiplies it."""

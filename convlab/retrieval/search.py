@@ -45,14 +45,20 @@ from convlab.retrieval.rankers import BestPerDoc, ConversationFirst, conversatio
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
 
 if TYPE_CHECKING:
+    from convlab.build import BuiltIndex
     from convlab.index import VectorIndex
     from convlab.index.bm25 import BM25Index
 
-__all__ = ["search", "search_haystacks", "search_many"]
+__all__ = ["Searcher", "search", "search_haystacks", "search_many"]
 
 
-class _Searcher:
-    """One batch's search: arrays derived from the index once, then one query at a time."""
+class Searcher:
+    """Searches of one index with one set of options: arrays derived from the index once.
+
+    :func:`search_many` makes one per batch; a caller that searches query after query (the
+    search panel, a store's search) keeps one and calls :meth:`frame` for each, so nothing is
+    derived from the whole index per query.
+    """
 
     def __init__(
         self,
@@ -185,6 +191,17 @@ class _Searcher:
             docs = ranker(docs, context)
         return docs.take(slice(0, self.options.k))
 
+    def frame(self, queries: pl.DataFrame, *, scoped: bool = False) -> pl.DataFrame:
+        """Hits of ``queries`` (``query_id``, ``text``; see :func:`search_many`)."""
+        texts = queries["text"].to_list()
+        scopes: list[tuple[str, ...] | None] = [self.options.conversations] * len(texts)
+        if scoped and "conversation_id" in queries.columns:
+            scopes = [
+                self.options.conversations if c is None else (str(c),)
+                for c in queries["conversation_id"].to_list()
+            ]
+        return self.many(self.dense.queries(texts), queries["query_id"].to_list(), scopes)
+
 
 def _scope_key(scope: tuple[str, ...] | None) -> tuple[int, tuple[str, ...]]:
     """A sort key grouping equal scopes (None, the whole index, first)."""
@@ -231,7 +248,7 @@ def _rows_by_conversation(conv: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def search(
-    index: VectorIndex,
+    index: VectorIndex | BuiltIndex,
     query: str,
     k: int | None = None,
     *,
@@ -243,7 +260,8 @@ def search(
     """Search ``index`` for ``query``; one row per doc (see the module docstring for the steps).
 
     Args:
-        index: a :class:`convlab.index.VectorIndex`.
+        index: a :class:`convlab.index.VectorIndex`, or what :func:`convlab.build_index` built
+            (its BM25 is then used unless ``bm25`` is given).
         query: the text to search for.
         k: docs to return (overrides ``options.k``).
         embedder: the embedder the index was built with.
@@ -258,6 +276,11 @@ def search(
     Example:
         >>> hits = search(index, "nginx websockets", embedder=emb)  # doctest: +SKIP
     """
+    from convlab.build import BuiltIndex
+
+    if isinstance(index, BuiltIndex):
+        bm25 = bm25 if bm25 is not None else index.bm25
+        index = index.index
     options = options or SearchOptions()
     if k is not None:
         options = options.replace(k=k)
@@ -294,15 +317,8 @@ def search_many(
         conversations_frame: the conversations, needed by ``options.projects``.
     """
     options = options or SearchOptions()
-    searcher = _Searcher(index, embedder, options, bm25, conversations_frame)
-    texts = queries["text"].to_list()
-    scopes: list[tuple[str, ...] | None] = [options.conversations] * len(texts)
-    if scoped and "conversation_id" in queries.columns:
-        scopes = [
-            options.conversations if c is None else (str(c),)
-            for c in queries["conversation_id"].to_list()
-        ]
-    return searcher.many(searcher.dense.queries(texts), queries["query_id"].to_list(), scopes)
+    searcher = Searcher(index, embedder, options, bm25, conversations_frame)
+    return searcher.frame(queries, scoped=scoped)
 
 
 def search_haystacks(
@@ -329,7 +345,7 @@ def search_haystacks(
         bm25: BM25 over the same units (lexical and hybrid).
     """
     options = options or SearchOptions()
-    searcher = _Searcher(index, embedder, options, bm25)
+    searcher = Searcher(index, embedder, options, bm25)
     scope: dict[str, tuple[str, ...]] = {
         q: tuple(c)
         for q, c in haystacks.group_by("query_id", maintain_order=True)

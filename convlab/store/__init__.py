@@ -10,8 +10,11 @@ Layout of a store directory::
                                a checksum of itself
       v<N>/conversations.parquet, messages.parquet, turns.parquet, sentences.parquet,
            units.parquet       (messages: where each message is in its source file)
-      v<N>/index/              convlab.index.VectorIndex (FAISS + units + its manifest)
+      v<N>/index/              convlab.index.VectorIndex (FAISS + units + its manifest) of the
+                               first strategy held
       v<N>/bm25/               convlab.index.bm25.BM25Index over the same units (bm25s's files)
+      v<N>/views/<strategy>/   the same for every other strategy of the store's system: index/
+                               (when a view searches it densely) and bm25/
       v<N>/.readers            readers hold a shared lock on it: a version in use is not deleted
       cache/                   the embedding cache (shared by every version)
       .lock                    held while an indexer writes
@@ -44,12 +47,19 @@ the transcripts, its vectors from the embedding cache.
 a folder that holds other things and no marker, or a file, is refused with :class:`NotAStore`.
 A full disk during an update raises :class:`StoreFull` (the previous version intact).
 
+**Views of a system.** A store holds the views of the system ``convlab index --system`` chose
+(:class:`StoreConfig`, default :func:`convlab.systems.default_system`): every strategy of its
+views, chunked once, the units of dense views embedded in one pass, BM25 over each strategy;
+``units.parquet`` holds every strategy's units. :meth:`Store.search` (``convlab search``, the
+panel, :func:`open_store`) runs a system with the code ``eval.run`` runs
+(:func:`convlab.systems.search.search_system`).
+
 The modules: :mod:`~convlab.store.config` (:class:`StoreConfig`, :class:`IndexSummary`, the
 errors), :mod:`~convlab.store.marker` (the store marker), :mod:`~convlab.store.manifest` (checksums,
 version files, checks),
 :mod:`~convlab.store.versions` (writing, switching, pinning locks, removal),
-:mod:`~convlab.store.update` (the incremental update) and :mod:`~convlab.store.store` (the
-:class:`Store` object).
+:mod:`~convlab.store.update` (the incremental update), :mod:`~convlab.store.store` (the
+:class:`Store` object) and :mod:`~convlab.store.search` (searching with a system).
 """
 
 from convlab.store.config import (
@@ -64,6 +74,7 @@ from convlab.store.config import (
 )
 from convlab.store.manifest import Verified
 from convlab.store.marker import NotAStore
+from convlab.store.search import open_store
 from convlab.store.store import Store
 
 __all__ = [
@@ -78,4 +89,5 @@ __all__ = [
     "StoreMismatch",
     "Verified",
     "default_history_paths",
+    "open_store",
 ]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+from convlab.evaluation.systems import System
 from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.redact import REDACT_MODES
@@ -64,7 +65,12 @@ class StoreConfig:
     """What a store is built with; changing any of these needs ``rebuild=True``.
 
     Attributes:
-        strategy: the embedding strategy (a key of ``convlab.STRATEGIES``).
+        system: the system the store is searched with by default, whose views it holds: a
+            :class:`convlab.evaluation.systems.System` of fixed weights or a name
+            :func:`convlab.systems.resolve_system` knows (``"default"``, a view such as
+            ``"turn_pair"``, an experiment file). The store holds every strategy of its views
+            (:attr:`strategies`), with BM25 over each and vectors for those searched densely
+            (:attr:`dense`; the first strategy always).
         max_tokens: the unit's token limit, [CLS] and [SEP] included, :data:`MIN_TOKENS` to
             the model's
             :data:`convlab.model.MAX_TOKENS` (256).
@@ -78,12 +84,13 @@ class StoreConfig:
             loads too, with or without ``text_format`` (dicts saved before it existed).
 
     Raises:
-        ValueError: an unknown strategy, index kind or redaction mode (listing the valid
-            names), a max_tokens out of its range, or a policy field
-            :class:`ContentPolicy` does not have (listing its fields) or rejects.
+        ValueError: an unknown system (or a system whose weights are still to be chosen by
+            cross-validation), index kind or redaction mode (listing the valid names), a
+            max_tokens out of its range, or a policy field :class:`ContentPolicy` does not have
+            (listing its fields) or rejects.
     """
 
-    strategy: str = "turn_pair"
+    system: System | str = "default"
     max_tokens: int = 256
     index_kind: str = "flat"
     redact: str = "all"
@@ -91,10 +98,15 @@ class StoreConfig:
 
     def __post_init__(self) -> None:
         from convlab.index import INDEX_KINDS
-        from convlab.strategies import STRATEGIES
+        from convlab.systems import resolve_system
 
-        if self.strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {', '.join(sorted(STRATEGIES))}")
+        system = resolve_system(self.system)
+        if system.tuning is not None:
+            raise ValueError(
+                f"system {system.name!r} has no fixed weights (tuning): index with a run's "
+                "systems.chosen.toml instead"
+            )
+        object.__setattr__(self, "system", system)
         if self.index_kind not in INDEX_KINDS:
             raise ValueError(f"index_kind must be one of {', '.join(INDEX_KINDS)}")
         if self.redact not in REDACT_CHOICES:
@@ -110,6 +122,43 @@ class StoreConfig:
                 f"policy has unknown field(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
             )
         self.content_policy()  # the policy's own checks (ValueError)
+
+    @property
+    def strategies(self) -> tuple[str, ...]:
+        """The strategies held: those searched densely first, then the others (view order)."""
+        views = self.resolved_system().views
+        dense = [v.strategy for v in views if v.retrieval.needs_vectors]
+        return tuple(dict.fromkeys([*dense, *(v.strategy for v in views)]))
+
+    @property
+    def dense(self) -> tuple[str, ...]:
+        """The strategies whose units are embedded: those of dense views, else the first."""
+        views = self.resolved_system().views
+        dense = tuple(dict.fromkeys(v.strategy for v in views if v.retrieval.needs_vectors))
+        return dense or self.strategies[:1]
+
+    def held(self) -> dict[str, bool]:
+        """Per strategy held, whether its units are embedded (every one has BM25)."""
+        return {s: s in self.dense for s in self.strategies}
+
+    def as_dict(self) -> dict[str, Any]:
+        """What must match for an update to build on a store (its manifest's ``config``).
+
+        The system's fusion and weights are not in it: a store holding the same views is
+        searched with another system without a rebuild.
+        """
+        return {
+            "strategies": list(self.strategies),  # a list: JSON objects lose their order
+            "dense": list(self.dense),
+            "max_tokens": self.max_tokens,
+            "index_kind": self.index_kind,
+            "redact": self.redact,
+            "policy": dict(self.policy),
+        }
+
+    def resolved_system(self) -> System:
+        """The system (a name given is resolved when the config is made)."""
+        return cast("System", self.system)  # resolved in __post_init__
 
     def content_policy(self) -> ContentPolicy:
         """The :class:`ContentPolicy` that :attr:`policy` describes."""

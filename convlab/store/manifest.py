@@ -63,8 +63,22 @@ SAMPLED_BLOCKS = 8
 SEARCH_BLOCKS = 2
 """Random 1 MiB blocks of the vectors and of the FAISS file that opening the index for ``search``
 checks against their SHA-256 (:func:`check_sample`); measured by eval/bench_verify.py."""
-INDEX_FILES = ("index/vectors.npy", "index/index.faiss")
-"""The files :func:`check_sample` checks: what a search reads its answers from."""
+INDEX_FILES = ("vectors.npy", "index.faiss")
+"""The files of a vector index (``index/`` and ``views/<strategy>/index/``) that
+:func:`check_sample` checks: what a search reads its answers from."""
+
+
+def index_file(rel: str) -> bool:
+    """Whether the version file ``rel`` is one of a vector index's :data:`INDEX_FILES`.
+
+    Example:
+        >>> index_file("index/vectors.npy"), index_file("views/sequential/index/index.faiss")
+        (True, True)
+    """
+    head, _, name = rel.rpartition("/")
+    return name in INDEX_FILES and (head == "index" or head.endswith("/index"))
+
+
 REQUIRED: dict[str, type] = {"model_id": str, "config": dict, "counts": dict, "files": dict}
 """Keys every manifest has had since format 1, and their types: without them it is damaged."""
 
@@ -141,7 +155,7 @@ def version_files(version: Path) -> dict[str, dict[str, Any]]:
         if p.is_file() and rel not in (MANIFEST, READERS):
             blocks = block_digests(p)
             rec: dict[str, Any] = {"size": p.stat().st_size, "sha256": tree_digest(blocks)}
-            if len(blocks) > (SEARCH_BLOCKS if rel in INDEX_FILES else SAMPLED_BLOCKS):
+            if len(blocks) > (SEARCH_BLOCKS if index_file(rel) else SAMPLED_BLOCKS):
                 rec["blocks"] = blocks  # the index files': search samples them at any size
             out[rel] = rec
     return out
@@ -229,8 +243,9 @@ def check_sample(
 ) -> None:
     """Check ``blocks`` random 1 MiB blocks of each of ``rels`` (a small file whole).
 
-    What ``search`` checks on open (:data:`SEARCH_BLOCKS` of :data:`INDEX_FILES`): vectors
-    permuted, or any other rewrite of the same size, are caught before a wrong answer is given.
+    What ``search`` checks on open (:data:`SEARCH_BLOCKS` of an index's :data:`INDEX_FILES`):
+    vectors permuted, or any other rewrite of the same size, are caught before a wrong answer is
+    given.
 
     Raises:
         StoreDamaged: a checked block (or small file) does not match its SHA-256.
@@ -267,13 +282,25 @@ def norm_problem(vectors: np.ndarray, offset: int = 0) -> str:
     return f"{bad.size} vectors are not of unit length (row {offset + bad[0]}: {norms[bad[0]]:.4g})"
 
 
-def check_norms(store: Path, version: Path, *, rows: int | None) -> None:
+def check_norms(store: Path, version: Path, *, rows: int | None, index: Path | None = None) -> None:
     """Check that the stored vectors are of unit length: all, or ``rows`` random ones.
 
+    Every index of the version is checked (the first strategy's, ``index/``, and the other
+    embedded strategies', ``views/<strategy>/index/``), or the one ``index`` directory given.
+
     Raises:
-        StoreDamaged: the vectors file is unreadable or a checked row is not of unit length.
+        StoreDamaged: a vectors file is unreadable or a checked row is not of unit length.
     """
-    path = version / "index" / "vectors.npy"
+    paths = [version / "index" / "vectors.npy", *sorted(version.glob(VIEW_VECTORS))]
+    for path in paths if index is None else [index / "vectors.npy"]:
+        _check_norms(store, path, rows=rows)
+
+
+VIEW_VECTORS = "views/*/index/vectors.npy"
+"""The vectors of every strategy but the first, in a version of several strategies."""
+
+
+def _check_norms(store: Path, path: Path, *, rows: int | None) -> None:
     try:
         vectors = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError) as exc:

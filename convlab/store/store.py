@@ -42,8 +42,11 @@ from convlab.store.versions import (
 
 if TYPE_CHECKING:
     from convlab.engines import Engine
+    from convlab.evaluation.systems import System
     from convlab.index import VectorIndex
     from convlab.index.bm25 import BM25Index
+    from convlab.retrieval import SearchOptions
+    from convlab.store.search import StoreSearch
 
 __all__ = ["Store"]
 
@@ -62,6 +65,7 @@ class Store:
         self._pinned: Path | None = None
         self._pin_handle: IO[bytes] | None = None
         self._manifest: dict[str, Any] = {}
+        self._searcher: StoreSearch | None = None
 
     # -- reading ------------------------------------------------------------------------------
     @property
@@ -102,14 +106,82 @@ class Store:
         except Exception as exc:  # polars reports corruption with several exception types
             raise self._damaged(path, f"unreadable ({type(exc).__name__})") from exc
 
-    def index(self) -> VectorIndex:
-        """The stored :class:`convlab.index.VectorIndex`, its vectors checked to be unit length."""
+    def strategies(self) -> dict[str, bool]:
+        """Per strategy held, whether its units are embedded (the first one always is).
+
+        A store written before stores held several strategies holds its one ``strategy``.
+        """
+        self._pin()
+        config = self._manifest.get("config", {})
+        if "strategies" in config:
+            return {str(k): k in config["dense"] for k in config["strategies"]}
+        return {str(config.get("strategy", "turn_pair")): True}
+
+    def system(self) -> System:
+        """The system this store is searched with unless another is named.
+
+        The one ``convlab index --system`` chose; for a store written before stores held
+        systems, its one strategy searched densely.
+        """
+        from convlab.evaluation.systems import System
+        from convlab.systems import resolve_system
+
+        self._pin()
+        record = self._manifest.get("system")
+        if record is not None:
+            return System.from_dict(record)
+        return resolve_system(next(iter(self.strategies())))
+
+    def search(
+        self,
+        query: str,
+        *,
+        system: System | str | None = None,
+        k: int = 10,
+        options: SearchOptions | None = None,
+    ) -> pl.DataFrame:
+        """The ``k`` best docs for ``query`` under ``system`` (default: :meth:`system`).
+
+        The same code as ``eval.run``'s systems (:func:`convlab.systems.search.search_system`);
+        the indexes and the query embedder are loaded on the first search and kept.
+
+        Args:
+            query: the text to search for.
+            system: a :class:`~convlab.evaluation.systems.System` or a name
+                :func:`convlab.systems.resolve_system` knows; its views must be held here.
+            k: docs to return.
+            options: filters and rankers, used instead of the system's own.
+
+        Raises:
+            ValueError: a system whose views this store does not hold (naming them).
+
+        Example:
+            >>> store = convlab.open_store("~/.convlab/store")  # doctest: +SKIP
+            >>> store.search("nginx websockets", k=5)  # doctest: +SKIP
+        """
+        from convlab.store.search import StoreSearch
+
+        if self._searcher is None:
+            self._searcher = StoreSearch(self)
+        return self._searcher.search(query, system=system, k=k, options=options)
+
+    def index(self, strategy: str | None = None) -> VectorIndex:
+        """A stored :class:`convlab.index.VectorIndex`, its vectors checked to be unit length.
+
+        Args:
+            strategy: an embedded strategy of :meth:`strategies` (None: the first).
+
+        Raises:
+            ValueError: a strategy the store does not hold embedded.
+        """
         from convlab.index import VectorIndex
 
         version = self._pin()
-        directory = version / "index"
-        mf.check_norms(self.directory, version, rows=None)  # in slices: no copy of the vectors
-        mf.check_sample(self.directory, version, self._manifest, INDEX_FILES, blocks=SEARCH_BLOCKS)
+        directory = self._part(strategy, "index", embedded=True)
+        # this index's vectors, in slices: no copy of them
+        mf.check_norms(self.directory, version, rows=None, index=directory)
+        rels = [(directory / name).relative_to(version).as_posix() for name in INDEX_FILES]
+        mf.check_sample(self.directory, version, self._manifest, rels, blocks=SEARCH_BLOCKS)
         try:
             return VectorIndex.load(directory)
         except Exception as exc:  # numpy, FAISS and polars each raise their own types
@@ -125,28 +197,47 @@ class Store:
             return [prefix]
         return sorted(ids.filter(ids.str.starts_with(prefix)).to_list())
 
-    def bm25(self) -> BM25Index | None:
-        """The stored :class:`convlab.index.bm25.BM25Index` over the index's units.
+    def bm25(self, strategy: str | None = None) -> BM25Index | None:
+        """The stored :class:`convlab.index.bm25.BM25Index` over a strategy's units.
 
         A store written before stores kept BM25 gets one built here, in memory, from its units
         (the next ``convlab index`` writes it); None for a store without units.
 
+        Args:
+            strategy: a strategy of :meth:`strategies` (None: the first).
+
         Raises:
             StoreDamaged: the stored BM25 files cannot be read.
+            ValueError: a strategy the store does not hold.
         """
         from convlab.index.bm25 import BM25Index
 
-        version = self._pin()
-        directory = version / "bm25"
+        self._pin()
+        directory = self._part(strategy, "bm25", embedded=False)
         if "bm25" not in self._manifest:
             units = self.frame("units")
             return BM25Index.build(units) if units.height else None
-        if not self._manifest["bm25"]:
-            return None
+        if not self._manifest["bm25"] or not directory.exists():
+            return None  # no unit to index (checked files are all there: see _pin)
         try:
             return BM25Index.load(directory)
         except Exception as exc:  # bm25s raises numpy, json and OS errors
             raise self._damaged(directory, f"unreadable ({type(exc).__name__}: {exc})") from exc
+
+    def _part(self, strategy: str | None, part: str, *, embedded: bool) -> Path:
+        """Where a strategy's ``index`` or ``bm25`` is: the first's on top, others' in views/."""
+        version = self._pin()
+        held = self.strategies()
+        first = next(iter(held))
+        strategy = strategy or first
+        if strategy not in held or (embedded and not held[strategy]):
+            what = "embedded " if embedded else ""
+            have = [s for s, e in held.items() if e or not embedded]
+            raise ValueError(
+                f"{self.directory} holds no {what}strategy {strategy!r}; it holds "
+                f"{', '.join(have)} (`convlab index --system` chooses them)"
+            )
+        return version / part if strategy == first else version / "views" / strategy / part
 
     def verify(self) -> Verified:
         """Check the size and SHA-256 of every file of the pinned version.
@@ -164,6 +255,7 @@ class Store:
         if self._pin_handle is not None:
             self._pin_handle.close()
         self._pinned, self._pin_handle, self._manifest = None, None, {}
+        self._searcher = None
 
     close = refresh
 
@@ -310,8 +402,9 @@ class Store:
         frames: dict[str, pl.DataFrame],
         index: VectorIndex,
         bm25: BM25Index | None,
+        views: dict[str, tuple[VectorIndex | None, BM25Index | None]] | None = None,
     ) -> None:
-        write_version(self.directory, manifest, frames, index, bm25)
+        write_version(self.directory, manifest, frames, index, bm25, views)
         self.refresh()  # release the old version, read the new one from now on
         self._pin()
         self._remove_leftovers()

@@ -14,14 +14,14 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from convlab import __version__
-from convlab.build import Embedded, build_index
+from convlab.build import Embedded, build_indexes
 from convlab.embed import CachedEmbedder, embedder_name
 from convlab.loaders import Corpus, LoadError
 from convlab.loaders.registry import FORMATS, load_files
@@ -94,8 +94,13 @@ def run_update(
         if needs_bm25:
             log("this store has no BM25 index yet: adding one (no text is embedded again)")
         if plan.nothing_to_do() and not needs_bm25:
-            if plan.scan.changed:  # content identical (a transcript rewritten in place)
-                store._write_manifest_only(old_manifest or {}, plan.scan.files)
+            system = config.resolved_system().as_dict()
+            if plan.scan.changed or (old_manifest or {}).get("system") != system:
+                # content identical (a transcript rewritten in place), or the same views
+                # searched with another system: no index changes
+                store._write_manifest_only(
+                    {**(old_manifest or {}), "system": system}, plan.scan.files
+                )
             summary.seconds = time.perf_counter() - started
             store._fill_counts(summary)
             return summary
@@ -183,23 +188,30 @@ def _write(
     summary: IndexSummary,
 ) -> None:
     """Build the fresh conversations on the kept rows (one recipe) and write a new version."""
-    frames, keep = _kept(store, plan.drop) if plan.old_manifest is not None else ({}, None)
+    cached = CachedEmbedder(embedder, store.directory / "cache")
+    if plan.old_manifest is not None:
+        frames, keep = _kept(store, plan.drop, config.held(), cached.dimension)
+    else:
+        frames, keep = {}, None
     fresh = plan.corpus.filter_conversations(plan.fresh) if plan.fresh else load_empty()
-    cache = CachedEmbedder(embedder, store.directory / "cache")
-    cache.clean()  # temporary segments of killed runs
-    built = build_index(
+    cached.clean()  # temporary segments of killed runs
+    strategies = list(config.strategies)
+    every = build_indexes(
         fresh,
-        config.strategy,
-        embedder=cache,
+        strategies,
+        embedder=cached,
         policy=config.content_policy(),
+        max_tokens=config.max_tokens,
+        dense=config.dense,
+        lexical=strategies,
         kind=config.index_kind,
         engine=eng,
-        max_tokens=config.max_tokens,
         keep=keep,
         corpus_fingerprint=hashlib.sha256(
             json.dumps(plan.prints, sort_keys=True).encode()
         ).hexdigest(),
     )
+    built = every[strategies[0]]
     summary.texts_embedded = int(built.manifest["embedding"]["embedded"])
     summary.texts_from_cache = int(built.manifest["embedding"]["from_cache"])
     crash_point("after_embed")
@@ -214,14 +226,18 @@ def _write(
         parts = [f for f in (frames.get(name), frame) if f is not None and f.height]
         # diagonal: a store written before a column was added (agent_id, project) gets nulls
         frames[name] = pl.concat(parts, how="diagonal_relaxed") if parts else frame
-    frames["units"] = built.units
+    frames["units"] = pl.concat([every[s].units for s in strategies])
+    views = {
+        s: (every[s].index if s in config.dense else None, every[s].bm25) for s in strategies[1:]
+    }
     manifest = {
         "format": STORE_FORMAT,
         "convlab_version": __version__,
         "model_id": embedder.model_id,
         "embedder": embedder_name(embedder),
         "dimension": int(embedder.dimension),
-        "config": asdict(config),
+        "config": config.as_dict(),
+        "system": config.resolved_system().as_dict(),
         "redact_rules": RULES_VERSION,
         "roots": sorted({*map(str, plan.roots), *(plan.old_manifest or {}).get("roots", [])}),
         "files": plan.scan.files,
@@ -230,7 +246,7 @@ def _write(
         "bm25": built.bm25 is not None,
         "updated_at": time.time(),
     }
-    store._write_version(manifest, {n: frames[n] for n in FRAMES}, built.index, built.bm25)
+    store._write_version(manifest, {n: frames[n] for n in FRAMES}, built.index, built.bm25, views)
     summary.wrote_version = True
 
 
@@ -250,12 +266,28 @@ def check_settings(
     old = dict(manifest.get("config", {}))
     if "budget" in old and "max_tokens" not in old:  # stores written before the rename
         old["max_tokens"] = old.pop("budget")
-    if old != asdict(config):
-        diff = [k for k in asdict(config) if old.get(k) != asdict(config)[k]]
+    if "strategy" in old:  # stores of one strategy: its units embedded, BM25 beside
+        old["strategies"] = old["dense"] = [old.pop("strategy")]
+    new = config.as_dict()
+    if old != new:
+        diff = [k for k in new if old.get(k) != new[k]]
+        held = ""
+        if "strategies" in diff or "dense" in diff:
+            held = (
+                f": it holds {_held_text(old)}, system "
+                f"{config.resolved_system().name!r} needs {_held_text(new)}"
+            )
         raise StoreMismatch(
-            f"{directory} was built with other settings ({', '.join(diff)}); "
+            f"{directory} was built with other settings ({', '.join(diff)}){held}; "
             "pass --rebuild to start over"
         )
+
+
+def _held_text(config: dict[str, Any]) -> str:
+    dense = config.get("dense", [])
+    return ", ".join(
+        f"{s}{'' if s in dense else ' (BM25 only)'}" for s in config.get("strategies", [])
+    )
 
 
 def _scan(roots: list[Path], old_files: Files, summary: IndexSummary) -> _Scan:
@@ -327,17 +359,31 @@ def _record_conversations(scan: _Scan, corpus: Corpus) -> None:
         scan.files[str(f)]["skipped"] = skipped_by_file.get(stored, 0)
 
 
-def _kept(store: Store, drop: set[str]) -> tuple[dict[str, pl.DataFrame], Embedded]:
-    """The live version's rows of every conversation not in ``drop``, and their vectors."""
+def _kept(
+    store: Store, drop: set[str], held: dict[str, bool], dimension: int
+) -> tuple[dict[str, pl.DataFrame], dict[str, Embedded]]:
+    """The live version's rows of every conversation not in ``drop``, and the kept units.
+
+    Per strategy held: its kept units and their vectors (zeros for a strategy searched by BM25
+    alone).
+    """
     import numpy as np
 
     gone = sorted(drop)
     frames = {
         name: store.frame(name).filter(~pl.col("conversation_id").is_in(gone)) for name in FRAMES
     }
-    old_index = store.index()
-    rows = np.flatnonzero(~old_index.units["conversation_id"].is_in(gone).to_numpy())
-    return frames, Embedded(frames.pop("units"), old_index.vectors(rows))
+    units = frames.pop("units")
+    keep = {}
+    for strategy, dense in held.items():
+        if dense:
+            old_index = store.index(strategy)
+            rows = np.flatnonzero(~old_index.units["conversation_id"].is_in(gone).to_numpy())
+            keep[strategy] = Embedded(old_index.units[rows], old_index.vectors(rows))
+        else:
+            mine = units.filter(pl.col("strategy") == strategy)
+            keep[strategy] = Embedded(mine, np.zeros((mine.height, dimension), dtype=np.float32))
+    return frames, keep
 
 
 def load_empty() -> Corpus:

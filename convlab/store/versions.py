@@ -18,6 +18,7 @@ import re
 import shutil
 import signal
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -188,8 +189,13 @@ def write_version(
     frames: dict[str, pl.DataFrame],
     index: VectorIndex,
     bm25: BM25Index | None,
+    views: Mapping[str, tuple[VectorIndex | None, BM25Index | None]] | None = None,
 ) -> Path:
     """Write a new version whole, then make it live; returns its directory.
+
+    ``index`` and ``bm25`` are the first strategy's (``index/``, ``bm25/``); ``views`` the
+    other strategies' (``views/<strategy>/index``, ``views/<strategy>/bm25``; an index of None
+    for a strategy searched by BM25 alone).
 
     The manifest gets ``version_files`` (size and digest of every file written) and its
     checksum. Crash points (``CONVLAB_CRASH_AT``): ``during_write``, ``before_switch``,
@@ -200,7 +206,7 @@ def write_version(
     tmp = directory / f".tmp-{name}"
     tmp.mkdir()
     try:
-        _write_files(tmp, manifest, frames, index, bm25)
+        _write_files(tmp, manifest, frames, index, bm25, views)
     except BaseException as exc:  # a full disk, a bad write: give the space back, keep the live one
         full = isinstance(exc, Exception) and not disk_full(exc) and nearly_full(tmp)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -224,6 +230,7 @@ def _write_files(
     frames: dict[str, pl.DataFrame],
     index: VectorIndex,
     bm25: BM25Index | None,
+    views: Mapping[str, tuple[VectorIndex | None, BM25Index | None]] | None,
 ) -> None:
     """Write every file of a version into ``tmp`` (its manifest last) and flush them."""
     for n, f in frames.items():
@@ -232,6 +239,11 @@ def _write_files(
     index.save(tmp / "index")
     if bm25 is not None:  # None: no unit to index (bm25s cannot index an empty corpus)
         bm25.save(tmp / "bm25")
+    for strategy, (view_index, view_bm25) in (views or {}).items():
+        if view_index is not None:
+            view_index.save(tmp / "views" / strategy / "index")
+        if view_bm25 is not None:
+            view_bm25.save(tmp / "views" / strategy / "bm25")
     (tmp / READERS).touch()
     manifest = {**manifest, "version_files": version_files(tmp)}
     manifest["checksum"] = manifest_checksum(manifest)

@@ -26,7 +26,8 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample (20 conversations) indexed with the hash embedder."""
     out = tmp_path_factory.mktemp("cli") / "store"
     src = sample_data_path() / "transcripts"
-    assert main(["index", str(src), "--store", str(out), "--embedder", "hash", "-q"]) == EXIT_OK
+    argv = ["index", str(src), "--store", str(out), "--embedder", "hash", "-q"]
+    assert main([*argv, "--system", "turn_pair"]) == EXIT_OK  # one view: turn_pair, BM25 beside
     return out
 
 
@@ -463,6 +464,7 @@ def test_index_text_format_writes_dialogs_in_that_format(
     src = locomo_file(tmp_path / "d1.json", [("Ann", "Hi there."), ("Bo", "Yo.")])
     out = tmp_path / "s"
     argv = ["index", str(src), "--store", str(out), "--embedder", "hash", "-q"]
+    argv += ["--system", "turn_pair"]
     assert main([*argv, "--text-format", "locomo"]) == EXIT_OK
     store = Store(out)
     ann, bo = (

@@ -134,7 +134,8 @@ def test_a_settings_change_is_refused_with_2(
     assert main([*base, "--embedder", "hash"]) == EXIT_USAGE
     line = _one_line(capsys.readouterr().err)
     assert line.startswith("convlab index: ")
-    assert "other settings (strategy); pass --rebuild" in line
+    assert "other settings (strategies, dense): it holds isolated, system " in line
+    assert "pass --rebuild" in line
 
 
 def test_a_locked_store_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -194,7 +195,8 @@ def _break(command: str, monkeypatch: pytest.MonkeyPatch, exc: BaseException) ->
     if command == "index":
         monkeypatch.setattr(Store, "update", boom)
     elif command == "search":
-        monkeypatch.setattr(importlib.import_module("convlab.retrieval.search"), "search", boom)
+        searching = importlib.import_module("convlab.store.search")
+        monkeypatch.setattr(searching.StoreSearch, "search", boom)
     elif command in ("show", "stats"):
         monkeypatch.setattr(Store, "frame", boom)
         monkeypatch.setattr(Store, "manifest", boom)

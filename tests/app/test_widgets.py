@@ -62,7 +62,7 @@ def test_empty_query_and_a_real_search(tmp_path: Path) -> None:
     assert hits["doc_id"][0] == "cc-pg-index:t0"
     assert "hits in" in panel.status.value
     assert len(panel.results.children) == hits.height
-    html = panel.context_html(hits.row(0, named=True), panel.data.indexes["turn_pair"])  # type: ignore[union-attr]
+    html = panel.context_html(hits.row(0, named=True), panel.index_of(hits.row(0, named=True)))
     assert "convlab-target" in html
     assert "tokens of 512" in html
     panel.conversation.value = "amp-sqlite-wal"
@@ -140,7 +140,7 @@ def test_the_panel_builds_with_the_callers_policy_and_budget(
         raise AssertionError("BM25 was built by the panel, not taken from the build")
 
     monkeypatch.setattr(BM25Index, "build", classmethod(refuse))
-    panel.hybrid.value = True
+    panel.system.value = "hybrid:whole_turn"
     panel.query.value = "postgres index concurrently"
     assert panel.last_hits is not None
     assert panel.last_hits["conversation_id"][0] == "cc-pg-index"
@@ -152,12 +152,13 @@ def test_a_panel_on_a_store(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     store.update(
         [sample_data_path() / "transcripts"],
-        config=StoreConfig(strategy="isolated"),
+        config=StoreConfig(system="isolated"),
         embedder=HashEmbedder(256),
     )
     panel = SearchPanel.from_store(store.directory, embedder=HashEmbedder(256))
-    assert panel.strategy.value == "isolated"
-    panel.hybrid.value = True
+    assert panel.system.value == "isolated"  # the store's own system first
+    assert list(panel.system.options) == ["isolated", "bm25:isolated", "hybrid:isolated"]
+    panel.system.value = "hybrid:isolated"
     hits = panel.run()
     assert hits is None  # no query yet
     panel.query.value = "postgres index concurrently without locking"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -37,7 +36,7 @@ def test_store_config_validates_max_tokens(max_tokens: int) -> None:
 
 def test_a_store_written_before_the_rename_still_matches_its_settings(tmp_path: Path) -> None:
     emb = HashEmbedder()
-    old = asdict(StoreConfig())
+    old = StoreConfig().as_dict()
     old["budget"] = old.pop("max_tokens")  # how stores of earlier versions saved the setting
     where = tmp_path / "s"
     check_settings(where, {"model_id": emb.model_id, "config": old}, StoreConfig(), emb)

@@ -24,7 +24,7 @@ from convlab.store import Store, StoreConfig
 from convlab.store import manifest as store_manifest
 from tests.helpers import CountingHash
 
-CONFIG = StoreConfig(strategy="turn_pair")
+CONFIG = StoreConfig(system="turn_pair")
 QUERIES = ("postgres index concurrently", "docker layer cache npm", "sqlite database is locked")
 
 

@@ -11,8 +11,8 @@ from convlab.strategies import STRATEGIES
 
 
 def test_the_error_lists_every_valid_name() -> None:
-    with pytest.raises(ValueError, match="strategy must be one of") as e:
-        StoreConfig(strategy="sentence")
+    with pytest.raises(ValueError, match="not a view of a strategy") as e:
+        StoreConfig(system="sentence")
     assert all(name in str(e.value) for name in STRATEGIES)
     with pytest.raises(ValueError, match="index_kind must be one of") as e:
         StoreConfig(index_kind="annoy")

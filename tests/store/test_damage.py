@@ -22,7 +22,7 @@ from convlab.store import Store, StoreConfig, StoreDamaged
 from convlab.store import manifest as store_manifest
 from tests.helpers import CountingHash, small_history
 
-CONFIG = StoreConfig(strategy="turn_pair")
+CONFIG = StoreConfig(system="turn_pair")
 FRAMES = ("conversations", "messages", "turns", "sentences", "units")
 
 

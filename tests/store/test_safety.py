@@ -22,7 +22,7 @@ from convlab.paths import REPO_ROOT
 from convlab.store import Store, StoreConfig
 from tests.helpers import small_history
 
-CONFIG = StoreConfig(strategy="turn_pair")
+CONFIG = StoreConfig(system="turn_pair")
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ def test_settings_are_checked_before_anything_is_removed(history: Path, tmp_path
     leftover.mkdir()
     with pytest.raises(ValueError, match="rebuild"):
         Store(tmp_path / "store").update(
-            [history], config=StoreConfig(strategy="isolated"), embedder=HashEmbedder()
+            [history], config=StoreConfig(system="isolated"), embedder=HashEmbedder()
         )
     assert leftover.is_dir()  # nothing removed by a refused run
     assert Store(tmp_path / "store").current == live
@@ -306,7 +306,7 @@ def test_changed_redaction_rules_read_every_file_again(
 
 @pytest.mark.parametrize(
     ("field", "value", "names"),
-    [("strategy", "nope", "turn_pair"), ("index_kind", "annoy", "ivfpq"), ("redact", "x", "all")],
+    [("index_kind", "annoy", "ivfpq"), ("redact", "x", "all")],
 )
 def test_store_config_names_the_valid_choices(field: str, value: str, names: str) -> None:
     with pytest.raises(ValueError, match=f"{field} must be one of .*{names}"):

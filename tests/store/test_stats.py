@@ -34,7 +34,7 @@ def store(tmp_path: Path) -> Path:
     (history / "s1.jsonl").write_text(SESSION)
     directory = tmp_path / "store"
     Store(directory).update(
-        [history.parent], config=StoreConfig(strategy="turn_pair"), embedder=HashEmbedder()
+        [history.parent], config=StoreConfig(system="turn_pair"), embedder=HashEmbedder()
     )
     return directory
 
@@ -44,7 +44,7 @@ def test_stats_prints_a_readable_summary(store: Path, capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert "holds: 1 conversations, 2 turns, " in out
     assert "messages: 2026-02-01 .. 2026-02-03" in out
-    assert "strategy turn_pair, max tokens 256, index flat, embedder hash-64" in out
+    assert "system turn_pair (turn_pair), max tokens 256, index flat, embedder hash-64" in out
     assert "transcripts: 1 files indexed, 1 with skipped records (1 records skipped)" in out
     assert "checked: the manifest and every file's size" in out
     assert f"version {Store(store).version.name}, updated " in out

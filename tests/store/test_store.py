@@ -16,7 +16,7 @@ from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig, StoreLocked
 from tests.helpers import small_history
 
-CONFIG = StoreConfig(strategy="turn_pair")
+CONFIG = StoreConfig(system="turn_pair")
 
 
 class CountingHash(HashEmbedder):
@@ -48,9 +48,15 @@ def _check_valid(store: Store) -> None:
     units = store.frame("units")
     assert not units["unit_id"].is_duplicated().any()
     assert manifest["counts"]["units"] == units.height
-    index = store.index()
-    assert len(index) == units.height
-    assert index.units["unit_id"].to_list() == units["unit_id"].to_list()
+    for strategy, embedded in store.strategies().items():  # every view: index, BM25, units
+        mine = units.filter(pl.col("strategy") == strategy)
+        assert mine.height
+        bm25 = store.bm25(strategy)
+        assert bm25 is not None
+        assert bm25.n == mine.height
+        if embedded:
+            index = store.index(strategy)
+            assert index.units["unit_id"].to_list() == mine["unit_id"].to_list()
 
 
 def test_first_run_indexes_and_unchanged_rerun_embeds_nothing(
@@ -174,9 +180,9 @@ def test_other_settings_need_rebuild(history: Path, tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     store.update([history], config=CONFIG, embedder=HashEmbedder())
     with pytest.raises(ValueError, match="rebuild"):
-        store.update([history], config=StoreConfig(strategy="isolated"), embedder=HashEmbedder())
+        store.update([history], config=StoreConfig(system="isolated"), embedder=HashEmbedder())
     summary = store.update(
-        [history], config=StoreConfig(strategy="isolated"), embedder=HashEmbedder(), rebuild=True
+        [history], config=StoreConfig(system="isolated"), embedder=HashEmbedder(), rebuild=True
     )
     assert summary.wrote_version
     assert set(store.frame("units")["strategy"]) == {"isolated"}

@@ -47,8 +47,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     )
     ix.add_argument("paths", nargs="*", type=Path, metavar="PATH")
     add_store(ix)
-    ix.add_argument(
-        "--strategy", default=defaults.strategy, choices=sorted(STRATEGIES), help="(%(default)s)"
+    held = ix.add_mutually_exclusive_group()
+    held.add_argument(
+        "--system",
+        default=None,
+        metavar="NAME|FILE",
+        help="the system the store is searched with, whose views it holds: 'default' (the "
+        "fusion chosen by cross-validation, convlab/systems/default.toml), a view searched "
+        "alone (turn_pair, bm25:message, hybrid:sequential) or an experiment file "
+        "(FILE or FILE#NAME) (default)",
+    )
+    held.add_argument(
+        "--strategy",
+        default=None,
+        choices=sorted(STRATEGIES),
+        help="one strategy, searched densely (the same as --system STRATEGY)",
     )
     ix.add_argument(
         "--max-tokens",
@@ -138,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"no such file or directory: {path}")
     try:
         config = StoreConfig(
-            strategy=args.strategy,
+            system=args.strategy or args.system or "default",
             max_tokens=args.max_tokens,
             index_kind=args.index_kind,
             redact=args.redact,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     import polars as pl
 
+    from convlab.evaluation.systems import System
     from convlab.resurrection import Resurrection
     from convlab.retrieval.search import SearchOptions
     from convlab.store import Store
@@ -51,8 +52,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     add_store(se)
     se.add_argument("-k", type=int, default=10, help=f"results, 1 to {MAX_K:,} (%(default)s)")
     mode = se.add_mutually_exclusive_group()
-    mode.add_argument("--hybrid", action="store_true", help="fuse dense and BM25 ranks (RRF)")
-    mode.add_argument("--lexical", action="store_true", help="BM25 alone, no vectors")
+    mode.add_argument(
+        "--system",
+        default=None,
+        metavar="NAME|FILE",
+        help="the system to search with: 'default' (the fusion chosen by cross-validation), a "
+        "view searched alone (turn_pair, bm25:message, hybrid:sequential) or an experiment "
+        "file (FILE or FILE#NAME); its views must be in the store (default: the store's own "
+        "system, chosen by `convlab index --system`)",
+    )
+    mode.add_argument(
+        "--hybrid",
+        action="store_true",
+        help="dense and BM25 ranks of the store's first strategy fused (RRF)",
+    )
+    mode.add_argument(
+        "--lexical", action="store_true", help="BM25 alone over the store's first strategy"
+    )
     se.add_argument(
         "--conversation", help="only this conversation: its id, or a unique start of it"
     )
@@ -105,8 +121,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 
 def run(args: argparse.Namespace) -> int:
     """Search ``args.store`` for ``args.query``; exit 1 when nothing matches."""
-    from convlab.retrieval.search import search
     from convlab.store import Store
+    from convlab.store.search import StoreSearch
 
     if not args.query.strip():
         raise UsageError("the query is empty")
@@ -131,21 +147,24 @@ def run(args: argparse.Namespace) -> int:
     conversations = store.frame("conversations") if args.project else None
     if conversations is not None:
         _check_projects(store, conversations, tuple(args.project))
-    index = store.index()
-    embedder = embedder_for_vectors(manifest, args.embedder, args.backend)
-    bm25 = store.bm25() if options.retrieval.needs_bm25 else None  # saved with the store
-    hits = search(
-        index,
-        args.query,
-        embedder=embedder,
-        options=options,
-        bm25=bm25,
-        conversations_frame=conversations,
-    )
+    system = chosen_system(args, store)
+    score_kind = system_score_kind(system, options)
+    dense = any(v.retrieval.needs_vectors for v in system.views)
+    embedder = embedder_for_vectors(manifest, args.embedder, args.backend) if dense else None
+    try:
+        hits = StoreSearch(store, embedder).search(
+            args.query,
+            system=system,
+            k=args.k,
+            options=options,
+            conversations_frame=conversations,
+        )
+    except ValueError as exc:  # views the store does not hold, a filter the search refuses
+        raise UsageError(str(exc)) from None
     if hits.height == 0:
         print(f"convlab search: no results for {args.query!r}{_filters(args)}", file=sys.stderr)
         return EXIT_NO_RESULTS
-    rows = describe_hits(store, hits, query=args.query, score_kind=options.score_kind)
+    rows = describe_hits(store, hits, query=args.query, score_kind=score_kind)
     if args.budget is not None:
         for r, context in zip(
             rows, hit_contexts(store, hits, args.budget, args.policy), strict=True
@@ -160,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
             terminal_width(),
             query=args.query,
             color=color_wanted(),
-            score_kind=options.score_kind,
+            score_kind=score_kind,
         ):
             print(line)
     return EXIT_OK
@@ -244,6 +263,40 @@ def resurrect_hits(store: Store, hits: pl.DataFrame, budget: int, policy: str) -
     )
 
 
+def chosen_system(args: argparse.Namespace, store: Store) -> System:
+    """The system of ``--system``, ``--hybrid`` or ``--lexical``; else the store's own.
+
+    ``--lexical`` searches the first strategy of the store by BM25; ``--hybrid`` fuses its
+    dense and BM25 rankings.
+
+    Raises:
+        UsageError: a system name or file that cannot be resolved.
+    """
+    from convlab.systems import resolve_system
+
+    own = store.system()
+    if args.lexical or args.hybrid:
+        first = next(iter(store.strategies()))
+        return resolve_system(f"{'bm25' if args.lexical else 'hybrid'}:{first}")
+    if args.system is None or args.system == own.name:
+        return own
+    try:
+        return resolve_system(args.system)
+    except ValueError as exc:
+        raise UsageError(f"--system: {exc}") from None
+
+
+def system_score_kind(system: System, options: SearchOptions) -> str:
+    """What the scores of ``system``'s hits are (a key of ``SCORE_KINDS``, then boosts).
+
+    One view: its retrieval's score under ``options`` (``cosine``, ``bm25``, ``rrf``, ``mmr``,
+    with ``+recency``/``+density``); several: the fusion method's score (``convex``, ...).
+    """
+    if system.fused:
+        return system.fusion or "fused"
+    return options.replace(retrieval=system.views[0].retrieval).score_kind
+
+
 def search_options(args: argparse.Namespace) -> SearchOptions:
     """The :class:`~convlab.retrieval.search.SearchOptions` of the command line.
 
@@ -252,7 +305,7 @@ def search_options(args: argparse.Namespace) -> SearchOptions:
     """
     from datetime import UTC, datetime
 
-    from convlab.retrieval import Retrieval, SearchOptions
+    from convlab.retrieval import SearchOptions
 
     now = datetime.now(UTC)  # the one reference time of ages and day names
     since = parse_date(args.since, "--since", now=now)
@@ -262,13 +315,6 @@ def search_options(args: argparse.Namespace) -> SearchOptions:
     try:
         return SearchOptions(
             k=args.k,
-            retrieval=(
-                Retrieval.HYBRID
-                if args.hybrid
-                else Retrieval.LEXICAL
-                if args.lexical
-                else Retrieval.DENSE
-            ),
             conversations=(args.conversation,) if args.conversation else None,
             projects=tuple(args.project) if args.project else None,
             roles=tuple(args.role) if args.role else None,

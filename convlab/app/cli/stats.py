@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     )
     print(f"messages: {first or 'undated'} .. {last or 'undated'}")
     print(
-        f"built with: strategy {cfg.get('strategy')}, max tokens "
+        f"built with: system {info['system']} ({_held(cfg)}), max tokens "
         f"{cfg.get('max_tokens', cfg.get('budget'))}, index "
         f"{cfg.get('index_kind')}, embedder {info['model_id']}, redact {cfg.get('redact')}"
     )
@@ -82,6 +82,7 @@ class StoreInfo(TypedDict):
     version: str
     model_id: str
     config: dict[str, Any]
+    system: str  # the system the store is searched with by default
     counts: dict[str, int]
     files: int
     files_with_skips: int
@@ -147,6 +148,7 @@ def store_info(store: Store, *, verify: bool) -> StoreInfo:
         "version": version.name,
         "model_id": m["model_id"],
         "config": m["config"],
+        "system": store.system().name,
         "counts": m["counts"],
         "files": len(files),
         "files_with_skips": sum(1 for n in skips if n),
@@ -163,3 +165,12 @@ def store_info(store: Store, *, verify: bool) -> StoreInfo:
         "verify": status,
         "bytes_total": bytes_version + bytes_cache,  # last, as --json has always printed it
     }
+
+
+def _held(config: dict[str, Any]) -> str:
+    """The strategies a store holds, ``(BM25 only)`` after those not embedded."""
+    if "strategies" not in config:  # a store of one strategy, embedded
+        return str(config.get("strategy"))
+    return ", ".join(
+        f"{s}{'' if s in config['dense'] else ' (BM25 only)'}" for s in config["strategies"]
+    )

@@ -53,6 +53,8 @@ class BestPerDoc:
         )
 
 
+_KEPT = 8
+"""Doc-code tables kept: one per index searched lately (a fused system has up to six views)."""
 _CODES: list[tuple[Sequence[Sequence[str]], tuple[np.ndarray, np.ndarray, list[str]]]] = []
 
 
@@ -62,10 +64,12 @@ def _doc_codes(doc_ids: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray
     A row's codes are ``codes[offsets[row]:offsets[row + 1]]``, ``names[code]`` their doc ids.
 
     Made once per ``doc_ids`` object (a search's, shared by all its queries) and kept for the
-    last one: the object is held, so it cannot be another list at the same address.
+    last :data:`_KEPT` ones (the views of a system, searched query after query): the objects
+    are held, so none can be another list at the same address.
     """
-    if _CODES and _CODES[0][0] is doc_ids:
-        return _CODES[0][1]
+    for held, made in _CODES:
+        if held is doc_ids:
+            return made
     index: dict[str, int] = {}
     codes: list[int] = []
     offsets = [0]
@@ -73,5 +77,5 @@ def _doc_codes(doc_ids: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray
         codes.extend(index.setdefault(d, len(index)) for d in docs)
         offsets.append(len(codes))
     made = (np.asarray(offsets, dtype=np.int64), np.asarray(codes, dtype=np.int64), list(index))
-    _CODES[:] = [(doc_ids, made)]
+    _CODES[:] = [(doc_ids, made), *_CODES[: _KEPT - 1]]
     return made

@@ -1,0 +1,145 @@
+"""Searching a store with a system: its views loaded once, then the shared system search.
+
+:class:`StoreSearch` is state (the loaded indexes, BM25 and the query embedder of one pinned
+version), so it is a class; the search itself is
+:func:`convlab.systems.search.search_system`, the code ``eval.run``'s systems run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import polars as pl
+
+from convlab.systems import resolve_system
+from convlab.systems.search import HeldView, OnceEmbedder, missing_views, search_system
+
+if TYPE_CHECKING:
+    from convlab.evaluation.systems import System
+    from convlab.index import VectorIndex
+    from convlab.protocols import Embedder
+    from convlab.retrieval import SearchOptions
+    from convlab.retrieval.search import Searcher
+    from convlab.store.store import Store
+
+__all__ = ["StoreSearch", "open_store", "units_only_index"]
+
+
+def open_store(directory: str | Path) -> Store:
+    """The store ``convlab index`` wrote in ``directory``, to search and read.
+
+    Raises:
+        FileNotFoundError: no store there (naming the command that builds one).
+
+    Example:
+        >>> store = open_store("~/.convlab/store")  # doctest: +SKIP
+        >>> store.search("nginx websockets", k=5)  # doctest: +SKIP
+        >>> store.search("nginx websockets", system="bm25:message")  # doctest: +SKIP
+    """
+    from convlab.store.store import Store
+
+    store = Store(directory)
+    store.manifest()  # pins the live version: a missing or damaged store fails here
+    return store
+
+
+class StoreSearch:
+    """A store's views, loaded on first use and kept, searched with any system they serve.
+
+    Args:
+        store: the store (its pinned version is read).
+        embedder: the query embedder (default: the one the store's manifest names; loaded only
+            when a system with a dense view searches).
+    """
+
+    def __init__(self, store: Store, embedder: Embedder | None = None) -> None:
+        self.store = store
+        self._embedder = OnceEmbedder(embedder) if embedder is not None else None
+        self._held: dict[str, HeldView] = {}
+        self._searchers: dict[str, Searcher] = {}
+
+    def held(self, strategies: list[str]) -> dict[str, HeldView]:
+        """The views of ``strategies`` (each loaded on its first use)."""
+        embedded = self.store.strategies()
+        for s in strategies:
+            if s in self._held or s not in embedded:
+                continue
+            bm25 = self.store.bm25(s)
+            if embedded[s]:
+                index = self.store.index(s)
+            else:
+                units = self.store.frame("units").filter(pl.col("strategy") == s)
+                index = units_only_index(units, self.store.index().dimension)
+            self._held[s] = HeldView(index, bm25, embedded[s])
+        return {s: self._held[s] for s in strategies if s in self._held}
+
+    def embedder(self) -> OnceEmbedder:
+        """The query embedder, loaded on first use (queries embedded once each)."""
+        if self._embedder is None:
+            from convlab.embed import make_embedder, manifest_embedder
+
+            manifest = self.store.manifest()
+            self._embedder = OnceEmbedder(
+                make_embedder(manifest_embedder(manifest), model_id=str(manifest["model_id"]))
+            )
+        return self._embedder
+
+    def search(
+        self,
+        query: str,
+        *,
+        system: System | str | None = None,
+        k: int = 10,
+        options: SearchOptions | None = None,
+        conversations_frame: pl.DataFrame | None = None,
+    ) -> pl.DataFrame:
+        """See :meth:`convlab.store.Store.search`.
+
+        ``conversations_frame``: the store's conversations, needed by a project filter (read
+        from the store when ``options.projects`` is set and it is not given).
+        """
+        if conversations_frame is None and options is not None and options.projects:
+            conversations_frame = self.store.frame("conversations")
+        own = self.store.system()
+        chosen = own if system is None or system == own.name else resolve_system(system)
+        held = self.held(list(dict.fromkeys(v.strategy for v in chosen.views)))
+        missing = missing_views(chosen, held)
+        if missing:
+            have = [
+                f"{s}{'' if dense else ' (BM25 only)'}"
+                for s, dense in self.store.strategies().items()
+            ]
+            raise ValueError(
+                f"{self.store.directory} holds no view {', '.join(missing)} of system "
+                f"{chosen.name!r}; it holds {', '.join(have)}: index it with "
+                f"`convlab index --system {chosen.name} --rebuild`"
+            )
+        dense = any(v.retrieval.needs_vectors for v in chosen.views)
+        queries = pl.DataFrame({"query_id": ["q"], "text": [query]})
+        return search_system(
+            held,
+            queries,
+            chosen,
+            embedder=self.embedder() if dense else None,
+            k=k,
+            options=options,
+            searchers=self._searchers,
+            conversations_frame=conversations_frame,
+        )
+
+
+def units_only_index(units: pl.DataFrame, dimension: int) -> VectorIndex:
+    """A :class:`VectorIndex` of units without vectors, for a strategy searched by BM25 alone.
+
+    Its vectors are one row of zeros broadcast (no memory per unit); nothing searches them.
+    """
+    from convlab.index import VectorIndex
+    from convlab.index.faisslib import load_faiss
+
+    zeros = np.broadcast_to(np.zeros((1, dimension), dtype=np.float32), (units.height, dimension))
+    flat = load_faiss().IndexFlatIP(dimension)
+    return VectorIndex(
+        units, zeros, flat, {"dimension": dimension, "kind": "none", "bm25_only": True}
+    )
