@@ -29,6 +29,7 @@ from convlab.extras import require
 if TYPE_CHECKING:
     from convlab.protocols import Embedder
     from convlab.store import Store
+    from convlab.store.search import StoreSearch
 
 __all__ = ["StoreTools", "build_server"]
 
@@ -52,25 +53,26 @@ class StoreTools:
         self.store: Store = Store(directory)
         self._lock = threading.Lock()
         self._loaded: Path | None = None
-        self._index: Any = None
-        self._bm25: Any = None
+        self._searcher: StoreSearch | None = None
         self._embedder: Embedder | None = None
 
-    def _fresh(self) -> Store:
-        """The store, re-pinned (and its index reloaded) when a new version went live."""
+    def _fresh(self) -> StoreSearch:
+        """The store's search, re-pinned (its views reloaded) when a new version went live."""
+        from convlab.store.search import StoreSearch
+
         with self._lock:
             if self._loaded is not None and self.store.current != self._loaded:
                 self.store.refresh()
             version = self.store.version
-            if version != self._loaded:
-                from convlab.app.cli.options import embedder_for_vectors
+            if version != self._loaded or self._searcher is None:
+                system = self.store.system()
+                if self._embedder is None and any(v.retrieval.needs_vectors for v in system.views):
+                    from convlab.app.cli.options import embedder_for_vectors
 
-                self._index = self.store.index()
-                self._bm25 = None
-                if self._embedder is None:
                     self._embedder = embedder_for_vectors(self.store.manifest(), None, None)
+                self._searcher = StoreSearch(self.store, self._embedder)
                 self._loaded = version
-            return self.store
+            return self._searcher
 
     def hits(
         self,
@@ -81,17 +83,30 @@ class StoreTools:
         since: str | None = None,
         until: str | None = None,
     ) -> pl.DataFrame:
-        """The ranked hits of ``query`` (:data:`convlab.schema.HITS`).
+        """The ranked hits of ``query`` under the store's system (:data:`convlab.schema.HITS`).
+
+        The same search as ``convlab search``: the store's own system (by default the fusion
+        chosen by cross-validation), run by :func:`convlab.systems.search.search_system`.
 
         Raises:
-            ValueError: an empty query, ``k`` below 1, a bad role or date.
+            ValueError: an empty query, ``k`` outside 1..10,000, a bad role or date, or a
+                conversation (id or unique start of one) the store does not hold.
         """
-        from convlab.app.cli.options import parse_date
+        from convlab.app.cli.options import parse_date, resolve_conversation
+        from convlab.app.cli.search import MAX_K
+        from convlab.app.exits import UsageError
         from convlab.retrieval import SearchOptions
-        from convlab.retrieval.search import search
 
         if not query.strip():
             raise ValueError("the query is empty")
+        if not 1 <= k <= MAX_K:
+            raise ValueError(f"k must be at least 1 and at most {MAX_K:,}")
+        searcher = self._fresh()
+        if conversation:
+            try:
+                conversation = resolve_conversation(self.store, conversation)
+            except UsageError as exc:
+                raise ValueError(str(exc)) from None
         options = SearchOptions(
             k=k,
             conversations=(conversation,) if conversation else None,
@@ -99,21 +114,17 @@ class StoreTools:
             since=parse_date(since, "since"),
             until=parse_date(until, "until", end=True),
         )
-        store = self._fresh()
-        bm25 = None
-        if options.retrieval.needs_bm25:
-            self._bm25 = self._bm25 or store.bm25()
-            bm25 = self._bm25
-        if self._embedder is None:  # set by _fresh(): a bug if not
-            raise RuntimeError("the query embedder was not loaded")
-        return search(self._index, query, embedder=self._embedder, options=options, bm25=bm25)
+        return searcher.search(query, k=k, options=options)
 
     def search(self, query: str, **filters: Any) -> dict[str, Any]:
         """Hits as ``convlab search --json`` describes them."""
+        from convlab.app.cli.search import system_score_kind
         from convlab.app.display import describe_hits
+        from convlab.retrieval import SearchOptions
 
         hits = self.hits(query, **filters)
-        rows = describe_hits(self.store, hits, query=query) if hits.height else []
+        kind = system_score_kind(self.store.system(), SearchOptions())
+        rows = describe_hits(self.store, hits, query=query, score_kind=kind) if hits.height else []
         return {"query": query, "hits": [dict(r) for r in rows]}
 
     def show(self, target: str, around: int = 0) -> dict[str, Any]:
@@ -127,7 +138,8 @@ class StoreTools:
 
         if around < 0:
             raise ValueError("around must not be negative")
-        store = self._fresh()
+        self._fresh()
+        store = self.store
         where = resolve(store, target)
         chunks = store.frame("sentences").filter(pl.col("conversation_id") == where.conversation)
         hit_docs: set[str] = set()

@@ -80,6 +80,14 @@ def test_an_sdk_client_lists_and_calls_the_tools_over_stdio(store: Path) -> None
     assert [h["rank"] for h in hits] == [1, 2]
     assert {h["conversation_id"] for h in hits} == {"amp-faiss-choice"}
     assert any(h["match"]["text"].startswith(ANSWER) for h in hits)
+    # the store's own system (the default fusion), as `convlab search` and open_store run it
+    assert {h["score_kind"] for h in hits} == {"convex"}
+    from convlab.retrieval import SearchOptions
+    from convlab.store import open_store
+
+    scoped = SearchOptions(k=2, conversations=("amp-faiss-choice",))
+    expected = open_store(store).search(query, k=2, options=scoped)
+    assert [h["doc_id"] for h in hits] == expected["doc_id"].to_list()
 
     got = _payload(shown)
     assert got["title"] == "Choosing a FAISS index"
