@@ -353,8 +353,13 @@ class SearchPanel:
             return None
         ms = (time.perf_counter() - started) * 1000
         self.last_hits = hits
+        from convlab.app.cli.search import system_score_kind
+
         name = html.escape(system.name)
-        self.status.value = f"{hits.height} hits in {ms:.0f} ms &middot; system {name}"
+        kind = html.escape(system_score_kind(system, options))
+        self.status.value = (
+            f"{hits.height} hits in {ms:.0f} ms &middot; system {name} &middot; scores: {kind}"
+        )
         self.results.children = tuple(self._render(hits, query))
         return hits
 
