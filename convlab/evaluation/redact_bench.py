@@ -1,16 +1,27 @@
-"""Measure redaction: recall and false positives on a labelled corpus, and speed on real texts.
+"""Measure redaction: recall and false positives on labelled corpora, and speed on real texts.
 
-The labelled corpus (``tests/fixtures/secrets``) holds ``secrets.json`` (a realistic secret in the
-text a prompt, reply, thinking block, tool call, tool output or title would hold) and
-``lookalikes.json`` (hashes, ids, lockfile strings, base64 images, ordinary code that must come out
-unchanged). A secret counts as redacted when no 16-character window of any of its lines survives,
-so a key cut in half is a miss. A look-alike counts as a false positive when its text changes at
-all.
+The corpora live in ``tests/fixtures/secrets`` (each written by a seeded script beside it), but
+for ``gitleaks``, made at run time:
+
+- ``labelled``: ``secrets.json`` (a realistic secret in the text a prompt, reply, thinking
+  block, tool call, tool output or title would hold) and ``lookalikes.json`` (hashes, ids,
+  lockfile strings, base64 images, ordinary code that must come out unchanged);
+- ``field``: ``field_secrets.json`` and ``field_lookalikes.json``, the shapes issue 25's trial
+  found stored (Twilio, Mailgun, Shopify, Discord, Datadog, Vault, Linear, New Relic, Postman,
+  command-line passwords, keys wrapped or continued across lines) and their look-alikes;
+- ``gitleaks``: a secret of every shape of the installed gitleaks' rules, generated from each
+  rule's regex with a fixed seed (:mod:`convlab.evaluation.rule_corpus`), and the same texts
+  with placeholders (empty where gitleaks is not installed);
+- ``prose``: ``prose.json``, passwords said in prose and sentences about passwords (partial
+  recall by design: measured, not promised).
+
+A secret counts as redacted when no 16-character window of any of its lines survives, so a key
+cut in half is a miss. A look-alike counts as a false positive when its text changes at all.
 
 Run::
 
     python -m convlab.evaluation.redact_bench \
-        --texts ../shared/transcripts --out runs/redact.json
+        --texts ../shared/transcripts data/sample --out runs/redact.json
     python -m convlab.evaluation.redact_bench \
         --code .venv/lib/python3.11/site-packages  # false positives
     python -m convlab.evaluation.redact_bench \
@@ -29,6 +40,7 @@ import argparse
 import importlib.util
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -38,9 +50,11 @@ from typing import Any
 from convlab.atomic import write_text_atomic
 
 __all__ = [
+    "CORPORA",
     "code_changes",
     "corpus_scores",
     "leaks",
+    "load_corpus",
     "load_labelled",
     "redactor",
     "throughput",
@@ -61,13 +75,47 @@ def load_labelled(directory: str | Path = DEFAULT_CORPUS) -> tuple[list[dict], l
     )
 
 
+CORPORA = ("labelled", "field", "gitleaks", "prose")
+
+
+def load_corpus(name: str, directory: str | Path = DEFAULT_CORPUS) -> tuple[list[dict], list[dict]]:
+    """The ``(secrets, lookalikes)`` records of one of :data:`CORPORA`."""
+    d = Path(directory)
+
+    def read(file: str) -> Any:
+        return json.loads((d / file).read_text(encoding="utf-8"))
+
+    if name == "labelled":
+        return load_labelled(d)
+    if name == "field":
+        return read("field_secrets.json"), read("field_lookalikes.json")
+    if name == "gitleaks":
+        from convlab.evaluation.rule_corpus import build
+
+        corpus = build()
+        return corpus["positives"], corpus["negatives"]
+    if name == "prose":
+        prose = read("prose.json")
+        said = [{**p, "kind": "prose_password", "where": "user"} for p in prose["said"]]
+        none = [{**p, "kind": "prose", "where": "user"} for p in prose["none"]]
+        return said, none
+    raise ValueError(f"unknown corpus {name!r}; choose one of {', '.join(CORPORA)}")
+
+
+_MARKER = re.compile(r"\[REDACTED:[^\]\n]*\]")
+
+
 def leaks(secret: str, text: str, width: int = WINDOW) -> list[str]:
     """The pieces of ``secret`` still in ``text``: ``width``-character windows of each line.
+
+    A redaction marker is not a leak, though its rule name may share a window with the secret
+    (``bedrock-api-key-...`` in ``[REDACTED:aws-amazon-bedrock-api-key-short-lived]``).
 
     Example:
         >>> leaks("abcdefghijklmnopq", "key=abcdefghijklmnop[REDACTED]")
         ['abcdefghijklmnop']
     """
+    text = _MARKER.sub("\0", text)
     pieces: set[str] = set()
     for line in (ln.strip() for ln in secret.splitlines()):
         if len(line) <= width:
@@ -150,14 +198,18 @@ def transcript_texts(paths: Iterable[str | Path]) -> list[str]:
 def throughput(redact: Redactor, texts: Sequence[str], *, min_seconds: float = 2.0) -> dict:
     """Texts/s and MB/s (UTF-8) of ``redact`` over ``texts``, repeated for at least ``min_seconds``.
 
-    Also counts the texts changed in one pass, to review what fired on real data.
+    Also MB per CPU second of the fastest pass (``megabytes_per_cpu_second``), which other jobs on
+    a shared machine move far less than the wall clock, and the texts changed in one pass, to
+    review what fired on real data.
     """
     size = sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
     changed = sum(redact(t) != t for t in texts)
-    passes, started = 0, time.perf_counter()
+    passes, started, best_cpu = 0, time.perf_counter(), float("inf")
     while True:
+        cpu = time.process_time()
         for t in texts:
             redact(t)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
         passes += 1
         elapsed = time.perf_counter() - started
         if elapsed >= min_seconds:
@@ -169,6 +221,7 @@ def throughput(redact: Redactor, texts: Sequence[str], *, min_seconds: float = 2
         "seconds": elapsed,
         "texts_per_second": passes * len(texts) / elapsed,
         "megabytes_per_second": passes * size / 1e6 / elapsed,
+        "megabytes_per_cpu_second": size / 1e6 / best_cpu if best_cpu > 0 else float("inf"),
         "texts_changed": changed,
     }
 
@@ -292,6 +345,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             redact, secrets, lookalikes, covered={"tool_input", "tool_output"}
         ),
     }
+    for name in CORPORA[1:]:
+        result[name] = corpus_scores(redact, *load_corpus(name, args.corpus))
     if args.texts:
         texts = transcript_texts(args.texts)
         result["throughput"] = {

@@ -43,6 +43,10 @@ from tests.helpers import corpus as make_corpus
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "secrets"
 CORPUS_SECRETS: list[dict[str, str]] = json.loads((FIXTURES / "secrets.json").read_text())
 LOOKALIKES: list[dict[str, str]] = json.loads((FIXTURES / "lookalikes.json").read_text())
+FIELD_SECRETS: list[dict[str, str]] = json.loads((FIXTURES / "field_secrets.json").read_text())
+FIELD_LOOKALIKES: list[dict[str, str]] = json.loads(
+    (FIXTURES / "field_lookalikes.json").read_text()
+)
 
 SECRETS = [
     # (text, kind, the secret itself)
@@ -124,6 +128,9 @@ ORDINARY = [
     "sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
     "pip install scikit-learn  # the sk-learn step",
     'label = "Enter password"',
+    '"PWD": "/home/ana/project", "OLDPWD": "/home/ana"',
+    "  PWD: '/Users/maciej',",
+    "DB_PASSWORD_FILE=/run/secrets/db_password",
 ]
 
 
@@ -197,8 +204,14 @@ def test_corpus_is_as_large_and_varied_as_promised() -> None:
     assert len(CORPUS_SECRETS) >= 40
     assert len(kinds) >= 12
     assert len(LOOKALIKES) >= 40
-    # every rule is exercised by some secret, so no rule goes untested
-    assert kinds == set(RULES)
+    # every own rule is exercised by a secret of this corpus or of the field corpus (whose
+    # kinds are families: tests/pipeline/test_redact_field.py checks them), so none goes untested
+    marked = {f"[REDACTED:{r.marker}]" for r in RULES.values()}
+    prose = json.loads((FIXTURES / "prose.json").read_text())["said"]
+    texts = [redact(x["text"]) for x in [*CORPUS_SECRETS, *FIELD_SECRETS, *prose]]
+    seen = {m for t in texts for m in marked if m in t}
+    assert seen == marked
+    assert kinds <= {r.marker for r in RULES.values()}
     assert {s["where"] for s in CORPUS_SECRETS} == {
         "user",
         "assistant",
@@ -329,7 +342,7 @@ def _claude_code_session(item: dict[str, str]) -> list[dict[str, Any]]:
 def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("history") / "-home-u-app"
     root.mkdir()
-    for item in [*CORPUS_SECRETS, *LOOKALIKES]:
+    for item in [*CORPUS_SECRETS, *LOOKALIKES, *FIELD_SECRETS, *FIELD_LOOKALIKES]:
         recs = _claude_code_session(item)
         (root / f"{item['id']}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     return root.parent
@@ -371,7 +384,7 @@ def test_no_secret_reaches_the_store_or_the_cache(history: Path, tmp_path: Path)
     assert redacted.manifest()["config"]["redact"] == "all"
     stored, control = _store_text(redacted.directory), _store_text(plain.directory)
     assert "[REDACTED:" in stored
-    for item in CORPUS_SECRETS:
+    for item in [*CORPUS_SECRETS, *FIELD_SECRETS]:
         assert _leaks(item["secret"], control), item["id"]  # without redaction it is stored
         assert _leaks(item["secret"], stored) == [], item["id"]
 
@@ -382,7 +395,7 @@ def test_no_secret_reaches_the_store_or_the_cache(history: Path, tmp_path: Path)
     secret_texts = {
         t
         for t in plain.frame("units")["text"].to_list()
-        if any(_leaks(s["secret"], t) for s in CORPUS_SECRETS)
+        if any(_leaks(s["secret"], t) for s in [*CORPUS_SECRETS, *FIELD_SECRETS])
     }
     assert secret_texts
     assert not {_sha(t) for t in secret_texts} & _cache_keys(redacted.directory)
@@ -391,7 +404,7 @@ def test_no_secret_reaches_the_store_or_the_cache(history: Path, tmp_path: Path)
 def test_lookalikes_and_titles_after_loading(history: Path) -> None:
     loaded = load(history)
     out = redact_corpus(loaded, "all")
-    ids = {x["id"] for x in LOOKALIKES}
+    ids = {x["id"] for x in [*LOOKALIKES, *FIELD_LOOKALIKES]}
     keep = pl.col("conversation_id").is_in(sorted(ids))
     assert out.blocks.filter(keep).equals(loaded.blocks.filter(keep))
     assert out.conversations.filter(keep).equals(loaded.conversations.filter(keep))
@@ -439,12 +452,13 @@ def test_tool_inputs_stay_valid_json_after_redaction() -> None:
 
 
 def test_rules_version_names_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    from convlab.pipeline import redact
     from convlab.pipeline import redact_rules as module
 
-    assert len(module.RULES_VERSION) == 12
-    assert module._rules_version() == module.RULES_VERSION
+    assert redact.RULES_VERSION.startswith("convlab ")
+    assert redact._rules_version() == redact.RULES_VERSION
     monkeypatch.setattr(module, "RULES", {k: v for k, v in module.RULES.items() if k != "jwt"})
-    assert module._rules_version() != module.RULES_VERSION
+    assert redact._rules_version() != redact.RULES_VERSION
 
 
 def test_bench_scores_are_worked_out_by_hand() -> None:
@@ -467,3 +481,7 @@ def test_bench_scores_are_worked_out_by_hand() -> None:
     assert (tools["missed"], tools["false_positives"]) == (["a"], 0)
     # half a key is still a leak: a 16-character window survives
     assert leaks("abcdefghijklmnopqrst", "t=abcdefghijklmnop[REDACTED]") == ["abcdefghijklmnop"]
+    # a marker whose rule name shares a window with the secret is not a leak
+    secret = "bedrock-api-key-YmVkcm9jay5h"
+    assert leaks(secret, "k=[REDACTED:aws-amazon-bedrock-api-key-short-lived]") == []
+    assert leaks(secret, "k=bedrock-api-key-[REDACTED:x]") == ["bedrock-api-key-"]

@@ -83,3 +83,16 @@ def test_stats_verify_hashes_every_file(store: Path, capsys: pytest.CaptureFixtu
     ]
     total = sum(p.stat().st_size for p in set(hashed))
     assert f"verified: all {n} files OK ({total:,} bytes hashed)" in out
+
+
+def test_stats_names_the_redaction_rules_that_redacted_the_store(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from convlab.pipeline.redact import RULES_VERSION
+
+    assert main(["stats", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    assert f"redaction rules: {RULES_VERSION}\n" in out
+    assert "+ gitleaks" in RULES_VERSION  # gitleaks' version, or that it is not installed
+    assert main(["stats", "--store", str(store), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["redact_rules"] == RULES_VERSION

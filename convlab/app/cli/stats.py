@@ -63,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         f"{cfg.get('max_tokens', cfg.get('budget'))}, index "
         f"{cfg.get('index_kind')}, embedder {info['model_id']}, redact {cfg.get('redact')}"
     )
+    if cfg.get("redact") != "none" and info["redact_rules"]:
+        print(f"redaction rules: {info['redact_rules']}")
     print(
         f"transcripts: {info['files']} files indexed, {info['files_with_skips']} with skipped "
         f"records ({info['skipped_records']} records skipped)"
@@ -95,6 +97,7 @@ class StoreInfo(TypedDict):
     unit_tokens_mean: float
     units_by_role: dict[str, int]
     verify: str
+    redact_rules: str | None
     bytes_total: int
 
 
@@ -163,6 +166,7 @@ def store_info(store: Store, *, verify: bool) -> StoreInfo:
         "unit_tokens_mean": _mean(units["n_tokens"]),
         "units_by_role": dict(units.group_by("role").len().sort("role").iter_rows()),
         "verify": status,
+        "redact_rules": m.get("redact_rules"),
         "bytes_total": bytes_version + bytes_cache,  # last, as --json has always printed it
     }
 
