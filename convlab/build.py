@@ -7,7 +7,7 @@ incremental update (:mod:`convlab.store.update`), the notebook panel
 :class:`BM25Index` over the same rows, and a manifest of what made them.
 
 The embedding step runs on an engine (:mod:`convlab.engines`): ``"local"`` (this process, the
-default) or ``"ray"`` (Ray Data, the ``convlab[ray]`` extra); the recipe and its result are the
+default) or ``"ray"`` (Ray Data, the ``convlab-memory[ray]`` extra); the recipe and its result are the
 same whichever engine embeds. Every text goes through a :class:`convlab.embed.CachedEmbedder`, so
 a text embedded once (by any strategy, any earlier build) is not embedded again.
 
@@ -183,7 +183,7 @@ def build_index(
             uncached embedder without ``cache_dir``.
         RuntimeError: duplicate unit ids (within the new units or against ``keep``), or
             ``vectors`` of another shape than the new units.
-        ImportError: ``engine="ray"`` without the ``convlab[ray]`` extra.
+        ImportError: ``engine="ray"`` without the ``convlab-memory[ray]`` extra.
 
     Example:
         >>> built = build_index("data/sample", "turn_pair", embedder=MiniLMEmbedder(),

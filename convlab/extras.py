@@ -1,6 +1,6 @@
 """Optional dependencies: imported when a feature is used, failing with the pip extra to install.
 
-``pip install convlab`` brings only what loading and chunking transcripts need (polars, numpy,
+``pip install convlab-memory`` brings only what loading and chunking transcripts need (polars, numpy,
 pyarrow, orjson, msgspec, blingfire, tokenizers, filelock, tqdm). The model, FAISS, BM25, the
 evaluation libraries, the notebook panels, ONNX and Ray are extras (see ``pyproject.toml``); code
 that needs one imports it through :func:`require` at the moment it is needed, so ``import
@@ -9,7 +9,7 @@ line naming the extra (as BERTopic does).
 
 Example:
     >>> faiss = require("faiss", "index", feature="a vector index")  # doctest: +SKIP
-    ImportError: convlab[index] is needed for a vector index: pip install 'convlab[index]' (...)
+    ImportError: convlab-memory[index] is needed for a vector index: pip install 'convlab-memory[index]' (...)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ __all__ = ["ensure_installed", "missing_extra", "require"]
 def missing_extra(module: str, extra: str, feature: str | None = None) -> str:
     """The message for a missing optional module: the extra and the pip command."""
     what = f" for {feature}" if feature else f" ({module})"
-    return f"convlab[{extra}] is needed{what}: pip install 'convlab[{extra}]'"
+    return f"convlab-memory[{extra}] is needed{what}: pip install 'convlab-memory[{extra}]'"
 
 
 def require(module: str, extra: str, *, feature: str | None = None) -> ModuleType:

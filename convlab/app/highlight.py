@@ -1,7 +1,7 @@
 """Why a hit matched: the query's terms, the unit's best matching chunk, an excerpt, highlights.
 
 A *term* is a query word that is not an English stopword (:mod:`convlab.stopwords`),
-lower-cased and Snowball-stemmed as BM25 stems it (PyStemmer, the ``convlab[index]`` extra;
+lower-cased and Snowball-stemmed as BM25 stems it (PyStemmer, the ``convlab-memory[index]`` extra;
 without it, unstemmed), so *groups* in a chunk matches *group* in the query. The chunk shown
 for a hit is the chunk of its unit that holds the most distinct query terms (then the most
 matches, then the unit's target): a dense hit's unit starts with the question it was embedded

@@ -1,7 +1,7 @@
 """A Model Context Protocol server over a store: search, show and context tools for agents.
 
 ``convlab mcp --store DIR`` serves three tools over stdio with the official ``mcp`` SDK (the
-``convlab[mcp]`` extra):
+``convlab-memory[mcp]`` extra):
 
 - ``search(query, k, conversation, role, since, until)``: ranked hits, described as ``convlab
   search --json`` describes them (where, when, the best matching chunk);
@@ -242,7 +242,7 @@ def build_server(directory: str | Path) -> Any:
     """The MCP server (``mcp``'s ``MCPServer``, ``FastMCP`` before mcp 2) over one store.
 
     Raises:
-        ImportError: the ``mcp`` SDK is missing (naming the ``convlab[mcp]`` extra).
+        ImportError: the ``mcp`` SDK is missing (naming the ``convlab-memory[mcp]`` extra).
     """
     require("mcp", "mcp", feature="the MCP server")
     Server, ToolError = _sdk()

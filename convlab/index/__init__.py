@@ -9,7 +9,7 @@
 - :mod:`~convlab.index.bm25`: :class:`BM25Index` (bm25s), BM25 over the same units.
 - :mod:`~convlab.index.faisslib`: FAISS imported when used, and the :class:`FaissIndex` protocol.
 
-FAISS and bm25s are the ``convlab[index]`` extra, imported when an index is built or loaded.
+FAISS and bm25s are the ``convlab-memory[index]`` extra, imported when an index is built or loaded.
 """
 
 from __future__ import annotations

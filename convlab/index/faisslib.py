@@ -1,4 +1,4 @@
-"""FAISS, imported when used (the ``convlab[index]`` extra), and the part of its API convlab uses.
+"""FAISS, imported when used (the ``convlab-memory[index]`` extra), and the part of its API convlab uses.
 
 FAISS ships no type stubs; :class:`FaissIndex` names the methods :class:`convlab.index.VectorIndex`
 calls on any kind, so the rest of the package is typed by it rather than ``Any``.
@@ -38,6 +38,6 @@ def load_faiss() -> ModuleType:
     """The ``faiss`` module.
 
     Raises:
-        ImportError: FAISS is not installed, naming the ``convlab[index]`` extra.
+        ImportError: FAISS is not installed, naming the ``convlab-memory[index]`` extra.
     """
     return require("faiss", "index", feature="a FAISS index")

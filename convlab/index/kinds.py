@@ -9,7 +9,7 @@ Each kind is a builder ``(dimension, rows, params) -> an untrained, empty FAISS 
 - ``ivfpq``: ``IndexIVFPQ`` (optionally OPQ) with exact re-scoring from float16 vectors on disk
   (:mod:`convlab.index.ivfpq`).
 
-FAISS is the ``convlab[index]`` extra, imported when a kind is built
+FAISS is the ``convlab-memory[index]`` extra, imported when a kind is built
 (:func:`convlab.index.faisslib.load_faiss`).
 """
 

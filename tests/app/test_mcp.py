@@ -14,7 +14,7 @@ from convlab.app.cli import main
 from convlab.app.exits import EXIT_OK, EXIT_USAGE
 from convlab.paths import sample_data_path
 
-pytest.importorskip("mcp", reason="convlab[mcp] is not installed")  # `.[dev]` has it
+pytest.importorskip("mcp", reason="convlab-memory[mcp] is not installed")  # `.[dev]` has it
 
 REPO = Path(__file__).resolve().parents[2]
 ANSWER = "Use IndexHNSWFlat with M around 32 and efConstruction 200"

@@ -117,10 +117,10 @@ def test_require_names_the_extra() -> None:
     with pytest.raises(ImportError) as info:
         require("no_such_module_xyz", "ray", feature="engine='ray'")
     assert str(info.value).startswith(
-        "convlab[ray] is needed for engine='ray': pip install 'convlab[ray]' ("
+        "convlab-memory[ray] is needed for engine='ray': pip install 'convlab-memory[ray]' ("
     )
     assert missing_extra("faiss", "index") == (
-        "convlab[index] is needed (faiss): pip install 'convlab[index]'"
+        "convlab-memory[index] is needed (faiss): pip install 'convlab-memory[index]'"
     )
 
 

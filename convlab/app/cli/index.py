@@ -113,7 +113,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         "--engine",
         default="local",
         choices=sorted(ENGINES),
-        help="where embedding runs: this process, or Ray Data (convlab[ray]) (%(default)s)",
+        help="where embedding runs: this process, or Ray Data (convlab-memory[ray]) (%(default)s)",
     )
     ix.add_argument(
         "--watch",

@@ -18,7 +18,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         help="serve the store to agents over MCP (stdio): search, show and context tools",
         description="Run a Model Context Protocol server on stdin/stdout with three tools: "
         "search (query, k, filters), show (a hit and the docs around it) and context (prompt-"
-        "ready text for a query within a token budget). Needs convlab[mcp].",
+        "ready text for a query within a token budget). Needs convlab-memory[mcp].",
     )
     add_store(sp)
     return sp
