@@ -7,9 +7,10 @@ incremental update (:mod:`convlab.store.update`), the notebook panel
 :class:`BM25Index` over the same rows, and a manifest of what made them.
 
 The embedding step runs on an engine (:mod:`convlab.engines`): ``"local"`` (this process, the
-default) or ``"ray"`` (Ray Data, the ``convlab-memory[ray]`` extra); the recipe and its result are the
-same whichever engine embeds. Every text goes through a :class:`convlab.embed.CachedEmbedder`, so
-a text embedded once (by any strategy, any earlier build) is not embedded again.
+default) or ``"ray"`` (Ray Data, the ``convlab-memory[ray]`` extra); the recipe and its result are
+the same whichever engine embeds. Every text goes through a
+:class:`convlab.embed.CachedEmbedder`, so a text embedded once (by any strategy, any earlier
+build) is not embedded again.
 
 An incremental build passes ``keep``: units embedded before (with their vectors), placed first,
 so only the new corpus is chunked, unitised and embedded.

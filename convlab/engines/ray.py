@@ -26,7 +26,8 @@ instance sized to the machine (``num_cpus=os.cpu_count()``, dashboard off) and s
 convlab and the model package installed, and ``shard_dir`` must be a folder all nodes and this
 process share.
 
-Needs the ``convlab-memory[ray]`` extra (Ray Data); without it the engine fails when made, naming it.
+Needs the ``convlab-memory[ray]`` extra (Ray Data); without it the engine fails when made, naming
+it.
 """
 
 from __future__ import annotations

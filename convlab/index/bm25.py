@@ -5,7 +5,8 @@ BM25 (Robertson & Zaragoza, 2009) with bm25s's defaults (Lucene variant, k1=1.5,
 ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``.
 On LoCoMo lexical search is a serious baseline, not a formality.
 
-bm25s and PyStemmer are the ``convlab-memory[index]`` extra, imported when an index is built or loaded.
+bm25s and PyStemmer are the ``convlab-memory[index]`` extra, imported when an index is built or
+loaded.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""FAISS, imported when used (the ``convlab-memory[index]`` extra), and the part of its API convlab uses.
+"""FAISS, imported when used (the ``convlab-memory[index]`` extra), and the part of its API used.
 
 FAISS ships no type stubs; :class:`FaissIndex` names the methods :class:`convlab.index.VectorIndex`
 calls on any kind, so the rest of the package is typed by it rather than ``Any``.

@@ -101,7 +101,7 @@ class AmplifierReader:
             source_path=path,
             title=meta.title,
             kind="chat",
-            parent_id=meta.parent_id,
+            parent_conversation_id=meta.parent_conversation_id,
             agent_id=meta.agent_name,
             project=meta.working_dir,
         )
@@ -185,7 +185,7 @@ class AmplifierReader:
 class _Meta(NamedTuple):
     session_id: str
     title: str | None
-    parent_id: str | None
+    parent_conversation_id: str | None
     is_sub_agent: bool
     agent_name: str | None = None  # a sub-agent's agent_name
     working_dir: str | None = None  # the session's project

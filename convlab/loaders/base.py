@@ -172,7 +172,7 @@ class _Conversation:
     source_path: str
     kind: str
     doc_kind: str
-    parent_id: str | None
+    parent_conversation_id: str | None
     agent_id: str | None = None
     project: str | None = None
     n_messages: int = 0
@@ -248,7 +248,7 @@ class CorpusBuilder:
         title: str | None = None,
         kind: str = "chat",
         doc_kind: str | None = None,
-        parent_id: str | None = None,
+        parent_conversation_id: str | None = None,
         agent_id: str | None = None,
         project: str | None = None,
     ) -> str:
@@ -279,7 +279,7 @@ class CorpusBuilder:
                 str(source_path),
                 kind,
                 doc_kind,
-                parent_id,
+                parent_conversation_id,
                 agent_id,
                 project,
             )
@@ -423,7 +423,7 @@ class CorpusBuilder:
                 "source_path": [c.source_path for c in convs],
                 "kind": [c.kind for c in convs],
                 "doc_kind": [c.doc_kind for c in convs],
-                "parent_id": [c.parent_id for c in convs],
+                "parent_conversation_id": [c.parent_conversation_id for c in convs],
                 "agent_id": [c.agent_id for c in convs],
                 "project": [c.project for c in convs],
             },

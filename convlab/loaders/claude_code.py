@@ -21,9 +21,10 @@ What it handles (see shared/transcripts/FORMATS.md section 2):
 - sidechains are conversations of their own, never folded into the session: sub-agent files
   (``agent-*.jsonl`` beside the session, v2.0.x, or ``<sessionId>/subagents/agent-*.jsonl``,
   v2.1.x), files of ``isSidechain`` records that share the session's ``sessionId`` (a v2.0.x
-  ``Warmup``), and ``isSidechain`` records inside a session file. Each has ``parent_id`` = the
-  session, ``agent_id`` = its ``agentId``, every message ``is_sidechain``, and turns of its own
-  (its first prompt, written by the parent agent, is its user's). A compaction worker
+  ``Warmup``), and ``isSidechain`` records inside a session file. Each has
+  ``parent_conversation_id`` = the session, ``agent_id`` = its ``agentId``, every message
+  ``is_sidechain``, and turns of its own (its first prompt, written by the parent agent, is its
+  user's). A compaction worker
   (``agent-acompact-*``) is one too, but its prompt is injected, like the session's compaction
   summary: it has no turn, so the summary it writes is not searched twice.
 """
@@ -107,7 +108,8 @@ class _FileReader:
 
     Records of the session go to the session's conversation; sidechain records (every record of
     an ``agent-*.jsonl`` file, and ``isSidechain`` records elsewhere) go to a conversation of
-    their own, one per ``agentId`` (see :meth:`_sidechain`), whose ``parent_id`` is the session.
+    their own, one per ``agentId`` (see :meth:`_sidechain`), whose ``parent_conversation_id`` is
+    the session.
     """
 
     def __init__(self, path: Path, builder: CorpusBuilder, format_name: str) -> None:
@@ -205,7 +207,7 @@ class _FileReader:
             source_format=self.format_name,
             source_path=self.path,
             kind="chat",
-            parent_id=parent,
+            parent_conversation_id=parent,
             agent_id=agent,
         )
         return _Conv(cid, sidechain)

@@ -183,7 +183,13 @@ def merge_parts(parts: Sequence[Corpus]) -> Corpus:
                 pl.col("title").filter(pl.col("title") != "").first(),
                 *(
                     pl.col(c).first()
-                    for c in ("source_format", "source_path", "kind", "doc_kind", "parent_id")
+                    for c in (
+                        "source_format",
+                        "source_path",
+                        "kind",
+                        "doc_kind",
+                        "parent_conversation_id",
+                    )
                 ),
                 *(pl.col(c).drop_nulls().first() for c in ("agent_id", "project")),
                 pl.col("started_at").min(),

@@ -102,9 +102,12 @@ class Store:
             raise ValueError(f"unknown frame {name!r}; valid: {', '.join(FRAMES)}")
         path = self._pin() / f"{name}.parquet"
         try:
-            return pl.read_parquet(path, glob=False)
+            frame = pl.read_parquet(path, glob=False)
         except Exception as exc:  # polars reports corruption with several exception types
             raise self._damaged(path, f"unreadable ({type(exc).__name__})") from exc
+        if "parent_id" in frame.columns and "parent_conversation_id" not in frame.columns:
+            frame = frame.rename({"parent_id": "parent_conversation_id"})  # its name until 2026-11
+        return frame
 
     def strategies(self) -> dict[str, bool]:
         """Per strategy held, whether its units are embedded (the first one always is).

@@ -51,7 +51,7 @@ def test_every_sidechain_is_a_conversation_of_its_own(corpus) -> None:  # type: 
         f"{S2}:agent-b2c3d4e5",  # the Warmup file sharing the session id
         f"{S2}:agent-ffdd9610",
     }
-    links = {c: (r["parent_id"], r["agent_id"]) for c, r in convs.items()}
+    links = {c: (r["parent_conversation_id"], r["agent_id"]) for c, r in convs.items()}
     assert links == {
         S1: (None, None),
         f"{S1}:agent-a7c11e5": (S1, "a7c11e5"),

@@ -33,7 +33,7 @@ def test_claude_code_short_session(transcripts: Path) -> None:
 
 def test_claude_code_subagents_and_titles(transcripts: Path) -> None:
     c = load(transcripts / "claude_code")
-    subs = c.conversations.filter(pl.col("parent_id").is_not_null())
+    subs = c.conversations.filter(pl.col("parent_conversation_id").is_not_null())
     # 2 subagents/ files under ae4a77f8, 1 under fa812bfe, ccrider's agent-session.jsonl
     assert subs.height == 4
     sub_msgs = c.messages.join(subs.select("conversation_id"), on="conversation_id")

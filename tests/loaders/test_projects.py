@@ -34,7 +34,7 @@ def test_amplifier_project_and_agent_come_from_the_metadata(tmp_path: Path) -> N
     }
     (sub / "metadata.json").write_text(json.dumps(meta))
     row = load(sub / "transcript.jsonl").conversations.row(0, named=True)
-    assert (row["parent_id"], row["agent_id"], row["project"]) == (
+    assert (row["parent_conversation_id"], row["agent_id"], row["project"]) == (
         "amp1",
         "explorer",
         "/home/dev/app",

@@ -52,7 +52,7 @@ def test_a_sub_agent_conversation_has_turns_of_its_own() -> None:
     from convlab.loaders.base import CorpusBuilder
 
     b = CorpusBuilder()
-    b.conversation("s:agent-a1", source_format="t", source_path="t", parent_id="s")
+    b.conversation("s:agent-a1", source_format="t", source_path="t", parent_conversation_id="s")
     for line, (role, text, real) in enumerate(
         [("user", "find the versions", True), ("assistant", "1.5.0", False)], start=1
     ):

@@ -164,7 +164,7 @@ def _print_docs(
     print(clip(printable(f"{conversation}: {title}" if title else conversation), width))
     if conv.height and conv["source_path"][0]:
         print(f"source: {short_path(printable(conv['source_path'][0]), width - 8)}")
-    for label, column in (("project", "project"), ("sub-agent of", "parent_id")):
+    for label, column in (("project", "project"), ("sub-agent of", "parent_conversation_id")):
         if conv.height and column in conv.columns and conv[column][0]:
             print(clip(printable(f"{label}: {conv[column][0]}"), width))
     starts = dict(
