@@ -83,13 +83,15 @@ def test_a_missing_extra_fails_late_and_names_it(monkeypatch: pytest.MonkeyPatch
     for module in ("faiss", "sentence_transformers", "bm25s"):
         monkeypatch.setitem(sys.modules, module, None)  # `import <module>` now fails
     monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
-    with pytest.raises(ImportError, match=r"convlab\[index\] is needed for a FAISS index: "):
+    with pytest.raises(ImportError, match=r"convlab-memory\[index\] is needed for a FAISS index: "):
         VectorIndex.build(pl.DataFrame({"unit_id": ["u"]}), np.ones((1, 2)), model_id="m")
-    with pytest.raises(ImportError, match=r"pip install 'convlab\[model\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'convlab-memory\[model\]'"):
         MiniLMEmbedder()
-    with pytest.raises(ImportError, match=r"convlab\[index\] is needed for BM25"):
+    with pytest.raises(ImportError, match=r"convlab-memory\[index\] is needed for BM25"):
         BM25Index.build(pl.DataFrame({"text": ["a b"]}))
-    with pytest.raises(ImportError, match=r"^convlab\[judge\] is needed \(faiss\): pip install"):
+    with pytest.raises(
+        ImportError, match=r"^convlab-memory\[judge\] is needed \(faiss\): pip install"
+    ):
         require("faiss", "judge")
 
 

@@ -84,7 +84,7 @@ def test_local_engine_is_embed_texts(tmp_path: Path) -> None:
 
 def test_missing_ray_extra_names_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
-    with pytest.raises(ImportError, match=r"pip install 'convlab\[ray\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'convlab-memory\[ray\]'"):
         get_engine("ray")
 
 
