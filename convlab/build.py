@@ -289,6 +289,7 @@ def build_indexes(
     started = time.perf_counter()
     derived: dict[str, Derived] = {}
     chunks = turns = None
+    current_progress().phase("chunk")
     for strategy in strategies:
         derived[strategy] = derive(
             corpus, strategy, policy=policy, max_tokens=max_tokens, chunks=chunks, turns=turns
@@ -313,6 +314,7 @@ def build_indexes(
     name = getattr(embedder, "name", None)
     out: dict[str, BuiltIndex] = {}
     offset = 0
+    current_progress().phase("index")
     for strategy in strategies:
         d = derived[strategy]
         if strategy in dense:

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     rng = random.Random(0)
     per = args.turns // SESSIONS
-    config = StoreConfig(strategy="isolated")
+    config = StoreConfig(system="isolated")
     with tempfile.TemporaryDirectory() as tmp:
         hist, store_dir = Path(tmp) / "history", Path(tmp) / "store"
         hist.mkdir()

@@ -49,7 +49,7 @@ def _median(fn: Callable[[], Any], repeat: int) -> float:
 def _build(root: Path, units: int, sessions: int, turns: int) -> Path:
     """A store of ``units`` units under ``root``; returns its directory."""
     rng = random.Random(0)
-    config = StoreConfig(strategy="turn_pair")
+    config = StoreConfig(system="turn_pair")
     embedder = HashEmbedder(DIMENSION)
     hist, store_dir = root / "history", root / "store"
     hist.mkdir()

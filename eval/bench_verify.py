@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tmp", type=Path, default=None, help="where to build (default: system tmp)")
     args = p.parse_args(argv)
     rng = random.Random(0)
-    config = StoreConfig(strategy="turn_pair")
+    config = StoreConfig(system="turn_pair")
     embedder = HashEmbedder(DIMENSION)
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         hist, store_dir = Path(tmp) / "history", Path(tmp) / "store"

@@ -14,7 +14,8 @@ from convlab.progress import BarProgress
 from tests.test_progress import states
 
 SAMPLE = sample_data_path() / "transcripts"
-TEXTS = 163  # the sample's distinct unit texts (the index summary's "texts: 163 embedded")
+TEXTS = 324  # the distinct texts of the default system's dense views (sequential, turn_pair) of the
+# sample: the index summary's "texts: 324 embedded", one bar across every cache segment
 
 
 @pytest.fixture

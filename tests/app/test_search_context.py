@@ -29,7 +29,22 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample indexed with the hash embedder."""
     out = tmp_path_factory.mktemp("ctx") / "store"
     src = sample_data_path() / "transcripts"
-    assert main(["index", str(src), "--store", str(out), "--embedder", "hash", "-q"]) == EXIT_OK
+    assert (
+        main(
+            [
+                "index",
+                str(src),
+                "--store",
+                str(out),
+                "--embedder",
+                "hash",
+                "-q",
+                "--system",
+                "turn_pair",
+            ]
+        )
+        == EXIT_OK
+    )
     return out
 
 
@@ -188,7 +203,22 @@ def test_show_around_a_message_hit_and_its_unit(
     said = [("Ann", f"line {i}") for i in range(1, 8)]
     src = locomo_file(tmp_path / "d.json", said)
     store = str(tmp_path / "s")
-    assert main(["index", str(src), "--store", store, "--embedder", "hash", "-q"]) == EXIT_OK
+    assert (
+        main(
+            [
+                "index",
+                str(src),
+                "--store",
+                store,
+                "--embedder",
+                "hash",
+                "-q",
+                "--system",
+                "turn_pair",
+            ]
+        )
+        == EXIT_OK
+    )
     capsys.readouterr()
     assert main(["show", "d1:m3", "--around", "2", "--store", store]) == EXIT_OK
     out = capsys.readouterr().out

@@ -18,7 +18,22 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample indexed with the hash embedder."""
     out = tmp_path_factory.mktemp("scores") / "store"
     src = sample_data_path() / "transcripts"
-    assert main(["index", str(src), "--store", str(out), "--embedder", "hash", "-q"]) == EXIT_OK
+    assert (
+        main(
+            [
+                "index",
+                str(src),
+                "--store",
+                str(out),
+                "--embedder",
+                "hash",
+                "-q",
+                "--system",
+                "turn_pair",
+            ]
+        )
+        == EXIT_OK
+    )
     return out
 
 

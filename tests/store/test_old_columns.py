@@ -18,7 +18,17 @@ HISTORY = Path(__file__).parent.parent / "fixtures" / "claude_code" / "-home-ann
 def test_an_update_keeps_old_rows_and_adds_the_columns(tmp_path: Path) -> None:
     hist, out = tmp_path / "h", tmp_path / "store"
     shutil.copytree(HISTORY, hist)
-    index = ["index", str(hist), "--store", str(out), "--embedder", "hash", "-q"]
+    index = [
+        "index",
+        str(hist),
+        "--store",
+        str(out),
+        "--embedder",
+        "hash",
+        "-q",
+        "--system",
+        "turn_pair",
+    ]
     assert main(index) == EXIT_OK
     # the same version as a store of the previous release wrote it: no agent_id, no project
     old = Store(out)
