@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from convlab.pipeline.gitleaks_source import gitleaks_config
+from convlab.pipeline.regex_scan import group_end, split_alternatives
 from convlab.pipeline.wordstart import WordStart
 
 __all__ = [
@@ -95,60 +96,6 @@ def entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in Counter(text).values())
 
 
-def _group_end(pattern: str, start: int) -> int:
-    """Where the group holding ``start`` closes (``len(pattern)`` at the top level)."""
-    depth, i, in_class = 0, start, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1 : i + 2] == "^":
-                i += 1
-            if pattern[i + 1 : i + 2] == "]":
-                i += 1  # a ']' first in a class is a literal
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            if depth == 0:
-                return i
-            depth -= 1
-        i += 1
-    return len(pattern)
-
-
-def _split_alternatives(part: str) -> list[str]:
-    """``part`` split at its top-level ``|``."""
-    out, depth, i, in_class, last = [], 0, 0, False, 0
-    while i < len(part):
-        c = part[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if part[i + 1 : i + 2] == "^":
-                i += 1
-            if part[i + 1 : i + 2] == "]":
-                i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            out.append(part[last:i])
-            last = i + 1
-        i += 1
-    out.append(part[last:])
-    return out
-
-
 def _posix_class(m: re.Match[str]) -> str:
     try:
         return _POSIX_CLASSES[m.group(1)]
@@ -169,11 +116,9 @@ def translate(pattern: str) -> str:
         m = next((m for m in _FLAG_GROUP.finditer(pattern) if m.start() > 0), None)
         if m is None:
             return pattern
-        end = _group_end(pattern, m.end())
+        end = group_end(pattern, m.end())
         flags = m.group(1)
-        scoped = "|".join(
-            f"(?{flags}:{alt})" for alt in _split_alternatives(pattern[m.end() : end])
-        )
+        scoped = "|".join(f"(?{flags}:{alt})" for alt in split_alternatives(pattern[m.end() : end]))
         pattern = pattern[: m.start()] + scoped + pattern[end:]
 
 

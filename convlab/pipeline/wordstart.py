@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from convlab.pipeline.regex_scan import top_level_bar
+
 __all__ = ["WordStart"]
 
 _LEAD = re.compile(r"(\(\?[a-zA-Z]+\))?\\b")
@@ -43,7 +45,7 @@ class WordStart:
         m = _LEAD.match(self.pattern.pattern)
         core = None
         # with a `|` at the top level, the \b belongs to the first branch only: search as is
-        if m is not None and not _has_top_level_bar(self.pattern.pattern):
+        if m is not None and not top_level_bar(self.pattern.pattern):
             rest = self.pattern.pattern[m.end() :]
             core = re.compile((m.group(1) or "") + rest, self.pattern.flags)
         object.__setattr__(self, "core", core)
@@ -65,28 +67,3 @@ class WordStart:
                 pos = m.end() if m.end() > s else s + 1
             else:
                 pos = s + 1
-
-
-def _has_top_level_bar(pattern: str) -> bool:
-    depth, i, in_class = 0, 0, False
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 2
-            continue
-        if in_class:
-            in_class = c != "]"
-        elif c == "[":
-            in_class = True
-            if pattern[i + 1 : i + 2] == "^":
-                i += 1
-            if pattern[i + 1 : i + 2] == "]":
-                i += 1
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
-            return True
-        i += 1
-    return False
