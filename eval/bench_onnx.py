@@ -105,7 +105,9 @@ def build_sample_store(store: Path) -> None:
         "index",
         str(sample_data_path() / "transcripts"),
     ]
-    subprocess.run([*cmd, "--store", str(store), "--quiet"], check=True, env=_env())
+    # a torch store (the reference), whose queries the onnx fp32 path embeds without torch
+    argv = [*cmd, "--store", str(store), "--quiet", "--backend", "torch", "--system", "turn_pair"]
+    subprocess.run(argv, check=True, env=_env())
 
 
 def search_agreement(store: Path) -> dict[str, Any]:
