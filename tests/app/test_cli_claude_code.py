@@ -137,6 +137,12 @@ def test_unique_prefixes_name_a_conversation(
     assert f"sub-agent of: {S1}" in capsys.readouterr().out
     hits = _search(capsys, plain_store, "versions", "--dense", "-k", "20", "--conversation", "5b1c")
     assert {h["conversation_id"] for h in hits} == {S1}
+    # a hit's doc id with its conversation given by a unique start: that turn, marked
+    assert main(["show", "7e3f:t0", "--around", "0", "--store", str(plain_store)]) == EXIT_OK
+    shown = capsys.readouterr().out
+    assert shown.splitlines()[0].startswith(f"{S2}: ")
+    assert "== turn 0" in shown
+    assert "(hit)" in shown
 
 
 @pytest.mark.parametrize("command", ["show", "search"])

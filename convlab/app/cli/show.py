@@ -122,6 +122,9 @@ def resolve(store: Store, text: str) -> Target:
     m = _DOC.fullmatch(text)
     if m and convs.is_in([m["conv"]]).any():
         return Target(m["conv"], text)
+    if m and store.conversation_ids(m["conv"]):  # a doc of a conversation named by its start
+        conv = resolve_conversation(store, m["conv"])
+        return Target(conv, f"{conv}:{m['kind']}{m['index']}")
     return Target(resolve_conversation(store, text))  # a unique start of a conversation id
 
 
