@@ -9,13 +9,40 @@ between blocks of one conversation where messages were left out.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, Protocol, TypedDict
 
 import polars as pl
 
-if TYPE_CHECKING:
-    from convlab.resurrection.base import Resurrection
+
+class Resurrected(Protocol):
+    """What :func:`hit_contexts` reads of a :class:`~convlab.resurrection.Resurrection`.
+
+    A structural type, so that this module, which ``Resurrection.text()`` calls, does not import
+    the module that defines it.
+    """
+
+    @property
+    def context(self) -> pl.DataFrame:
+        """The context frame (:data:`convlab.schema.CONTEXT`)."""
+        ...
+
+    @property
+    def hits_skipped(self) -> Sequence[int]:
+        """Ranks of the hits whose first piece did not fit."""
+        ...
+
+    @property
+    def policy(self) -> str:
+        """The policy's name."""
+        ...
+
+    @property
+    def budget(self) -> int:
+        """The token budget."""
+        ...
+
 
 __all__ = ["Block", "block_header", "blocks", "context_text", "hit_contexts"]
 
@@ -140,7 +167,7 @@ def context_text(context: pl.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def hit_contexts(resurrection: Resurrection, hits: int) -> list[dict[str, Any]]:
+def hit_contexts(resurrection: Resurrected, hits: int) -> list[dict[str, Any]]:
     """What each of ``hits`` ranked hits brought back, in rank order (``search --budget``).
 
     A hit's ``pieces`` are the blocks of the chunks it brought back first, so the pieces of

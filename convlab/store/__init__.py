@@ -74,8 +74,7 @@ from convlab.store.config import (
 )
 from convlab.store.manifest import Verified
 from convlab.store.marker import NotAStore
-from convlab.store.search import open_store
-from convlab.store.store import Store
+from convlab.store.store import Store, open_store
 
 __all__ = [
     "REDACT_CHOICES",

@@ -8,7 +8,7 @@ version), so it is a class; the search itself is
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import polars as pl
@@ -19,30 +19,49 @@ from convlab.systems.search import HeldView, OnceEmbedder, missing_views, search
 if TYPE_CHECKING:
     from convlab.evaluation.systems import System
     from convlab.index import VectorIndex
+    from convlab.index.bm25 import BM25Index
     from convlab.protocols import Embedder
     from convlab.retrieval import SearchOptions
     from convlab.retrieval.search import Searcher
-    from convlab.store.store import Store
 
-__all__ = ["StoreSearch", "open_store", "units_only_index"]
+__all__ = ["StoreSearch", "ViewSource", "units_only_index"]
 
 
-def open_store(directory: str | Path) -> Store:
-    """The store ``convlab index`` wrote in ``directory``, to search and read.
+class ViewSource(Protocol):
+    """What :class:`StoreSearch` reads of a store (:class:`convlab.store.Store` is one).
 
-    Raises:
-        FileNotFoundError: no store there (naming the command that builds one).
-
-    Example:
-        >>> store = open_store("~/.convlab/store")  # doctest: +SKIP
-        >>> store.search("nginx websockets", k=5)  # doctest: +SKIP
-        >>> store.search("nginx websockets", system="bm25:message")  # doctest: +SKIP
+    A structural type, so that this module, which ``Store.search`` calls, does not import the
+    module that defines the store.
     """
-    from convlab.store.store import Store
 
-    store = Store(directory)
-    store.manifest()  # pins the live version: a missing or damaged store fails here
-    return store
+    @property
+    def directory(self) -> Path:
+        """The store's folder."""
+        ...
+
+    def strategies(self) -> dict[str, bool]:
+        """Per strategy held, whether its units are embedded."""
+        ...
+
+    def bm25(self, strategy: str | None = None) -> BM25Index | None:
+        """A strategy's BM25 index."""
+        ...
+
+    def index(self, strategy: str | None = None) -> VectorIndex:
+        """A strategy's vector index."""
+        ...
+
+    def frame(self, name: str) -> pl.DataFrame:
+        """A stored frame."""
+        ...
+
+    def manifest(self) -> dict[str, Any]:
+        """The live version's manifest."""
+        ...
+
+    def system(self) -> System:
+        """The store's own system."""
+        ...
 
 
 class StoreSearch:
@@ -54,7 +73,7 @@ class StoreSearch:
             when a system with a dense view searches).
     """
 
-    def __init__(self, store: Store, embedder: Embedder | None = None) -> None:
+    def __init__(self, store: ViewSource, embedder: Embedder | None = None) -> None:
         self.store = store
         self._embedder = OnceEmbedder(embedder) if embedder is not None else None
         self._held: dict[str, HeldView] = {}

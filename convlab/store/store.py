@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from convlab.retrieval import SearchOptions
     from convlab.store.search import StoreSearch
 
-__all__ = ["Store"]
+__all__ = ["Store", "open_store"]
 
 
 class Store:
@@ -429,3 +429,19 @@ class Store:
             summary.conversations = int(counts.get("conversations", 0))
             summary.turns = int(counts.get("turns", 0))
             summary.units = int(counts.get("units", 0))
+
+
+def open_store(directory: str | Path) -> Store:
+    """The store ``convlab index`` wrote in ``directory``, to search and read.
+
+    Raises:
+        FileNotFoundError: no store there (naming the command that builds one).
+
+    Example:
+        >>> store = open_store("~/.convlab/store")  # doctest: +SKIP
+        >>> store.search("nginx websockets", k=5)  # doctest: +SKIP
+        >>> store.search("nginx websockets", system="bm25:message")  # doctest: +SKIP
+    """
+    store = Store(directory)
+    store.manifest()  # pins the live version: a missing or damaged store fails here
+    return store
