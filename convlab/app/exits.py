@@ -67,7 +67,7 @@ def is_input_error(exc: BaseException) -> bool:
         return exc.errno in INPUT_ERRNOS
     try:
         from convlab.embed.cache import CacheDamaged
-        from convlab.loaders import LoadError
+        from convlab.errors import LoadError
         from convlab.store import NotAStore, StoreDamaged, StoreFull, StoreLocked, StoreMismatch
     except ImportError:  # the error being judged may be this very import failing: a bug
         return False

@@ -200,7 +200,7 @@ class CachedEmbedder:
 
     def _lock(self) -> FileLock:
         """The cache's write lock, refused when its file is a FIFO or a device."""
-        from convlab.loaders.files import check
+        from convlab.files import check
 
         path = self.directory / ".lock"
         if os.path.lexists(path) and (problem := check(path)) is not None:
@@ -232,8 +232,8 @@ def _read_segment(path: Path) -> bytes:
     Raises:
         CacheDamaged: one line naming the segment and saying to remove it.
     """
-    from convlab.loaders import LoadError
-    from convlab.loaders.files import read_regular
+    from convlab.errors import LoadError
+    from convlab.files import read_regular
 
     try:
         return read_regular(path)

@@ -26,8 +26,8 @@ from convlab.registry import Registry
 
 if TYPE_CHECKING:
     from convlab.embed import CachedEmbedder
+    from convlab.files import Found
     from convlab.loaders.corpus import Corpus
-    from convlab.loaders.files import Found
 
 __all__ = ["ENGINES", "Engine", "LoadingEngine", "get_engine", "register_engine"]
 
@@ -68,7 +68,7 @@ class LoadingEngine(Engine, Protocol):
     ) -> list[Corpus]:
         """Each chunk of files read into a corpus, in chunk order.
 
-        A strict-mode :class:`convlab.loaders.errors.LoadError` reaches the caller as it is.
+        A strict-mode :class:`convlab.errors.LoadError` reaches the caller as it is.
         """
         ...
 

@@ -55,8 +55,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from convlab.embed import CachedEmbedder, Embedder
+    from convlab.files import Found
     from convlab.loaders.corpus import Corpus
-    from convlab.loaders.files import Found
 
 __all__ = ["EMBEDDER_SPECS", "EmbedderSpec", "RayEngine", "embedder_spec"]
 
@@ -333,10 +333,10 @@ class RayEngine:
         The task is the local parallel loader's worker body
         (:func:`convlab.loaders.registry.load_chunk_ipc`): it returns the chunk's frames as
         Arrow IPC bytes through Ray's object store, so the files need only be readable where
-        the tasks run. A strict-mode :class:`~convlab.loaders.errors.LoadError` raised in a task
+        the tasks run. A strict-mode :class:`~convlab.errors.LoadError` raised in a task
         is raised here as it is (naming file and line), not wrapped in Ray's error.
         """
-        from convlab.loaders.errors import LoadError
+        from convlab.errors import LoadError
         from convlab.loaders.registry import corpus_from_ipc, load_chunk_ipc
 
         self._connect()

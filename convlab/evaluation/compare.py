@@ -184,7 +184,7 @@ def named_systems(args: argparse.Namespace) -> list[System]:
     check_policies(args.resurrection)
     if not args.systems:
         return default_systems(strategies)
-    from convlab.loaders.errors import LoadError
+    from convlab.errors import LoadError
 
     try:
         return read_systems(args.systems, strategies=strategies)

@@ -17,8 +17,8 @@ import polars as pl
 from convlab import schema
 from convlab.evaluation.names import escaped, shown
 from convlab.evaluation.queries import read_queries
+from convlab.files import CONFIG, DATASET, open_regular, read_text_regular
 from convlab.loaders import Corpus, LoadError, load
-from convlab.loaders.files import CONFIG, DATASET, open_regular, read_text_regular
 from convlab.loaders.locomo import LocomoReader, read_locomo
 from convlab.loaders.longmemeval import LongMemEvalReader, read_longmemeval
 from convlab.paths import locomo_path, sample_data_path

@@ -39,8 +39,8 @@ from convlab.evaluation.queries import read_qrels, read_run, relevant_by_query, 
 from convlab.evaluation.runfolder import run_path
 from convlab.evaluation.significance import compare
 from convlab.evaluation.tune import TuneConfig, cross_validate, random_space, tune
+from convlab.files import CONFIG, read_text_regular
 from convlab.fusion import fuse
-from convlab.loaders.files import CONFIG, read_text_regular
 
 METRICS = ("recall@5", "ndcg@10")
 BASELINE = "bm25:message"

@@ -14,8 +14,8 @@ import polars as pl
 
 from convlab import schema
 from convlab.atomic import write_text_atomic
-from convlab.loaders.errors import LoadError
-from convlab.loaders.files import TABLE, read_text_regular
+from convlab.errors import LoadError
+from convlab.files import TABLE, read_text_regular
 
 __all__ = [
     "read_qrels",

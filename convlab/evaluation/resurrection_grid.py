@@ -47,7 +47,7 @@ from convlab.evaluation.policy_grid import grid_means, grid_significance, refere
 from convlab.evaluation.queries import read_run
 from convlab.evaluation.runfolder import run_path
 from convlab.evaluation.systems import System
-from convlab.loaders.files import CONFIG, read_text_regular
+from convlab.files import CONFIG, read_text_regular
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.units import MAX_TOKENS
 from convlab.resurrection import POLICIES, budget_measures

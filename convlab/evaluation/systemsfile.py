@@ -39,7 +39,7 @@ from convlab.atomic import write_text_atomic
 from convlab.evaluation.experiment import parse_experiment
 from convlab.evaluation.names import escaped, shown
 from convlab.evaluation.systems import System, default_systems
-from convlab.loaders.files import CONFIG, read_text_regular
+from convlab.files import CONFIG, read_text_regular
 
 __all__ = ["chosen_systems", "read_systems", "transfer_systems", "write_systems"]
 

@@ -19,7 +19,7 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
-from convlab.loaders.files import CONFIG, read_text_regular
+from convlab.files import CONFIG, read_text_regular
 
 __all__ = ["check", "load_thresholds", "main", "measured"]
 

@@ -32,6 +32,7 @@ import polars as pl
 
 from convlab import __version__
 from convlab.atomic import fsync_dir
+from convlab.files import CONFIG, read_text_regular
 from convlab.index.faisslib import FaissIndex, load_faiss
 from convlab.index.ivfpq import (
     IVFPQParams,
@@ -43,7 +44,6 @@ from convlab.index.ivfpq import (
     set_nprobe,
 )
 from convlab.index.kinds import INDEX_KINDS
-from convlab.loaders.files import CONFIG, read_text_regular
 
 __all__ = ["VectorIndex"]
 

@@ -14,9 +14,9 @@ from typing import NamedTuple
 import polars as pl
 from filelock import FileLock, Timeout
 
+from convlab.errors import LoadError
+from convlab.files import TABLE, check, open_regular, read_regular
 from convlab.judge.pool import Candidate
-from convlab.loaders.errors import LoadError
-from convlab.loaders.files import TABLE, check, open_regular, read_regular
 
 __all__ = [
     "GRADES",
@@ -67,7 +67,7 @@ def read_judgments(path: str | Path) -> tuple[list[Judgment], str | None]:
 
     Raises:
         LoadError: naming file and line, for a bad record anywhere else, or a file that is not a
-            regular file or is over :data:`convlab.loaders.files.TABLE`.
+            regular file or is over :data:`convlab.files.TABLE`.
     """
     p = Path(path)
     if not os.path.lexists(p):

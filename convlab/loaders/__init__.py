@@ -1,5 +1,6 @@
 """Transcript readers, one module per format; importing this package registers them all."""
 
+from convlab.errors import LoadError
 from convlab.loaders import (  # noqa: F401  (register the formats; order = detection order)
     amplifier,
     chatgpt,
@@ -12,7 +13,6 @@ from convlab.loaders import (  # noqa: F401  (register the formats; order = dete
 )
 from convlab.loaders.base import CorpusBuilder
 from convlab.loaders.corpus import Corpus, LoadReport
-from convlab.loaders.errors import LoadError
 from convlab.loaders.registry import FORMATS, detect, load, load_files, register_format
 
 __all__ = [

@@ -15,6 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from convlab.errors import LoadError
+from convlab.files import CONFIG
 from convlab.loaders.base import (
     REDACTED_THINKING,
     BlockRow,
@@ -23,8 +25,7 @@ from convlab.loaders.base import (
     other_block,
     parse_time,
 )
-from convlab.loaders.errors import LoadError
-from convlab.loaders.files import CONFIG, load_json_file
+from convlab.loaders.files import load_json_file
 from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
 from convlab.loaders.lines import iter_json_lines, read_each
 from convlab.loaders.registry import register_format

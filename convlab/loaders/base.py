@@ -3,7 +3,7 @@
 A reader (one module per format, registered in :mod:`convlab.loaders.registry`) parses files
 (JSON-lines files through :mod:`convlab.loaders.lines`) and feeds a :class:`CorpusBuilder`. The
 builder assigns message and block indices, records what was read and what was skipped, and in
-strict mode turns the first skip into a :class:`convlab.loaders.errors.LoadError` that names the
+strict mode turns the first skip into a :class:`convlab.errors.LoadError` that names the
 file and line. Nothing is dropped without a row in ``report.skipped``. The result is a
 :class:`convlab.loaders.corpus.Corpus`.
 """
@@ -21,8 +21,8 @@ from typing import Any, NamedTuple
 import polars as pl
 
 from convlab import schema
+from convlab.errors import LoadError
 from convlab.loaders.corpus import Corpus, LoadReport
-from convlab.loaders.errors import LoadError
 
 __all__ = [
     "REDACTED_THINKING",

@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 
+from convlab.files import open_regular
 from convlab.loaders.base import REDACTED_THINKING, BlockRow, CorpusBuilder, junk_block
-from convlab.loaders.files import open_regular
 from convlab.loaders.jsontext import json_text
 from convlab.loaders.lines import parse_json_line
 

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from convlab.loaders.errors import LoadError
-from convlab.loaders.files import open_regular, read_regular
+from convlab.errors import LoadError
+from convlab.files import open_regular, read_regular
 from convlab.loaders.jsontext import (
     TOO_DEEP,
     NestingError,

@@ -39,10 +39,11 @@ from pathlib import Path
 from typing import Any
 
 from convlab import schema
+from convlab.errors import LoadError
+from convlab.files import DATASET
 from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
 from convlab.loaders.corpus import Corpus
-from convlab.loaders.errors import LoadError
-from convlab.loaders.files import DATASET, load_json_file
+from convlab.loaders.files import load_json_file
 from convlab.loaders.registry import register_format
 
 __all__ = [

@@ -29,10 +29,10 @@ import orjson
 import polars as pl
 
 from convlab import schema
+from convlab.errors import LoadError
+from convlab.files import DATASET, read_regular
 from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
 from convlab.loaders.corpus import Corpus
-from convlab.loaders.errors import LoadError
-from convlab.loaders.files import DATASET, read_regular
 from convlab.loaders.registry import register_format
 
 __all__ = ["LongMemEvalLabels", "parse_haystack_date", "read_longmemeval"]

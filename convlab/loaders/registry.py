@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 import polars as pl
 
+from convlab.errors import LoadError
+from convlab.files import Found, check, open_regular, walk
 from convlab.loaders.base import CorpusBuilder
 from convlab.loaders.corpus import Corpus, LoadReport, merge_parts, titled_by_first_prompt
-from convlab.loaders.errors import LoadError
-from convlab.loaders.files import Found, check, open_regular, walk
 from convlab.registry import Registry
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class Reader(Protocol):
         Record-level problems go through ``builder.skip`` (which raises in strict mode);
         a file that cannot be read at all raises :class:`LoadError` (which :func:`load` turns
         into a skip in lenient mode). Files are opened with
-        :func:`convlab.loaders.files.open_regular` and whole-file JSON parsed with
+        :func:`convlab.files.open_regular` and whole-file JSON parsed with
         :func:`convlab.loaders.files.load_json_file`; a record holding JSON nested too deeply
         (:data:`convlab.loaders.jsontext.TOO_DEEP`) is skipped with its line.
         """
@@ -126,7 +126,7 @@ def load(
         format: force one format (a key of :data:`FORMATS`) instead of detecting it per file.
         strict: raise :class:`LoadError` naming file and line at the first bad record or file;
             by default bad records and files not read (unrecognised, unreadable, FIFOs,
-            devices, dangling or looping symlinks: see :func:`convlab.loaders.files.walk`) are
+            devices, dangling or looping symlinks: see :func:`convlab.files.walk`) are
             skipped and listed in ``corpus.report.skipped``.
         workers: processes that read files in parallel (see :func:`load_files`).
         engine: where the parallel reading runs (see :func:`load_files`); ``None`` or
@@ -175,7 +175,7 @@ def load_files(
     the Ray cluster, whatever the input's size. An engine named here is closed after the load;
     an engine object is left running for its caller.
 
-    A path that is not a readable regular file (see :func:`convlab.loaders.files.check`) is
+    A path that is not a readable regular file (see :func:`convlab.files.check`) is
     never opened: it is skipped and reported (strict mode: a :class:`LoadError` naming it).
     """
     found = [Found(Path(f), check(f)) for f in files]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from convlab.loaders.files import open_regular
+from convlab.files import open_regular
 
 __all__ = [
     "DISTRIBUTION",

@@ -167,8 +167,8 @@ def read_manifest(store: Path, version: Path) -> dict[str, Any]:
     Raises:
         StoreDamaged: unreadable, not a JSON object, or not matching its checksum.
     """
-    from convlab.loaders import LoadError
-    from convlab.loaders.files import read_regular
+    from convlab.errors import LoadError
+    from convlab.files import read_regular
 
     path = version / MANIFEST
     try:  # a FIFO or a device in its place is refused, never opened or read

@@ -64,8 +64,8 @@ def read_marker(directory: Path) -> Marker | None:
         NotAStore: the marker is not a regular file, unreadable, or not a marker of a format
             this code knows.
     """
-    from convlab.loaders import LoadError
-    from convlab.loaders.files import read_regular
+    from convlab.errors import LoadError
+    from convlab.files import read_regular
 
     path = directory / MARKER
     if not os.path.lexists(path):

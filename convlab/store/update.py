@@ -398,12 +398,12 @@ def _candidate_files(
 ) -> Iterable[Path]:
     """The regular, readable files under ``roots`` (resolved), companions left out.
 
-    Walked by the loaders' :func:`convlab.loaders.files.walk`, so ``convlab index`` skips what
+    Walked by the loaders' :func:`convlab.files.walk`, so ``convlab index`` skips what
     ``load()`` skips: FIFOs, devices and sockets are never opened (hashing one would block or
     never end), dangling and looping symlinks and unreadable files do not abort the index.
     Each such file is appended to ``skipped`` as ``(path, 0, reason)``.
     """
-    from convlab.loaders.files import walk
+    from convlab.files import walk
 
     for root in roots:
         for path, problem in walk(root):
@@ -423,7 +423,7 @@ def _file_sha256(path: Path) -> str:
     Raises:
         LoadError: the file is no longer a readable regular file.
     """
-    from convlab.loaders.files import open_regular
+    from convlab.files import open_regular
 
     h = hashlib.sha256()
     with open_regular(path) as fh:

@@ -70,8 +70,8 @@ def _open_lockable(path: Path) -> IO[bytes] | None:
         StoreDamaged: ``path`` is a FIFO, a device or otherwise not a regular file (opening a
             FIFO would block, reading ``/dev/zero`` would never end).
     """
-    from convlab.loaders import LoadError
-    from convlab.loaders.files import open_regular
+    from convlab.errors import LoadError
+    from convlab.files import open_regular
 
     if not os.path.lexists(path):
         return None
@@ -103,7 +103,7 @@ def check_lock_file(path: Path) -> None:
     Raises:
         StoreDamaged: one line naming the file and saying to remove it.
     """
-    from convlab.loaders.files import check
+    from convlab.files import check
 
     if os.path.lexists(path) and (problem := check(path)) is not None:
         raise StoreDamaged(f"{path}: {problem}; remove it (no convlab process holds it)")

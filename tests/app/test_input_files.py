@@ -31,7 +31,7 @@ JUDGMENT = (
 # a library reader with no command of its own, run as a program: exit 2 and the error's line
 _LIBRARY = """
 import sys
-from convlab.loaders import LoadError
+from convlab.errors import LoadError
 module, name, path = sys.argv[1:]
 try:
     getattr(__import__(module, fromlist=[name]), name)(path)

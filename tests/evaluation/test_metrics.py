@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from convlab import schema
+from convlab.errors import LoadError
 from convlab.evaluation.metrics import parse_metric, per_query
 from convlab.evaluation.queries import (
     read_qrels,
@@ -27,7 +28,6 @@ from convlab.evaluation.significance import (
     paired_randomization,
     wilcoxon,
 )
-from convlab.loaders import LoadError
 
 QUERIES = schema.frame(
     [

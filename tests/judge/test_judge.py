@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from convlab.errors import LoadError
 from convlab.judge import (
     Candidate,
     JudgmentLog,
@@ -22,7 +23,6 @@ from convlab.judge import (
     render,
     shuffle_pool,
 )
-from convlab.loaders import LoadError
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 

@@ -24,10 +24,10 @@ from types import FrameType
 
 import pytest
 
+from convlab.files import check, open_regular, walk
 from convlab.loaders import LoadError, load, load_files
 from convlab.loaders import registry as registry_module
 from convlab.loaders.base import CorpusBuilder
-from convlab.loaders.files import check, open_regular, walk
 from convlab.paths import REPO_ROOT
 
 SESSION = [

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from convlab.loaders import LoadError
-from convlab.loaders.files import CONFIG, TABLE, Limit, read_regular, read_text_regular
+from convlab.errors import LoadError
+from convlab.files import CONFIG, TABLE, Limit, read_regular, read_text_regular
 
 
 def test_a_file_over_its_limit_is_refused_naming_it_and_the_limit(tmp_path: Path) -> None:

@@ -259,7 +259,7 @@ _sleep = time.sleep  # the wait between polls (a test steps through it)
 
 def sources_signature(paths: Sequence[Path]) -> frozenset[tuple[str, int, int]]:
     """(path, size, mtime) of every regular file under ``paths``: what a change changes."""
-    from convlab.loaders.files import walk
+    from convlab.files import walk
 
     out = set()
     for root in paths:
@@ -291,7 +291,7 @@ def nothing_readable(
     ``conversations``); ``skipped`` what this update skipped, counted by reason in the answer.
     The files under ``paths`` are walked again (``stat`` only) to tell which records are theirs.
     """
-    from convlab.loaders.files import walk
+    from convlab.files import walk
 
     walked = {str(f.path.resolve()) for p in paths for f in walk(p.expanduser()) if not f.problem}
     under = {name: rec for name, rec in files.items() if name in walked}

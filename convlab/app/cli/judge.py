@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from convlab.app.cli.options import make_embedder
 from convlab.app.exits import EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
-from convlab.loaders.errors import LoadError
+from convlab.errors import LoadError
 
 if TYPE_CHECKING:
     from convlab.evaluation.datasets import LabelledData
