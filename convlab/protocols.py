@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 import numpy as np
 import polars as pl
 
+from convlab import schema
+
 if TYPE_CHECKING:
     from convlab.resurrection.layout import Layout
-    from convlab.strategies.base import Chunk
 
 __all__ = [
     "Candidates",
+    "Chunk",
     "Embedder",
     "Query",
     "RankContext",
@@ -170,6 +172,38 @@ class Ranker(Protocol):
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """New candidates: rescored, reordered, grouped or cut."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One row of the chunks frame, as strategies see it (what :class:`Strategy` takes).
+
+    Defined with the contract, not with the strategies, so that the contract imports no
+    implementation; :mod:`convlab.strategies.base` re-exports it.
+    """
+
+    chunk_id: str
+    conversation_id: str
+    turn_index: int
+    message_index: int
+    role: str
+    sentence_index: int
+    sentence_in_message: int
+    position: int
+    timestamp: datetime | None
+    text: str
+    n_tokens: int
+    doc_kind: str
+
+    @property
+    def turn_id(self) -> str:
+        """The id of this chunk's turn."""
+        return schema.turn_id(self.conversation_id, self.turn_index)
+
+    @property
+    def message_id(self) -> str:
+        """The id of this chunk's message."""
+        return schema.message_id(self.conversation_id, self.message_index)
 
 
 class Strategy(Protocol):

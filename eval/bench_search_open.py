@@ -76,7 +76,7 @@ def _build(root: Path, units: int, sessions: int, turns: int) -> Path:
     base = {k: v for k, v in manifest.items() if k not in ("version_files", "checksum")}
     base["counts"] = {n: f.height for n, f in frames.items()}
     base["bm25"] = False
-    store._write_version(base, frames, index, None)
+    store.write_version(base, frames, index, None)
     store.refresh()
     return store_dir
 

@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         base["counts"] = {n: f.height for n, f in frames.items()}
         t0 = time.perf_counter()
         base["bm25"] = False  # the benchmark times the vectors' checks; no BM25 is written
-        store._write_version(base, frames, index, None)  # the writer's own path, hashes included
+        store.write_version(base, frames, index, None)  # the writer's own path, hashes included
         write = time.perf_counter() - t0
         del index, frames
         version = Store(store_dir).version

@@ -112,3 +112,22 @@ def locomo_file(
     }
     path.write_text(json.dumps(sample), encoding="utf-8")
     return path
+
+
+def index_argv(src: Path, store: Path | str, system: str = "turn_pair") -> list[str]:
+    """``convlab index SRC --store STORE`` with the hash embedder, quiet, one system's views.
+
+    The tests of one behaviour (context, scores, old columns) index one view; the default
+    system's several views are tested on their own (``tests/systems``, ``tests/store``).
+    """
+    return [
+        "index",
+        str(src),
+        "--store",
+        str(store),
+        "--embedder",
+        "hash",
+        "-q",
+        "--system",
+        system,
+    ]

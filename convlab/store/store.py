@@ -373,7 +373,9 @@ class Store:
                 raise
             raise StoreFull(full_message(self.directory, self.current, exc)) from exc
 
-    def _open_for_update(self, log: Callable[[str], None]) -> tuple[dict[str, Any] | None, str]:
+    # -- the writer interface (convlab.store.update.StoreWriter): what an update calls ---------
+
+    def open_for_update(self, log: Callable[[str], None]) -> tuple[dict[str, Any] | None, str]:
         """The live manifest (None: none or unreadable) and what is damaged ('' if nothing)."""
         self.refresh()
         try:
@@ -399,7 +401,7 @@ class Store:
             return manifest, what
         return manifest, ""
 
-    def _write_version(
+    def write_version(
         self,
         manifest: dict[str, Any],
         frames: dict[str, pl.DataFrame],
@@ -407,15 +409,17 @@ class Store:
         bm25: BM25Index | None,
         views: dict[str, tuple[VectorIndex | None, BM25Index | None]] | None = None,
     ) -> None:
+        """Write a new version of these frames and indexes, switch to it, remove leftovers."""
         write_version(self.directory, manifest, frames, index, bm25, views)
         self.refresh()  # release the old version, read the new one from now on
         self._pin()
-        self._remove_leftovers()
+        self.remove_leftovers()
 
-    def _write_manifest_only(self, manifest: dict[str, Any], files: dict[str, Any]) -> None:
+    def write_manifest_only(self, manifest: dict[str, Any], files: dict[str, Any]) -> None:
+        """Record ``files`` in the live version's manifest (nothing else changed)."""
         self._manifest = write_manifest(self._pin(), {**manifest, "files": files})
 
-    def _remove_leftovers(self) -> None:
+    def remove_leftovers(self) -> None:
         """Delete temporary versions of killed runs and versions no longer live nor being read."""
         try:
             live: Path | None = self._live()
@@ -423,7 +427,8 @@ class Store:
             live = None
         remove_leftovers(self.directory, (live, self._pinned))
 
-    def _fill_counts(self, summary: IndexSummary) -> None:
+    def fill_counts(self, summary: IndexSummary) -> None:
+        """Copy the live version's counts of conversations, turns and units into ``summary``."""
         if self.exists():
             counts = self.manifest().get("counts", {})
             summary.conversations = int(counts.get("conversations", 0))

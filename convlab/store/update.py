@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
 
@@ -34,9 +34,59 @@ from convlab.store.versions import crash_point
 
 if TYPE_CHECKING:
     from convlab.engines import Engine
-    from convlab.store.store import Store
+    from convlab.index import VectorIndex
+    from convlab.index.bm25 import BM25Index
 
 __all__ = ["load_empty", "run_update"]
+
+
+class StoreWriter(Protocol):
+    """What an update reads and writes of a store: the writer interface of ``convlab.store.Store``.
+
+    A structural type, so that this module, which ``Store.update`` calls, does not import the
+    module that defines the store.
+    """
+
+    @property
+    def directory(self) -> Path:
+        """The store's folder."""
+        ...
+
+    def frame(self, name: str) -> pl.DataFrame:
+        """A frame of the live version."""
+        ...
+
+    def index(self, strategy: str | None = None) -> VectorIndex:
+        """A strategy's vector index of the live version."""
+        ...
+
+    def open_for_update(self, log: Callable[[str], None]) -> tuple[dict[str, Any] | None, str]:
+        """The live manifest (None: none or unreadable) and what is damaged ('' if nothing)."""
+        ...
+
+    def write_version(
+        self,
+        manifest: dict[str, Any],
+        frames: dict[str, pl.DataFrame],
+        index: VectorIndex,
+        bm25: BM25Index | None,
+        views: dict[str, tuple[VectorIndex | None, BM25Index | None]] | None = None,
+    ) -> None:
+        """Write a new version and switch to it."""
+        ...
+
+    def write_manifest_only(self, manifest: dict[str, Any], files: dict[str, Any]) -> None:
+        """Record ``files`` in the live manifest."""
+        ...
+
+    def remove_leftovers(self) -> None:
+        """Delete temporary and unused versions."""
+        ...
+
+    def fill_counts(self, summary: IndexSummary) -> None:
+        """Copy the live counts into ``summary``."""
+        ...
+
 
 Files = dict[str, dict[str, Any]]
 """A manifest's ``files``: path -> size, mtime_ns, sha256, conversations, skipped."""
@@ -70,7 +120,7 @@ class _Plan:
 
 
 def run_update(
-    store: Store,
+    store: StoreWriter,
     paths: Sequence[str | Path],
     config: StoreConfig,
     embedder: Embedder,
@@ -98,16 +148,16 @@ def run_update(
             if plan.scan.changed or (old_manifest or {}).get("system") != system:
                 # content identical (a transcript rewritten in place), or the same views
                 # searched with another system: no index changes
-                store._write_manifest_only(
+                store.write_manifest_only(
                     {**(old_manifest or {}), "system": system}, plan.scan.files
                 )
             summary.seconds = time.perf_counter() - started
-            store._fill_counts(summary)
+            store.fill_counts(summary)
             return summary
         crash_point("after_load")
         _write(store, plan, config, embedder, eng, summary)
         summary.seconds = time.perf_counter() - started
-        store._fill_counts(summary)
+        store.fill_counts(summary)
         summary.skipped += [
             (r["source_path"], r["source_line"], r["reason"])
             for r in plan.corpus.report.skipped.iter_rows(named=True)
@@ -119,7 +169,7 @@ def run_update(
 
 
 def _open(
-    store: Store,
+    store: StoreWriter,
     config: StoreConfig,
     embedder: Embedder,
     rebuild: bool,
@@ -131,10 +181,10 @@ def _open(
     None after ``rebuild``, when the live version is damaged (it is rebuilt) or when the
     redaction rules changed (every file is read again).
     """
-    live_manifest, damage = store._open_for_update(log)
+    live_manifest, damage = store.open_for_update(log)
     if live_manifest is not None and not rebuild:  # before anything is removed
         check_settings(store.directory, live_manifest, config, embedder)
-    store._remove_leftovers()
+    store.remove_leftovers()
     summary.repaired = damage
     rules_changed = (
         live_manifest is not None
@@ -180,7 +230,7 @@ def _plan(
 
 
 def _write(
-    store: Store,
+    store: StoreWriter,
     plan: _Plan,
     config: StoreConfig,
     embedder: Embedder,
@@ -246,7 +296,7 @@ def _write(
         "bm25": built.bm25 is not None,
         "updated_at": time.time(),
     }
-    store._write_version(manifest, {n: frames[n] for n in FRAMES}, built.index, built.bm25, views)
+    store.write_version(manifest, {n: frames[n] for n in FRAMES}, built.index, built.bm25, views)
     summary.wrote_version = True
 
 
@@ -360,7 +410,7 @@ def _record_conversations(scan: _Scan, corpus: Corpus) -> None:
 
 
 def _kept(
-    store: Store, drop: set[str], held: dict[str, bool], dimension: int
+    store: StoreWriter, drop: set[str], held: dict[str, bool], dimension: int
 ) -> tuple[dict[str, pl.DataFrame], dict[str, Embedded]]:
     """The live version's rows of every conversation not in ``drop``, and the kept units.
 

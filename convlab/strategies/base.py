@@ -12,14 +12,11 @@ is exact without re-tokenising. Resurrection reads ``chunk_ids`` and never recom
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
 from itertools import groupby
 from typing import TypeVar
 
-from convlab import schema
 from convlab.pipeline.tokens import SPECIAL_TOKENS
-from convlab.protocols import Strategy
+from convlab.protocols import Chunk, Strategy
 from convlab.registry import Registry
 
 __all__ = [
@@ -35,34 +32,6 @@ __all__ = [
     "windows",
     "windows_per",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    """One row of the chunks frame, as strategies see it."""
-
-    chunk_id: str
-    conversation_id: str
-    turn_index: int
-    message_index: int
-    role: str
-    sentence_index: int
-    sentence_in_message: int
-    position: int
-    timestamp: datetime | None
-    text: str
-    n_tokens: int
-    doc_kind: str
-
-    @property
-    def turn_id(self) -> str:
-        """The id of this chunk's turn."""
-        return schema.turn_id(self.conversation_id, self.turn_index)
-
-    @property
-    def message_id(self) -> str:
-        """The id of this chunk's message."""
-        return schema.message_id(self.conversation_id, self.message_index)
 
 
 Unit = dict[str, object]

@@ -12,7 +12,7 @@ from convlab.app.cli import main
 from convlab.app.display import hit_lines
 from convlab.app.exits import EXIT_OK, EXIT_USAGE
 from convlab.paths import sample_data_path
-from tests.helpers import locomo_file
+from tests.helpers import index_argv, locomo_file
 
 # the FAISS session of the sample, read by hand: line 3 is the user's "We do need low latency.
 # How do we set up HNSW?" (message 2, turn 1), line 5 the assistant's answer (message 4), two
@@ -29,22 +29,7 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample indexed with the hash embedder."""
     out = tmp_path_factory.mktemp("ctx") / "store"
     src = sample_data_path() / "transcripts"
-    assert (
-        main(
-            [
-                "index",
-                str(src),
-                "--store",
-                str(out),
-                "--embedder",
-                "hash",
-                "-q",
-                "--system",
-                "turn_pair",
-            ]
-        )
-        == EXIT_OK
-    )
+    assert main(index_argv(src, str(out))) == EXIT_OK
     return out
 
 
@@ -203,22 +188,7 @@ def test_show_around_a_message_hit_and_its_unit(
     said = [("Ann", f"line {i}") for i in range(1, 8)]
     src = locomo_file(tmp_path / "d.json", said)
     store = str(tmp_path / "s")
-    assert (
-        main(
-            [
-                "index",
-                str(src),
-                "--store",
-                store,
-                "--embedder",
-                "hash",
-                "-q",
-                "--system",
-                "turn_pair",
-            ]
-        )
-        == EXIT_OK
-    )
+    assert main(index_argv(src, store)) == EXIT_OK
     capsys.readouterr()
     assert main(["show", "d1:m3", "--around", "2", "--store", store]) == EXIT_OK
     out = capsys.readouterr().out

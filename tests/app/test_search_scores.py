@@ -11,6 +11,7 @@ import pytest
 from convlab.app.cli import main
 from convlab.app.exits import EXIT_OK, EXIT_USAGE
 from convlab.paths import sample_data_path
+from tests.helpers import index_argv
 
 
 @pytest.fixture(scope="module")
@@ -18,22 +19,7 @@ def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample indexed with the hash embedder."""
     out = tmp_path_factory.mktemp("scores") / "store"
     src = sample_data_path() / "transcripts"
-    assert (
-        main(
-            [
-                "index",
-                str(src),
-                "--store",
-                str(out),
-                "--embedder",
-                "hash",
-                "-q",
-                "--system",
-                "turn_pair",
-            ]
-        )
-        == EXIT_OK
-    )
+    assert main(index_argv(src, str(out))) == EXIT_OK
     return out
 
 

@@ -11,6 +11,7 @@ from convlab.app.cli import main
 from convlab.app.exits import EXIT_OK
 from convlab.store import Store
 from convlab.store.manifest import FRAMES
+from tests.helpers import index_argv
 
 HISTORY = Path(__file__).parent.parent / "fixtures" / "claude_code" / "-home-ann-src-api"
 
@@ -18,23 +19,13 @@ HISTORY = Path(__file__).parent.parent / "fixtures" / "claude_code" / "-home-ann
 def test_an_update_keeps_old_rows_and_adds_the_columns(tmp_path: Path) -> None:
     hist, out = tmp_path / "h", tmp_path / "store"
     shutil.copytree(HISTORY, hist)
-    index = [
-        "index",
-        str(hist),
-        "--store",
-        str(out),
-        "--embedder",
-        "hash",
-        "-q",
-        "--system",
-        "turn_pair",
-    ]
+    index = index_argv(hist, out)
     assert main(index) == EXIT_OK
     # the same version as a store of the previous release wrote it: no agent_id, no project
     old = Store(out)
     frames = {name: old.frame(name) for name in FRAMES}
     frames["conversations"] = frames["conversations"].drop("agent_id", "project")
-    old._write_version(old.manifest(), frames, old.index(), old.bm25())
+    old.write_version(old.manifest(), frames, old.index(), old.bm25())
     # one session file changes: its conversation is rebuilt, the others' rows are kept
     agent = hist / "agent-ffdd9610.jsonl"
     agent.write_text(agent.read_text().replace("nightly export job", "weekly export job"))
