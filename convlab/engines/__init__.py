@@ -27,9 +27,8 @@ from convlab.registry import Registry
 if TYPE_CHECKING:
     from convlab.embed import CachedEmbedder
     from convlab.files import Found
-    from convlab.loaders.corpus import Corpus
 
-__all__ = ["ENGINES", "Engine", "LoadingEngine", "get_engine", "register_engine"]
+__all__ = ["ENGINES", "Engine", "IpcFrames", "LoadingEngine", "get_engine", "register_engine"]
 
 
 @runtime_checkable
@@ -55,6 +54,10 @@ class Engine(Protocol):
         ...
 
 
+IpcFrames = dict[str, bytes]
+"""A chunk of transcripts read: its frames as Arrow IPC bytes, by frame name."""
+
+
 @runtime_checkable
 class LoadingEngine(Engine, Protocol):
     """An engine that can also read transcript files (``convlab.load(..., engine=...)``)."""
@@ -64,11 +67,13 @@ class LoadingEngine(Engine, Protocol):
         ...
 
     def load_parts(
-        self, chunks: Sequence[Sequence[Found]], format: str | None, strict: bool
-    ) -> list[Corpus]:
-        """Each chunk of files read into a corpus, in chunk order.
+        self, chunks: Sequence[Sequence[Found]], read: Callable[[Sequence[Found]], IpcFrames]
+    ) -> list[IpcFrames]:
+        """Each chunk of files read by ``read`` where the engine runs it, in chunk order.
 
-        A strict-mode :class:`convlab.errors.LoadError` reaches the caller as it is.
+        The loaders pass ``read`` (their worker body, returning a chunk's frames as Arrow IPC
+        bytes by name) and decode the results, so an engine needs nothing of the loaders. A
+        strict-mode :class:`convlab.errors.LoadError` reaches the caller as it is.
         """
         ...
 

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from convlab.embed import HashEmbedder, MiniLMEmbedder, embed_texts
-from convlab.engines import register_engine
+from convlab.engines import IpcFrames, register_engine
 from convlab.extras import require
 
 if TYPE_CHECKING:
@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 
     from convlab.embed import CachedEmbedder, Embedder
     from convlab.files import Found
-    from convlab.loaders.corpus import Corpus
 
 __all__ = ["EMBEDDER_SPECS", "EmbedderSpec", "RayEngine", "embedder_spec"]
 
@@ -326,30 +325,30 @@ class RayEngine:
         return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
 
     def load_parts(
-        self, chunks: Sequence[Sequence[Found]], format: str | None, strict: bool
-    ) -> list[Corpus]:
-        """Each chunk of files read by one Ray task; the corpora in chunk order.
+        self, chunks: Sequence[Sequence[Found]], read: Callable[[Sequence[Found]], IpcFrames]
+    ) -> list[IpcFrames]:
+        """Each chunk of files read by one Ray task with ``read``; the results in chunk order.
 
-        The task is the local parallel loader's worker body
-        (:func:`convlab.loaders.registry.load_chunk_ipc`): it returns the chunk's frames as
-        Arrow IPC bytes through Ray's object store, so the files need only be readable where
-        the tasks run. A strict-mode :class:`~convlab.errors.LoadError` raised in a task
-        is raised here as it is (naming file and line), not wrapped in Ray's error.
+        ``read`` is the local parallel loader's worker body, bound to its format and strictness
+        (``functools.partial`` of :func:`convlab.loaders.registry.load_chunk_ipc`): it returns
+        the chunk's frames as Arrow IPC bytes through Ray's object store, so the files need only
+        be readable where the tasks run. A strict-mode :class:`~convlab.errors.LoadError`
+        raised in a task is raised here as it is (naming file and line), not wrapped in Ray's
+        error.
         """
         from convlab.errors import LoadError
-        from convlab.loaders.registry import corpus_from_ipc, load_chunk_ipc
 
         self._connect()
         ray = self._ray
-        task = ray.remote(num_cpus=1)(load_chunk_ipc)
-        refs = [task.remote(list(chunk), format, strict) for chunk in chunks]
+        task = ray.remote(num_cpus=1)(_read_chunk)
+        refs = [task.remote(read, list(chunk)) for chunk in chunks]
         try:
-            blobs = ray.get(refs)
+            blobs: list[IpcFrames] = ray.get(refs)
         except ray.exceptions.RayTaskError as exc:
             if isinstance(exc.cause, LoadError):
                 raise exc.cause from None
             raise
-        return [corpus_from_ipc(b) for b in blobs]
+        return blobs
 
     def embed(self, texts: Sequence[str], embedder: CachedEmbedder) -> np.ndarray:
         """Each distinct text once; cached texts stay here, the others go to the actor pool.
@@ -445,3 +444,11 @@ def _check_rows(result: pa.Table, n: int, dimension: int) -> np.ndarray:
     out = np.empty((n, dimension), dtype=np.float32)
     out[ids] = flat.reshape(n, dimension)
     return out
+
+
+def _read_chunk(read: Callable[[Sequence[Found]], IpcFrames], chunk: Sequence[Found]) -> IpcFrames:
+    """A Ray task's body: ``read`` applied to one chunk of files.
+
+    A top-level function, so that Ray pickles it by reference.
+    """
+    return read(chunk)

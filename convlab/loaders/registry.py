@@ -7,6 +7,7 @@ drift from what exists.
 
 from __future__ import annotations
 
+import functools
 import gc
 import io
 import multiprocessing
@@ -248,11 +249,12 @@ def _load_on_engine(
         if not isinstance(made, LoadingEngine):
             raise ValueError(f"the {made.name!r} engine cannot load transcripts")
         n = _workers(sizes, made.load_slots() if workers is None else workers)
-        parts = made.load_parts(_chunks(paths, sizes, 4 * n), format, strict)
+        read = functools.partial(load_chunk_ipc, format=format, strict=strict)
+        blobs = made.load_parts(_chunks(paths, sizes, 4 * n), read)
     finally:
         if isinstance(engine, str):
             made.close()
-    return merge_parts(parts)
+    return merge_parts([corpus_from_ipc(b) for b in blobs])
 
 
 def part_frames(corpus: Corpus) -> dict[str, pl.DataFrame]:
