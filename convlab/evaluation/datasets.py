@@ -186,7 +186,7 @@ def sample(path: str | Path | None = None) -> LabelledData:
     queries = read_queries(root / "queries.jsonl")
     judged = None
     if os.path.lexists(root / "qrels.jsonl"):
-        from convlab.judge import labels, read_judgments
+        from convlab.judge.qrels import labels, read_judgments
 
         judgments, torn = read_judgments(root / "qrels.jsonl")
         if torn is not None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import polars as pl
+
+from convlab.judge.candidate import Candidate
 
 __all__ = [
     "Candidate",
@@ -19,30 +20,6 @@ __all__ = [
     "shuffle_pool",
     "systems_from_names",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A pooled doc as the assessor sees it (nothing says which system found it).
-
-    Attributes:
-        query_id, query: the query.
-        doc_id, conversation_id: the doc.
-        text: the doc's own text.
-        context: ``(role, text, is_target)`` of the chunks its unit resurrects, in order.
-        terms: the query's words to highlight.
-        position, total: where it is in the query's pool (1-based) and the pool's size.
-    """
-
-    query_id: str
-    query: str
-    doc_id: str
-    conversation_id: str
-    text: str
-    context: tuple[tuple[str, str, bool], ...]
-    terms: tuple[str, ...]
-    position: int = 1
-    total: int = 1
 
 
 def query_terms(query: str) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from filelock import FileLock, Timeout
 
 from convlab.errors import LoadError
 from convlab.files import TABLE, check, open_regular, read_regular
-from convlab.judge.pool import Candidate
+from convlab.judge.candidate import Candidate
 
 __all__ = [
     "GRADES",

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from convlab.judge.pool import Candidate
+from convlab.judge.candidate import Candidate
 from convlab.judge.qrels import GRADES, KEYS, JudgmentLog
 
 __all__ = ["judge_loop", "render"]
