@@ -82,7 +82,9 @@ class StoreSearch:
     def held(self, strategies: list[str]) -> dict[str, HeldView]:
         """The views of ``strategies`` (each loaded on its first use)."""
         embedded = self.store.strategies()
-        for s in strategies:
+        # embedded views first: a BM25-only view takes its dimension from one of them, so no
+        # index is loaded twice (the store's first strategy is always embedded)
+        for s in sorted(strategies, key=lambda s: not embedded.get(s, False)):
             if s in self._held or s not in embedded:
                 continue
             bm25 = self.store.bm25(s)
@@ -90,9 +92,16 @@ class StoreSearch:
                 index = self.store.index(s)
             else:
                 units = self.store.frame("units").filter(pl.col("strategy") == s)
-                index = units_only_index(units, self.store.index().dimension)
+                index = units_only_index(units, self._dimension())
             self._held[s] = HeldView(index, bm25, embedded[s])
         return {s: self._held[s] for s in strategies if s in self._held}
+
+    def _dimension(self) -> int:
+        """The vectors' dimension: a held embedded view's, else the store's first index's."""
+        for h in self._held.values():
+            if h.dense:
+                return h.vector_index.dimension
+        return self.store.index().dimension
 
     def embedder(self) -> OnceEmbedder:
         """The query embedder, loaded on first use (queries embedded once each)."""
