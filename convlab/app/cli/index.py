@@ -334,10 +334,12 @@ def default_backend(store: Store, embedder: str, *, rebuild: bool = False) -> st
     if embedder != "minilm":
         return "torch"
     if not rebuild:
+        from convlab.store import StoreDamaged
+
         try:
             return backend_of(str(store.manifest().get("model_id", "")))
-        except Exception:  # no store yet, or one to be repaired: a new store's default
-            pass
+        except (FileNotFoundError, StoreDamaged, ValueError):
+            pass  # no store yet, one to repair, or vectors of another embedder: default below
     if all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime")):
         return STORE_BACKEND
     print(
