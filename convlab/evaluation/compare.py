@@ -51,6 +51,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="data/sample (default), a LoCoMo-family json or folder, or a LongMemEval json",
     )
     p.add_argument("--conversations", default=None, help="comma-separated conversation ids")
+    p.add_argument(
+        "--every",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="every N-th query only (the 1st, the N+1-th, ...) and the conversations it searches: "
+        "a fixed subset for a costly run (%(default)s: all)",
+    )
     p.add_argument("--strategies", default=DEFAULT_STRATEGIES)
     p.add_argument("--budgets", default=DEFAULT_BUDGETS)
     p.add_argument(
@@ -85,6 +93,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--backend", default="torch", choices=tuple(BACKENDS), help="MiniLM backend (%(default)s)"
     )
+
+
+def _positive(text: str) -> int:
+    """An argparse type: an integer of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    return n
 
 
 def check_strategies(text: str) -> list[str]:
@@ -252,7 +271,7 @@ def run_comparison(args: argparse.Namespace, systems: list[System] | None = None
     systems = systems if systems is not None else systems_of(args)
     data = load_labelled(args.data)
     convs = [c for c in (args.conversations or "").split(",") if c]
-    data = data.select(convs or None)
+    data = data.select(convs or None).every(args.every)
     check_scorable(data, args.data or "the sample data")
     budgets = check_budgets(args.budgets)
     config = comparison_config(data, budgets=budgets, scope=args.scope, baseline=args.baseline)

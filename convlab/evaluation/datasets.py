@@ -86,6 +86,34 @@ class LabelledData:
             None if self.judged is None else self.judged.filter(by_query),
         )
 
+    def every(self, n: int) -> LabelledData:
+        """Every ``n``-th query (the 1st, the ``n+1``-th, ... in the data's order) and only the
+        conversations they search: a fixed, reproducible subset for a costly run.
+
+        Raises:
+            ValueError: ``n`` below 1.
+        """
+        if n < 1:
+            raise ValueError(f"every needs n >= 1, not {n}")
+        if n == 1:
+            return self
+        keep = self.queries["query_id"].gather_every(n).to_list()
+        if self.haystacks is not None:
+            scoped = self.haystacks.filter(pl.col("query_id").is_in(keep))
+        else:
+            scoped = self.queries.filter(pl.col("query_id").is_in(keep))
+        convs = scoped["conversation_id"].drop_nulls().unique(maintain_order=True).to_list()
+        by_query = pl.col("query_id").is_in(keep)
+        return LabelledData(
+            self.name,
+            self.corpus.filter_conversations(convs) if convs else self.corpus,
+            self.queries.filter(by_query),
+            {**self.cleaning, "every": n},
+            None if self.haystacks is None else self.haystacks.filter(by_query),
+            None if self.sessions is None else self.sessions.filter(by_query),
+            None if self.judged is None else self.judged.filter(by_query),
+        )
+
 
 def check_scorable(data: LabelledData, source: str | Path) -> None:
     """Refuse labelled data on which no retrieval figure can be computed.
