@@ -251,6 +251,35 @@ def test_select_keeps_questions_whose_haystack_was_selected(data: LabelledData) 
     assert part.corpus.conversations.height == 4
 
 
+def test_every_keeps_every_nth_question_and_its_haystacks(data: LabelledData) -> None:
+    # questions q1, q2, q3_abs: every 2nd is q1 and q3_abs; their haystacks are q1's three
+    # sessions and q3_abs's three, four distinct (answer_2a and answer_2b are q2's alone)
+    part = data.every(2)
+    assert part.queries["query_id"].to_list() == ["q1", "q3_abs"]
+    assert sorted(part.corpus.conversations["conversation_id"]) == [
+        "answer_1a",
+        "sharegpt_a",
+        "ultrachat_b",
+        "ultrachat_c",
+    ]
+    assert part.sessions is not None
+    assert set(part.sessions["query_id"]) <= {"q1", "q3_abs"}
+    assert part.cleaning["every"] == 2
+    assert data.every(1) is data
+    with pytest.raises(ValueError, match="n >= 1"):
+        data.every(0)
+
+
+@pytest.mark.parametrize("bad", ["0", "-3", "two"])
+def test_every_must_be_a_whole_number_of_at_least_one(bad: str, capsys) -> None:  # type: ignore[no-untyped-def]
+    from convlab.evaluation.compare import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--data", str(FIXTURE), "--every", bad])
+    assert exc.value.code == 2
+    assert "--every" in capsys.readouterr().err
+
+
 @pytest.mark.model
 @pytest.mark.slow
 def test_eval_run_on_the_fixture(tmp_path: Path) -> None:
