@@ -87,8 +87,10 @@ class LabelledData:
         )
 
     def every(self, n: int) -> LabelledData:
-        """Every ``n``-th query (the 1st, the ``n+1``-th, ... in the data's order) and only the
-        conversations they search: a fixed, reproducible subset for a costly run.
+        """Every ``n``-th query and only the conversations they search.
+
+        The 1st, the ``n+1``-th, ... query in the data's order: a fixed, reproducible subset for
+        a costly run (``eval.run --every N``).
 
         Raises:
             ValueError: ``n`` below 1.
