@@ -69,6 +69,11 @@ def evaluate(
     if baseline not in names:
         raise ValueError(f"baseline {baseline!r} is not one of the systems")
     _check_scope(data, config.scope)
+    if config.protocol == "longmemeval" and data.official is None:
+        raise ValueError(
+            f"{data.name} was not read under the longmemeval protocol: load it with "
+            "load_labelled(path, protocol='longmemeval')"
+        )
     built = _build(data, systems, embedder=embedder, config=config)
     hits: dict[str, pl.DataFrame] = {}
     view_hits: dict[tuple[str | None, str, str], pl.DataFrame] = {}
@@ -118,6 +123,11 @@ def evaluate(
     by_cat = aggregate(per_q, by=["system", "category"])
     sig = compare(per_q.select("system", "query_id", "metric", "value"), baseline, seed=config.seed)
     category_sig = _category_significance(per_q, baseline, config)
+    official = None
+    if data.official is not None and config.protocol == "longmemeval":
+        from convlab.evaluation.lme_scores import score_official
+
+        official = score_official(hits, data.official, baseline=baseline, seed=config.seed)
     units_by = {_label(text, s): b.units for (text, s), b in built.items()}
     cfg = _record(data, systems, baseline, embedder, config, units_by, started)
     cfg["tuned"] = tuned
@@ -134,6 +144,7 @@ def evaluate(
         cfg,
         policy_budgets,
         tuning=pl.concat(tuning, how="diagonal_relaxed") if tuning else pl.DataFrame(),
+        official=official,
     )
 
 

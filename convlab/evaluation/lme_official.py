@@ -42,14 +42,17 @@ import numpy as np
 import orjson
 import polars as pl
 
+from convlab import schema
 from convlab.errors import LoadError
 from convlab.files import DATASET, read_regular
 
 __all__ = [
     "AVERAGES",
+    "KEYS",
     "KS",
     "LEVELS",
     "MEASURES",
+    "QUESTIONS",
     "OfficialLabels",
     "averages",
     "complete_rankings",
@@ -58,6 +61,7 @@ __all__ = [
     "official_measures",
     "read_official",
     "turn_to_session_at",
+    "with_doc_ids",
 ]
 
 KS = (1, 3, 5, 10, 30, 50)
@@ -140,11 +144,17 @@ def read_official(path: str | Path) -> OfficialLabels:
     questions: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     sessions: list[dict[str, Any]] = []
+    seen: set[str] = set()
     for n, item in enumerate(items):
         try:
             questions.append(_question(item, turns, sessions))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise LoadError(p, 1, f"question {n}: {exc!s} is missing or malformed") from None
+        except KeyError as exc:
+            raise LoadError(p, 1, f"question {n}: {exc} missing") from None
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise LoadError(p, 1, f"question {n}: malformed ({exc})") from None
+        if questions[-1]["query_id"] in seen:
+            raise LoadError(p, 1, f"question {n}: question_id {questions[-1]['query_id']!r} twice")
+        seen.add(questions[-1]["query_id"])
     return OfficialLabels(pl.DataFrame(questions, schema=QUESTIONS), _keys(turns), _keys(sessions))
 
 
@@ -163,7 +173,7 @@ def _question(
     qid = str(item["question_id"])
     ids, haystack = item["haystack_session_ids"], item["haystack_sessions"]
     if len(ids) != len(haystack):
-        raise ValueError("'haystack_session_ids' and 'haystack_sessions' of one length")
+        raise ValueError("haystack_session_ids and haystack_sessions differ in length")
     target = False
     for sid, session in zip(ids, haystack, strict=True):
         sid = str(sid)
@@ -196,6 +206,31 @@ def _key(qid: str, sid: str, message: int | None, key: str, text: str) -> dict[s
         "gold": "answer" in key,
         "text": text,
     }
+
+
+def with_doc_ids(labels: OfficialLabels, messages: pl.DataFrame) -> OfficialLabels:
+    """``labels`` with each turn key's ``doc_id``: the id of the message it is.
+
+    LongMemEval's loader (:mod:`convlab.loaders.longmemeval`) gives every message the external
+    id ``{session_id}_{i+1}``, the official key before renaming, in the conversation named by the
+    session id: the two are joined on them, so the mapping is exact. A key whose message the
+    loader left out (a malformed turn) gets a null ``doc_id``: no system can return it.
+
+    Args:
+        labels: from :func:`read_official`.
+        messages: :data:`convlab.schema.MESSAGES` of the corpus read from the same file.
+    """
+    users = messages.filter(pl.col("role") == "user").select(
+        pl.col("conversation_id").alias("session_id"),
+        pl.col("external_id").alias("_raw"),
+        schema.message_id_expr().alias("doc_id"),
+    )
+    turns = (
+        labels.turns.with_columns(pl.format("{}_{}", "session_id", "message").alias("_raw"))
+        .join(users, on=["session_id", "_raw"], how="left", maintain_order="left")
+        .drop("_raw")
+    )
+    return OfficialLabels(labels.questions, turns, labels.sessions)
 
 
 def _dcg(relevances: Sequence[float], k: int) -> float:
