@@ -122,7 +122,7 @@ def _official_section(ev: Evaluation) -> list[str]:
             part = summary.filter((pl.col("level") == level) & (pl.col("average") == average))
             if not part.height:
                 continue
-            n = int(part["queries"].max())
+            n = part.select(pl.col("queries").max()).item()
             wide = part.pivot(on="metric", index="system", values="mean")
             order = {s: i for i, s in enumerate([*ev.systems, REFERENCE])}
             wide = wide.sort(pl.col("system").replace_strict(order, default=len(order)))
