@@ -114,7 +114,9 @@ def _official_section(ev: Evaluation) -> list[str]:
         "",
         "`*`: differs from the baseline inside the average (paired randomization test, "
         "Holm-corrected over the systems, p < 0.05). Every k of 1, 3, 5, 10, 30, 50 is in "
-        "`official_summary.parquet`; per question in `official_per_query.parquet`.",
+        "`official_summary.parquet`; per question in `official_per_query.parquet`. The session "
+        "level scores the ranking of turns (the official code at turn granularity); LongMemEval's "
+        "published session figures rank whole sessions (session keys) instead.",
         "",
     ]
     for level, title in (("turn", "turn level"), ("session", "session level (from turns)")):
