@@ -287,9 +287,10 @@ def turn_to_session_at(
     """
     ids = [_strip(x) for x in ranked]
     gold = {_strip(x) for x in correct}
-    effective_k = k
-    while effective_k <= len(ids) and len(set(ids[:effective_k])) < k:
+    effective_k, seen = k, set(ids[:k])
+    while effective_k <= len(ids) and len(seen) < k:
         effective_k += 1
+        seen.update(ids[effective_k - 1 : effective_k])  # nothing once past the end
     return measures_at(ids, gold, effective_k)
 
 

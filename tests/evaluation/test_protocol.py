@@ -40,13 +40,16 @@ def test_data_that_is_not_longmemeval_is_refused_in_one_line(
         err = capsys.readouterr().err
         assert err.count("\n") == 1
         assert "the longmemeval protocol is LongMemEval's own: it needs a LongMemEval" in err
-    assert str(data) in load_error(data)
+    assert f"python -m eval.run: {data}:0: the longmemeval protocol" in compare_err(
+        [*argv, "--data", str(data)], capsys
+    )
+    with pytest.raises(LoadError, match="it needs a LongMemEval question file"):
+        load_labelled(data, protocol="longmemeval")
 
 
-def load_error(path: Path) -> str:
-    with pytest.raises(LoadError) as caught:
-        load_labelled(path, protocol="longmemeval")
-    return str(caught.value)
+def compare_err(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    compare.main(argv)
+    return capsys.readouterr().err
 
 
 def test_under_the_official_protocol_docs_are_user_messages_with_the_official_gold() -> None:
