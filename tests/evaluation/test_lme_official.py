@@ -226,3 +226,40 @@ def test_each_turn_key_maps_to_the_message_it_is() -> None:
         "answer_1a:m2",
         "ultrachat_b:m0",
     ]
+
+
+def test_systems_are_scored_per_question_averaged_and_tested_against_the_baseline() -> None:
+    from convlab.evaluation.lme_official import OfficialLabels
+    from convlab.evaluation.lme_scores import score_official
+
+    keys = pl.concat([_keys(), _keys().with_columns(pl.lit("r").alias("query_id"))])
+    questions = pl.DataFrame(
+        {
+            "query_id": ["q", "r"],
+            "question": ["kyoto", "kyoto"],
+            "category": ["a", "b"],
+            "abstention": [False, False],
+            "has_target": [True, True],
+        }
+    )
+    labels = OfficialLabels(questions, keys, pl.DataFrame())
+    found = pl.DataFrame({"query_id": ["q", "r"], "rank": [1, 1], "doc_id": ["answer_a:m0"] * 2})
+    missed = pl.DataFrame({"query_id": ["q", "r"], "rank": [1, 1], "doc_id": ["s:m0"] * 2})
+    scores = score_official(
+        {"base": missed, "good": found}, labels, baseline="base", reference=False
+    )
+    at1 = scores.summary.filter((pl.col("level") == "turn") & (pl.col("metric") == "recall_any@1"))
+    means = {(r["system"], r["average"]): r["mean"] for r in at1.iter_rows(named=True)}
+    assert means == {
+        ("base", "strict"): 0.0,
+        ("good", "strict"): 1.0,
+        ("base", "non_abstention"): 0.0,
+        ("good", "non_abstention"): 1.0,
+    }
+    assert set(scores.per_question["category"]) == {"a", "b"}
+    sig = scores.significance.filter(
+        (pl.col("level") == "turn") & (pl.col("metric") == "recall_any@1")
+    )
+    delta = {(r["system"], r["average"]): r["delta"] for r in sig.iter_rows(named=True)}
+    assert delta[("good", "strict")] == 1.0
+    assert delta[("base", "strict")] == 0.0
