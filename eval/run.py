@@ -12,7 +12,11 @@ instead of the default ones. ``--data`` is the bundled sample folder (default),
 LoCoMo (its json, or a folder holding ``locomo/locomo10.json``), a LoCoMo-family file or folder
 of files, or a LongMemEval file (``longmemeval_s.json``: searched per question in its haystack,
 scored at turn and session level with LongMemEval's measures), or a folder of pooled judgments
-(``data/real_sessions``: ``judged@10`` and ``bpref`` join the headline).
+(``data/real_sessions``: ``judged@10`` and ``bpref`` join the headline). ``--protocol
+longmemeval`` judges a LongMemEval file by LongMemEval's official protocol (user messages as
+keys, official gold and measures, strict and non-abstention averages, beside the official flat
+BM25): ``official_per_query.parquet``, ``official_summary.parquet`` and
+``official_significance.parquet`` join the folder.
 """
 
 from __future__ import annotations

@@ -49,9 +49,23 @@ def locomo_file() -> Path:
         pytest.skip(str(exc))
 
 
+@pytest.fixture(scope="session")
+def longmemeval_oracle() -> Path:
+    """LongMemEval's oracle file: ``CONVLAB_DATA`` (a datasets folder) or ../shared/datasets."""
+    data = os.environ.get("CONVLAB_DATA")
+    roots = [Path(data)] if data else []
+    roots.append(shared_dir() / "datasets")
+    for root in roots:
+        if root.is_file() and root.name == "longmemeval_oracle.json":
+            return root
+        if (root / "longmemeval" / "longmemeval_oracle.json").is_file():
+            return root / "longmemeval" / "longmemeval_oracle.json"
+    return _need(roots[-1] / "longmemeval" / "longmemeval_oracle.json", "LongMemEval oracle")
+
+
 # Test tiers (markers): a test that takes one of these fixtures is in its tier, marked or not, so
 # `make test` can run the tiers in order (core, model, locomo, notebooks, browser).
-_TIER_OF_FIXTURE = {"minilm": "model", "locomo_file": "locomo"}
+_TIER_OF_FIXTURE = {"minilm": "model", "locomo_file": "locomo", "longmemeval_oracle": "locomo"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -42,7 +42,7 @@ DEFAULT_BUDGETS = "128,256,512,1024,2048"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The comparison's options (``--data``, ``--strategies``, ``--out``, ...) on ``p``."""
     from convlab.embed import BACKENDS
-    from convlab.evaluation.config import SCOPES
+    from convlab.evaluation.config import PROTOCOLS, SCOPES
     from convlab.pipeline.policy import TEXT_FORMATS
 
     p.add_argument(
@@ -86,6 +86,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=TEXT_FORMATS.names(),
         help="how dialog messages are written before chunking, for every system without its "
         "own (default: ContentPolicy's, speaker)",
+    )
+    p.add_argument(
+        "--protocol",
+        default="convlab",
+        choices=tuple(PROTOCOLS),
+        help="how retrieval is judged: convlab (its own: the data's docs and labels, convlab's "
+        "measures; default) or longmemeval (LongMemEval's official protocol, on a LongMemEval "
+        "file only: user messages as keys, official gold, recall_any/recall_all/ndcg_any, "
+        "strict and non-abstention averages, beside the official flat BM25)",
     )
     p.add_argument("--baseline", default=None, help="system compared against (first strategy)")
     p.add_argument("--out", default="runs/eval")
@@ -216,7 +225,12 @@ def named_systems(args: argparse.Namespace) -> list[System]:
 
 
 def comparison_config(
-    data: LabelledData, *, budgets: tuple[int, ...], scope: str | None, baseline: str | None
+    data: LabelledData,
+    *,
+    budgets: tuple[int, ...],
+    scope: str | None,
+    baseline: str | None,
+    protocol: str = "convlab",
 ) -> EvalConfig:
     """The :class:`EvalConfig` for ``data``: LongMemEval's and pooled judgments' measures added.
 
@@ -227,8 +241,12 @@ def comparison_config(
         budgets: resurrection budgets in tokens.
         scope: where queries search; ``None`` picks from the data.
         baseline: the system compared against; ``None`` for the first.
+        protocol: how the run is judged (:data:`~convlab.evaluation.config.PROTOCOLS`);
+            ``longmemeval`` leaves the assistant's text out of what is embedded (its keys are
+            user messages only).
     """
     from convlab.evaluation.config import HEADLINE, JUDGED_METRICS, LONGMEMEVAL_METRICS, EvalConfig
+    from convlab.pipeline.policy import ContentPolicy
 
     scope = scope or ("haystack" if data.haystacks is not None else "conversation")
     metrics: tuple[str, ...] = EvalConfig().metrics
@@ -240,7 +258,13 @@ def comparison_config(
         metrics = (*metrics, *JUDGED_METRICS)
         headline = (*headline, *JUDGED_METRICS)
     return EvalConfig(
-        budgets=budgets, scope=scope, baseline=baseline, metrics=metrics, headline=headline
+        budgets=budgets,
+        scope=scope,
+        baseline=baseline,
+        metrics=metrics,
+        headline=headline,
+        protocol=protocol,
+        policy=ContentPolicy(assistant_text=protocol != "longmemeval"),
     )
 
 
@@ -269,12 +293,15 @@ def run_comparison(args: argparse.Namespace, systems: list[System] | None = None
     from convlab.evaluation.runfolder import save_run
 
     systems = systems if systems is not None else systems_of(args)
-    data = load_labelled(args.data)
+    protocol = getattr(args, "protocol", "convlab")
+    data = load_labelled(args.data, protocol=protocol)
     convs = [c for c in (args.conversations or "").split(",") if c]
     data = data.select(convs or None).every(args.every)
     check_scorable(data, args.data or "the sample data")
     budgets = check_budgets(args.budgets)
-    config = comparison_config(data, budgets=budgets, scope=args.scope, baseline=args.baseline)
+    config = comparison_config(
+        data, budgets=budgets, scope=args.scope, baseline=args.baseline, protocol=protocol
+    )
     config = replace(config, resurrection=check_policies(args.resurrection))
     if args.text_format is not None:
         config = replace(config, policy=config.policy.with_text_format(args.text_format))

@@ -7,11 +7,28 @@ from dataclasses import dataclass, field
 from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
 
-__all__ = ["HEADLINE", "JUDGED_METRICS", "LONGMEMEVAL_METRICS", "SCOPES", "EvalConfig"]
+__all__ = [
+    "HEADLINE",
+    "JUDGED_METRICS",
+    "LONGMEMEVAL_METRICS",
+    "PROTOCOLS",
+    "SCOPES",
+    "EvalConfig",
+]
 
 # the metrics of the headline tables: finding the evidence, ranking it, bringing it back
 HEADLINE = ("recall@5", "recall@10", "ndcg@10", "coverage@512")
 SCOPES = ("conversation", "haystack", "corpus")
+PROTOCOLS = {
+    "convlab": "convlab's own: docs are the data's (turns in chats: a user message and its "
+    "reply; messages in dialogs), relevant docs those holding the labelled evidence (on "
+    "LongMemEval a has_answer message of either role), convlab's measures (ir_measures)",
+    "longmemeval": "LongMemEval's own (Wu et al., ICLR 2025; src/retrieval of its repository): "
+    "keys are user messages only (the assistant's text is not indexed), a key is gold by the "
+    "official noans rule, official recall_any, recall_all and ndcg_any at 1, 3, 5, 10, 30, 50 "
+    "over every key of the haystack, averaged strict and over non-abstention questions",
+}
+"""The evaluation protocols (``eval.run --protocol``), each with what it means, for reports."""
 # beside the headline when the labels are pooled judgments: how much of the top 10 was judged,
 # and a measure that ignores unjudged docs (convlab.evaluation.metrics)
 JUDGED_METRICS = ("judged@10", "bpref")
@@ -32,6 +49,9 @@ class EvalConfig:
     ``resurrection`` names the resurrection policies (:data:`convlab.resurrection.POLICIES`)
     compared at each budget; the first one gives ``coverage@B`` and the ``budgets`` frame, every
     one of them the ``policy_budgets`` frame (the system x policy grid) when there are several.
+    ``protocol`` (:data:`PROTOCOLS`) is how the run is judged; ``longmemeval`` adds the
+    official measures (:mod:`convlab.evaluation.lme_official`) and needs a policy without the
+    assistant's text.
     """
 
     metrics: tuple[str, ...] = (
@@ -54,12 +74,20 @@ class EvalConfig:
     seed: int = 0
     headline: tuple[str, ...] = HEADLINE
     resurrection: tuple[str, ...] = ("unit",)
+    protocol: str = "convlab"
 
     def __post_init__(self) -> None:
         from convlab.resurrection import POLICIES
 
         if self.scope not in SCOPES:
             raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}")
+        if self.protocol == "longmemeval" and self.policy.assistant_text:
+            raise ValueError(
+                "the longmemeval protocol keys on user messages only: the policy must leave "
+                "the assistant's text out (assistant_text=False)"
+            )
         if not self.resurrection:
             raise ValueError("resurrection needs at least one policy")
         for name in self.resurrection:

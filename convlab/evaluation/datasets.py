@@ -10,19 +10,23 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from convlab import schema
+from convlab.evaluation.config import PROTOCOLS
 from convlab.evaluation.names import escaped, shown
 from convlab.evaluation.queries import read_queries
 from convlab.files import CONFIG, DATASET, open_regular, read_text_regular
 from convlab.loaders import Corpus, LoadError, load
 from convlab.loaders.locomo import LocomoReader, read_locomo
-from convlab.loaders.longmemeval import LongMemEvalReader, read_longmemeval
+from convlab.loaders.longmemeval import LongMemEvalLabels, LongMemEvalReader, read_longmemeval
 from convlab.paths import locomo_path, sample_data_path
 from convlab.pipeline.turns import message_turns
+
+if TYPE_CHECKING:
+    from convlab.evaluation.lme_official import OfficialLabels
 
 __all__ = ["LabelledData", "check_scorable", "load_labelled", "locomo", "longmemeval", "sample"]
 
@@ -49,6 +53,9 @@ class LabelledData:
         judged: every judged doc, relevant or not (``query_id, doc_id, grade, relevant``), when
             the labels come from pooled judgments (:mod:`convlab.judge`): what ``judged@k`` and
             ``bpref`` need.
+        official: LongMemEval's official keys and gold, when the data is read under its
+            protocol (:func:`longmemeval` with ``protocol="longmemeval"``); the keys carry the
+            ``doc_id`` that stands for each.
     """
 
     name: str
@@ -58,6 +65,7 @@ class LabelledData:
     haystacks: pl.DataFrame | None = None
     sessions: pl.DataFrame | None = None
     judged: pl.DataFrame | None = None
+    official: OfficialLabels | None = None
 
     def select(self, conversations: list[str] | None) -> LabelledData:
         """Only these conversations and the queries scoped to them.
@@ -84,6 +92,7 @@ class LabelledData:
             None if self.haystacks is None else self.haystacks.filter(by_query),
             None if self.sessions is None else self.sessions.filter(by_query),
             None if self.judged is None else self.judged.filter(by_query),
+            None if self.official is None else self.official.select(keep.to_list()),
         )
 
     def every(self, n: int) -> LabelledData:
@@ -165,19 +174,28 @@ def locomo(path: str | Path | None = None, *, strict: bool = False) -> LabelledD
     return LabelledData(_name(p), corpus, queries, report)
 
 
-def longmemeval(path: str | Path, *, strict: bool = False) -> LabelledData:
+def longmemeval(
+    path: str | Path, *, strict: bool = False, protocol: str = "convlab"
+) -> LabelledData:
     """LongMemEval's questions, each scoped to its own haystack of sessions.
 
-    Docs are turns (a user message and the reply:
-    :mod:`convlab.pipeline.turns`); a query's relevant docs
-    are the turns holding a ``has_answer`` message, its relevant sessions (``sessions``) its
-    ``answer_session_ids``. Abstention questions (``_abs``) are kept without relevant docs.
+    ``protocol="convlab"`` (convlab's own): docs are turns (a user message and the reply:
+    :mod:`convlab.pipeline.turns`); a query's relevant docs are the turns holding a
+    ``has_answer`` message of either role, its relevant sessions (``sessions``) its
+    ``answer_session_ids``. ``protocol="longmemeval"`` (the official one: :func:`official`):
+    docs are user messages, relevant as the official code rules. Abstention questions
+    (``_abs``) are kept without relevant docs.
 
     Raises:
         LoadError: naming the file (see :func:`convlab.loaders.longmemeval.read_longmemeval`).
+        ValueError: an unknown protocol.
     """
     p = Path(path)
     corpus, labels = read_longmemeval(p, strict=strict)
+    if protocol == "longmemeval":
+        return official(p, corpus, labels)
+    if protocol != "convlab":
+        raise ValueError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
     turn_of = (
         message_turns(corpus)
         .filter(pl.col("turn_index").is_not_null())
@@ -197,6 +215,62 @@ def longmemeval(path: str | Path, *, strict: bool = False) -> LabelledData:
         .select(list(schema.QUERIES))
     )
     return LabelledData(_name(p), corpus, queries, labels.report, labels.haystacks, labels.sessions)
+
+
+def official(path: Path, corpus: Corpus, labels: LongMemEvalLabels) -> LabelledData:
+    """A LongMemEval file under its official protocol (:mod:`convlab.evaluation.lme_official`).
+
+    Docs are messages (``doc_kind="message"``): the evaluation embeds only user text
+    (:class:`~convlab.evaluation.config.EvalConfig` under this protocol), so each user message,
+    the official turn key, is a doc. A query's relevant docs are its gold user messages, its
+    relevant sessions the official gold sessions; abstention questions get none.
+    ``official`` holds the keys (with the doc that stands for each) for the official measures.
+    ``cleaning`` adds: ``official_turn_keys``, ``official_gold_turns``,
+    ``official_gold_without_doc`` (a gold message the loader left out), ``strict_questions``
+    and ``non_abstention_questions``.
+    """
+    from convlab.evaluation.lme_official import read_official, with_doc_ids
+
+    keys = with_doc_ids(read_official(path), corpus.messages)
+    asked = keys.questions.filter(~pl.col("abstention")).select("query_id")
+    gold = keys.turns.filter(pl.col("gold")).join(asked, on="query_id", how="semi")
+    turns = (
+        gold.filter(pl.col("doc_id").is_not_null())
+        .group_by("query_id")
+        .agg(pl.col("doc_id").alias("_rel"))
+    )
+    sessions = (
+        keys.sessions.filter(pl.col("gold"))
+        .join(asked, on="query_id", how="semi")
+        .group_by("query_id")
+        .agg(pl.col("session_id").alias("_rel"))
+    )
+    empty = pl.lit([], dtype=pl.List(pl.String))
+
+    def relevant(frame: pl.DataFrame, rel: pl.DataFrame) -> pl.DataFrame:
+        return frame.join(rel, on="query_id", how="left").with_columns(
+            pl.col("_rel").fill_null(empty).alias("relevant")
+        )
+
+    queries = relevant(labels.queries, turns).select(list(schema.QUERIES))
+    session_gold = relevant(labels.sessions, sessions).select("query_id", "relevant")
+    cleaning = {
+        **labels.report,
+        "official_turn_keys": keys.turns.height,
+        "official_gold_turns": gold.height,
+        "official_gold_without_doc": gold.filter(pl.col("doc_id").is_null()).height,
+        "strict_questions": keys.strict().height,
+        "non_abstention_questions": asked.height,
+    }
+    return LabelledData(
+        _name(path),
+        corpus.with_doc_kind("message"),
+        queries,
+        cleaning,
+        labels.haystacks,
+        session_gold,
+        official=keys,
+    )
 
 
 def sample(path: str | Path | None = None) -> LabelledData:
@@ -280,7 +354,9 @@ def _sources(path: Path) -> Corpus:
     return corpus.with_doc_kind(docs)
 
 
-def load_labelled(path: str | Path | None, *, strict: bool = False) -> LabelledData:
+def load_labelled(
+    path: str | Path | None, *, strict: bool = False, protocol: str = "convlab"
+) -> LabelledData:
     """Labelled data from a path, the kind read from the data itself.
 
     - ``None``: the bundled sample;
@@ -289,15 +365,31 @@ def load_labelled(path: str | Path | None, *, strict: bool = False) -> LabelledD
     - a LongMemEval file: :func:`longmemeval`;
     - a LoCoMo-family file, or a folder of them: :func:`locomo`.
 
+    ``protocol`` (:data:`~convlab.evaluation.config.PROTOCOLS`): ``convlab`` reads any of
+    these; ``longmemeval``, LongMemEval's own protocol, only a LongMemEval file.
+
     Raises:
-        LoadError: naming the file or folder and what was expected, when it is none of these.
+        LoadError: naming the file or folder and what was expected, when it is none of these,
+            or not a LongMemEval file under the ``longmemeval`` protocol.
         FileNotFoundError: ``path`` does not exist.
+        ValueError: an unknown protocol.
     """
-    if path is None:
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
+    if path is None and protocol == "convlab":
         return sample()
-    p = Path(path).expanduser()
+    p = Path(path).expanduser() if path is not None else sample_data_path()
     if not p.exists():
         raise FileNotFoundError(f"no such file or directory: {p}")
+    if protocol == "longmemeval":
+        if p.is_dir() or _kind(p) != "longmemeval":
+            raise LoadError(
+                p,
+                0,
+                "the longmemeval protocol is LongMemEval's own: it needs a LongMemEval "
+                "question file (longmemeval_s.json, _m or _oracle), and this is not one",
+            )
+        return longmemeval(p, strict=strict, protocol=protocol)
     if p.is_dir():
         if os.path.lexists(p / "queries.jsonl"):
             return sample(p)

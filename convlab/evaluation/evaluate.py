@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 from tqdm.auto import tqdm
@@ -34,6 +34,9 @@ from convlab.evaluation.systems import System
 from convlab.protocols import Embedder
 from convlab.resurrection import budget_measures
 from convlab.retrieval import SearchOptions, search_haystacks, search_many
+
+if TYPE_CHECKING:
+    from convlab.evaluation.lme_scores import OfficialScores
 
 __all__ = ["evaluate"]
 
@@ -69,6 +72,7 @@ def evaluate(
     if baseline not in names:
         raise ValueError(f"baseline {baseline!r} is not one of the systems")
     _check_scope(data, config.scope)
+    _check_protocol(data, config.protocol)
     built = _build(data, systems, embedder=embedder, config=config)
     hits: dict[str, pl.DataFrame] = {}
     view_hits: dict[tuple[str | None, str, str], pl.DataFrame] = {}
@@ -118,6 +122,7 @@ def evaluate(
     by_cat = aggregate(per_q, by=["system", "category"])
     sig = compare(per_q.select("system", "query_id", "metric", "value"), baseline, seed=config.seed)
     category_sig = _category_significance(per_q, baseline, config)
+    official = _official(data, hits, baseline, config)
     units_by = {_label(text, s): b.units for (text, s), b in built.items()}
     cfg = _record(data, systems, baseline, embedder, config, units_by, started)
     cfg["tuned"] = tuned
@@ -134,6 +139,7 @@ def evaluate(
         cfg,
         policy_budgets,
         tuning=pl.concat(tuning, how="diagonal_relaxed") if tuning else pl.DataFrame(),
+        official=official,
     )
 
 
@@ -203,6 +209,26 @@ def _check_scope(data: LabelledData, scope: str) -> None:
         raise ValueError(
             f"{data.name}'s queries are scoped to haystacks of sessions: use scope 'haystack'"
         )
+
+
+def _check_protocol(data: LabelledData, protocol: str) -> None:
+    """Data read under the protocol it is judged by, or a ValueError saying how to read it."""
+    if protocol == "longmemeval" and data.official is None:
+        raise ValueError(
+            f"{data.name} was not read under the longmemeval protocol: load it with "
+            "load_labelled(path, protocol='longmemeval')"
+        )
+
+
+def _official(
+    data: LabelledData, hits: dict[str, pl.DataFrame], baseline: str, config: EvalConfig
+) -> OfficialScores | None:
+    """LongMemEval's official measures of every system, under its protocol; else ``None``."""
+    if data.official is None or config.protocol != "longmemeval":
+        return None
+    from convlab.evaluation.lme_scores import score_official
+
+    return score_official(hits, data.official, baseline=baseline, seed=config.seed)
 
 
 def _search(

@@ -17,7 +17,8 @@ from pathlib import Path
 import polars as pl
 
 from convlab.atomic import write_text_atomic
-from convlab.evaluation.config import LONGMEMEVAL_METRICS
+from convlab.evaluation.config import LONGMEMEVAL_METRICS, PROTOCOLS
+from convlab.evaluation.lme_bm25 import REFERENCE
 from convlab.evaluation.names import markdown, markdown_code
 from convlab.evaluation.policy_grid import EFFICIENCY, TESTED, grid_means
 from convlab.evaluation.result import Evaluation, mark_significant
@@ -70,6 +71,74 @@ def _longmemeval_section(ev: Evaluation) -> list[str]:
     return lines
 
 
+def _protocol_lines(ev: Evaluation) -> list[str]:
+    """The protocol the run was judged by (the report's first lines)."""
+    name = ev.config["config"].get("protocol", "convlab")
+    lines = [f"**Protocol: {markdown_code(name)}**, {PROTOCOLS[name]}."]
+    if name == "convlab" and ev.config["data"].get("haystacks"):
+        lines.append(
+            "These are not LongMemEval's official figures (its keys are user messages "
+            "only): `--protocol longmemeval` gives those."
+        )
+    if name == "longmemeval":
+        lines.append(
+            "Each system's ranking is completed with the haystack's keys it did not return, "
+            "in haystack order, before the official measures; its session level is the "
+            "official turn -> session scoring (k widened to k distinct sessions). convlab's BM25 "
+            "views keep convlab's BM25 (bm25s, IDF over the whole corpus of distinct sessions, "
+            "not per haystack); the official flat BM25 (rank_bm25 per haystack) is the row "
+            f"{markdown_code(REFERENCE)}. The tables below the official ones are convlab's "
+            "measures on the same keys and gold."
+        )
+    return [*lines, ""]
+
+
+# the README's reference table: LongMemEval's own columns
+_OFFICIAL_COLUMNS = (
+    "recall_all@5",
+    "ndcg_any@5",
+    "recall_all@10",
+    "ndcg_any@10",
+    "recall_any@5",
+    "recall_any@10",
+)
+
+
+def _official_section(ev: Evaluation) -> list[str]:
+    """LongMemEval's official measures per level and average, marked against the baseline."""
+    if ev.official is None:
+        return []
+    summary, sig = ev.official.summary, ev.official.significance
+    lines = [
+        "## LongMemEval's official measures",
+        "",
+        "`*`: differs from the baseline inside the average (paired randomization test, "
+        "Holm-corrected over the systems, p < 0.05). Every k of 1, 3, 5, 10, 30, 50 is in "
+        "`official_summary.parquet`; per question in `official_per_query.parquet`. The session "
+        "level scores the ranking of turns (the official code at turn granularity); LongMemEval's "
+        "published session figures rank whole sessions (session keys) instead.",
+        "",
+    ]
+    for level, title in (("turn", "turn level"), ("session", "session level (from turns)")):
+        for average, label in (("strict", "strict"), ("non_abstention", "non-abstention")):
+            part = summary.filter((pl.col("level") == level) & (pl.col("average") == average))
+            if not part.height:
+                continue
+            n = part.select(pl.col("queries").max()).item()
+            wide = part.pivot(on="metric", index="system", values="mean")
+            order = {s: i for i, s in enumerate([*ev.systems, REFERENCE])}
+            wide = wide.sort(pl.col("system").replace_strict(order, default=len(order)))
+            tests = sig.filter((pl.col("level") == level) & (pl.col("average") == average))
+            marked = mark_significant(wide, tests, _OFFICIAL_COLUMNS, ["system"])
+            lines += [
+                f"### {title}, {label} (n = {n})",
+                "",
+                markdown_table(marked.select("system", *_OFFICIAL_COLUMNS)),
+                "",
+            ]
+    return lines
+
+
 def _tuned_note(ev: Evaluation) -> list[str]:
     """Which figures are cross-validated, and which systems had nothing tuned."""
     tuned = ev.config.get("tuned") or {}
@@ -114,6 +183,7 @@ def write_report(ev: Evaluation, out: Path) -> Path:
     parts = [
         f"# Strategy comparison on {markdown(data['name'])}",
         "",
+        *_protocol_lines(ev),
         f"{data['conversations']} conversations, {data['queries']} queries "
         f"({data['judged_queries']} with relevant docs), scope: {cfg['config']['scope']}, "
         f"model {markdown_code(cfg['model_id'])}, baseline {markdown_code(cfg['baseline'])}, "
@@ -129,6 +199,7 @@ def write_report(ev: Evaluation, out: Path) -> Path:
         "",
         *_tuned_note(ev),
         *_judged_note(ev),
+        *_official_section(ev),
         *_longmemeval_section(ev),
         "## Per category",
         "",

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from convlab.evaluation.config import HEADLINE
+
+if TYPE_CHECKING:
+    from convlab.evaluation.lme_scores import OfficialScores
 
 __all__ = ["Evaluation", "mark_significant"]
 
@@ -33,6 +36,8 @@ class Evaluation:
     # the grid's tests (convlab.evaluation.policy_grid.grid_significance); save_run fills it
     # when it is empty and the grid is not
     policy_significance: pl.DataFrame = field(default_factory=pl.DataFrame)
+    # LongMemEval's official measures, under its protocol (EvalConfig.protocol); else None
+    official: OfficialScores | None = None
 
     @property
     def systems(self) -> list[str]:

@@ -11,6 +11,12 @@ primary metric named): :func:`save_run` writes
   ``category_significance.parquet``: the frames behind them;
 - ``runs/STEM.trec``: one TREC run per system, named by :func:`run_path` (a slug of the system's
   name and a short hash of it: a name is never a path);
+- under LongMemEval's protocol (``EvalConfig.protocol == "longmemeval"``):
+  ``official_per_query.parquet`` (the official measures per system, question, level and
+  metric), ``official_summary.parquet`` (their strict and non-abstention means) and
+  ``official_significance.parquet`` (each system against the baseline, per average), also
+  under ``official`` in ``metrics.json``
+  (:func:`convlab.evaluation.lme_scores.score_official`);
 - ``tuning.parquet``: the setting each fold chose for each cross-validated system;
   ``systems.toml``: every system as run (an experiment file), and ``systems.chosen.toml``: the
   cross-validated systems with the settings chosen on all queries, fixed, beside the baseline
@@ -101,13 +107,19 @@ def metrics_record(ev: Evaluation) -> dict[str, Any]:
         .agg(*[pl.col(c).mean() for c in BUDGET_MEANS])
         .sort("system", "budget")
     )
-    return {
+    record: dict[str, Any] = {
         "summary": ev.summary.to_dicts(),
         "by_category": ev.by_category.to_dicts(),
         "budgets": budgets.to_dicts(),
         "significance": ev.significance.to_dicts(),
         "category_significance": ev.category_significance.to_dicts(),
     }
+    if ev.official is not None:  # only under LongMemEval's protocol
+        record["official"] = {
+            "summary": ev.official.summary.to_dicts(),
+            "significance": ev.official.significance.to_dicts(),
+        }
+    return record
 
 
 def _figures(ev: Evaluation) -> dict[str, Figure]:
@@ -211,6 +223,10 @@ def save_run(ev: Evaluation, out: Path, *, grid_systems: Sequence[str] | None = 
     }
     if ev.tuning.height:  # what each fold chose for the cross-validated systems
         frames["tuning.parquet"] = ev.tuning
+    if ev.official is not None:  # LongMemEval's protocol: its own measures, means and tests
+        frames["official_per_query.parquet"] = ev.official.per_question
+        frames["official_summary.parquet"] = ev.official.summary
+        frames["official_significance.parquet"] = ev.official.significance
     for name, frame in frames.items():
         write_file_atomic(out / name, frame.write_parquet)
     metrics = json.dumps(metrics_record(ev), indent=1, default=str)
