@@ -123,6 +123,7 @@ class LabelledData:
             None if self.haystacks is None else self.haystacks.filter(by_query),
             None if self.sessions is None else self.sessions.filter(by_query),
             None if self.judged is None else self.judged.filter(by_query),
+            None if self.official is None else self.official.select(keep),
         )
 
 

@@ -270,6 +270,13 @@ def test_every_keeps_every_nth_question_and_its_haystacks(data: LabelledData) ->
         data.every(0)
 
 
+def test_every_keeps_the_official_labels_of_the_questions_kept() -> None:
+    part = load_labelled(FIXTURE, protocol="longmemeval").every(2)
+    assert part.official is not None
+    assert part.official.questions["query_id"].to_list() == ["q1", "q3_abs"]
+    assert set(part.official.turns["query_id"]) == {"q1", "q3_abs"}
+
+
 @pytest.mark.parametrize("bad", ["0", "-3", "two"])
 def test_every_must_be_a_whole_number_of_at_least_one(bad: str, capsys) -> None:  # type: ignore[no-untyped-def]
     from convlab.evaluation.compare import main
