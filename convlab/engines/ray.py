@@ -45,7 +45,7 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,9 +53,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from convlab.embed import embed_texts
-from convlab.embed.device import Device, DeviceUnavailable, parse_device
+from convlab.embed.device import Device, parse_device
 from convlab.engines import IpcFrames, register_engine
-from convlab.engines.ray_actor import EMBEDDER_SPECS, EmbedBatches, EmbedderSpec, embedder_spec
+from convlab.engines.ray_actor import (
+    EMBEDDER_SPECS,
+    ActorPlan,
+    EmbedBatches,
+    EmbedderSpec,
+    embedder_spec,
+    plan_actors,
+)
 from convlab.extras import require
 
 if TYPE_CHECKING:
@@ -75,6 +82,10 @@ __all__ = [
 ]
 
 _FEATURE = "engine='ray' (Ray Data)"
+
+
+ACTOR_START_SECONDS = 600
+"""How long a job waits for its actor pool to start (loading the model included) before failing."""
 
 
 def _import_ray() -> Any:
@@ -111,70 +122,6 @@ class RayJob:
     start_seconds: float = 0.0
     device: str = "cpu"
     nodes: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class ActorPlan:
-    """Where a job's actors run: the device, the pool size, what each asks Ray for.
-
-    Attributes:
-        device: ``cpu`` or ``cuda``.
-        actors: actors in the pool.
-        resources: ``map_batches``' resource arguments (``num_cpus``, and ``num_gpus`` on cuda).
-    """
-
-    device: str
-    actors: int
-    resources: dict[str, float]
-
-
-def plan_actors(
-    cluster: Mapping[str, float],
-    *,
-    device: str,
-    actors: int | None,
-    cpus_per_actor: float,
-    gpus_per_actor: float,
-    blocks: int,
-    gpu_capable: bool = True,
-) -> ActorPlan:
-    """The actors of a job on a cluster with ``cluster`` resources (``ray.cluster_resources()``).
-
-    ``auto`` is ``cuda`` when the cluster has a GPU and the embedder can use one
-    (``gpu_capable``: :attr:`EmbedderSpec.gpu`); then each actor asks for ``gpus_per_actor``
-    GPUs and the pool defaults to as many actors as those fit; on ``cpu`` none is asked for and
-    the pool defaults to the CPUs over ``cpus_per_actor``. Never more actors than blocks.
-
-    Raises:
-        DeviceUnavailable: ``cuda`` on a cluster without a GPU, or for an embedder that runs on
-            the CPU only.
-
-    Example:
-        >>> plan_actors({"CPU": 16.0, "GPU": 2.0}, device="auto", actors=None,
-        ...             cpus_per_actor=1.0, gpus_per_actor=1.0, blocks=10)
-        ActorPlan(device='cuda', actors=2, resources={'num_cpus': 1.0, 'num_gpus': 1.0})
-    """
-    wanted = parse_device(device)
-    if wanted is Device.CUDA and not gpu_capable:
-        raise DeviceUnavailable(
-            "--device cuda: on Ray only the torch backend runs on a GPU; use --backend torch, "
-            "or --device cpu"
-        )
-    gpus = float(cluster.get("GPU", 0.0)) if gpu_capable else 0.0
-    on_gpu = wanted is Device.CUDA or (wanted is Device.AUTO and gpus > 0)
-    if on_gpu and gpus < gpus_per_actor:
-        raise DeviceUnavailable(
-            f"--device cuda: the Ray cluster has {gpus:g} GPUs, an actor needs "
-            f"{gpus_per_actor:g}; use --device cpu or auto"
-        )
-    resources = {"num_cpus": cpus_per_actor}
-    if on_gpu:
-        resources["num_gpus"] = gpus_per_actor
-        fit = int(gpus // gpus_per_actor)
-    else:
-        fit = int(float(cluster.get("CPU", 1.0)) // cpus_per_actor)
-    pool = min(actors or max(1, fit), max(1, blocks))
-    return ActorPlan(device="cuda" if on_gpu else "cpu", actors=pool, resources=resources)
 
 
 class _RayInner:
@@ -391,6 +338,10 @@ class RayEngine:
         # One block in flight per actor (Ray Data's default queues 4 on each): with 4, the
         # last blocks wait behind one busy actor while the others, with nothing left, stop.
         pool = ray.data.ActorPoolStrategy(size=plan.actors, max_tasks_in_flight_per_actor=1)
+        # Blocks go out once every actor has started: otherwise the first actor up (the one on
+        # the driver's node, say) takes blocks while the others still load; a pool that cannot
+        # start within the limit is an error, not a wait forever.
+        ray.data.DataContext.get_current().wait_for_min_actors_s = ACTOR_START_SECONDS
         out = ray.data.from_arrow(blocks).map_batches(
             EmbedBatches,
             fn_constructor_kwargs={

@@ -1,10 +1,12 @@
-"""What runs inside the Ray engine's actors: the embedder rebuilt from a spec, batch by batch.
+"""The Ray engine's actors: where they run (:func:`plan_actors`) and what they run.
 
-An actor never receives a live model: :class:`EmbedderSpec` names the embedder's class by import
-path and its constructor's arguments (:func:`embedder_spec` reads them from an instance), and the
-actor's callable, :class:`EmbedBatches`, rebuilds it once at start-up. Each batch it returns
-carries the vectors and what the job reports: encode time, start-up time, the actor's process,
-torch threads and the id of the Ray node it ran on.
+:func:`plan_actors` resolves a job's device against the cluster's resources: the pool's size and
+what each actor asks Ray for (``num_gpus`` on a GPU, none on the CPU). An actor never receives a
+live model: :class:`EmbedderSpec` names the embedder's class by import path and its
+constructor's arguments (:func:`embedder_spec` reads them from an instance), and the actor's
+callable, :class:`EmbedBatches`, rebuilds it once at start-up. Each batch it returns carries the
+vectors and what the job reports: encode time, start-up time, the actor's process, torch threads
+and the id of the Ray node it ran on.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ import importlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from convlab.embed import HashEmbedder, MiniLMEmbedder
+from convlab.embed.device import Device, DeviceUnavailable, parse_device
 from convlab.embed.onnx import OnnxEmbedder
 
 if TYPE_CHECKING:
@@ -27,7 +30,78 @@ if TYPE_CHECKING:
 
     from convlab.embed import Embedder
 
-__all__ = ["EMBEDDER_SPECS", "EmbedBatches", "EmbedderSpec", "embedder_spec"]
+__all__ = [
+    "EMBEDDER_SPECS",
+    "ActorPlan",
+    "EmbedBatches",
+    "EmbedderSpec",
+    "embedder_spec",
+    "plan_actors",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ActorPlan:
+    """Where a job's actors run: the device, the pool size, what each asks Ray for.
+
+    Attributes:
+        device: ``cpu`` or ``cuda``.
+        actors: actors in the pool.
+        resources: ``map_batches``' resource arguments (``num_cpus``, and ``num_gpus`` on cuda).
+    """
+
+    device: str
+    actors: int
+    resources: dict[str, float]
+
+
+def plan_actors(
+    cluster: Mapping[str, float],
+    *,
+    device: str,
+    actors: int | None,
+    cpus_per_actor: float,
+    gpus_per_actor: float,
+    blocks: int,
+    gpu_capable: bool = True,
+) -> ActorPlan:
+    """The actors of a job on a cluster with ``cluster`` resources (``ray.cluster_resources()``).
+
+    ``auto`` is ``cuda`` when the cluster has a GPU and the embedder can use one
+    (``gpu_capable``: :attr:`EmbedderSpec.gpu`); then each actor asks for ``gpus_per_actor``
+    GPUs and the pool defaults to as many actors as those fit; on ``cpu`` none is asked for and
+    the pool defaults to the CPUs over ``cpus_per_actor``. Never more actors than blocks.
+
+    Raises:
+        DeviceUnavailable: ``cuda`` on a cluster without a GPU, or for an embedder that runs on
+            the CPU only.
+
+    Example:
+        >>> plan_actors({"CPU": 16.0, "GPU": 2.0}, device="auto", actors=None,
+        ...             cpus_per_actor=1.0, gpus_per_actor=1.0, blocks=10)
+        ActorPlan(device='cuda', actors=2, resources={'num_cpus': 1.0, 'num_gpus': 1.0})
+    """
+    wanted = parse_device(device)
+    if wanted is Device.CUDA and not gpu_capable:
+        raise DeviceUnavailable(
+            "--device cuda: on Ray only the torch backend runs on a GPU; use --backend torch, "
+            "or --device cpu"
+        )
+    gpus = float(cluster.get("GPU", 0.0)) if gpu_capable else 0.0
+    on_gpu = wanted is Device.CUDA or (wanted is Device.AUTO and gpus > 0)
+    if on_gpu and gpus < gpus_per_actor:
+        raise DeviceUnavailable(
+            f"--device cuda: the Ray cluster has {gpus:g} GPUs, an actor needs "
+            f"{gpus_per_actor:g}; use --device cpu or auto"
+        )
+    resources = {"num_cpus": cpus_per_actor}
+    if on_gpu:
+        resources["num_gpus"] = gpus_per_actor
+        fit = int(gpus // gpus_per_actor)
+    else:
+        fit = int(float(cluster.get("CPU", 1.0)) // cpus_per_actor)
+    pool = min(actors or max(1, fit), max(1, blocks))
+    return ActorPlan(device="cuda" if on_gpu else "cpu", actors=pool, resources=resources)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

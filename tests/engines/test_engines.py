@@ -184,6 +184,7 @@ def test_ray_job_asks_for_gpus_and_builds_the_model_on_cuda(
         is_initialized=lambda: True,
         cluster_resources=lambda: {"CPU": 8.0, "GPU": 1.0},
         data=SimpleNamespace(
+            DataContext=SimpleNamespace(get_current=lambda: SimpleNamespace()),
             ActorPoolStrategy=lambda **kw: kw,
             from_arrow=lambda blocks: SimpleNamespace(map_batches=map_batches),
         ),
