@@ -38,6 +38,7 @@ it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
@@ -245,6 +246,7 @@ class RayEngine:
         else:
             ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
         self._started = True
+        _forget_stale_stats_actor()
         self.init_seconds = time.perf_counter() - started
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
@@ -378,6 +380,20 @@ class RayEngine:
             nodes=dict(sorted(Counter(result.column("node").to_pylist()).items())),
         )
         return vectors
+
+
+def _forget_stale_stats_actor() -> None:
+    """Drop the handle Ray Data keeps to its stats actor from an earlier connection.
+
+    Ray Data caches that handle per cluster id, across ``ray.shutdown()``; a handle made by an
+    earlier connection is unknown to the new one, so the second job of a process joining the same
+    cluster (``convlab index --watch --engine ray --address``, two indexes in one test) fails with
+    "Can't find actor". Without the cached handle Ray Data looks the actor up again by name.
+    """
+    with contextlib.suppress(ImportError, AttributeError):  # Ray Data's internals moved: no cache
+        from ray.data._internal.stats import StatsManager
+
+        StatsManager._stats_actor_handle = None
 
 
 def _check_rows(result: pa.Table, n: int, dimension: int) -> np.ndarray:

@@ -180,6 +180,11 @@ def test_index_on_two_nodes_spreads_actors_and_equals_local(
     assert all(n > 0 for n in job["nodes"].values())
     assert sum(job["nodes"].values()) == job["texts"]
 
+    # a second job from this process, after the first one disconnected (`index --watch` does so)
+    again = [*base, "--store", str(tmp_path / "again"), "--engine", "ray"]
+    assert main([*again, "--address", cluster["address"]]) == 0
+    assert Store(tmp_path / "again").manifest()["engine"]["last_job"]["texts"] == job["texts"]
+
     local, ray_store = Store(tmp_path / "local"), Store(tmp_path / "ray")
     assert ray_store.manifest()["counts"] == local.manifest()["counts"]
     for strategy in local.manifest()["config"]["dense"]:
@@ -187,3 +192,27 @@ def test_index_on_two_nodes_spreads_actors_and_equals_local(
         assert b.units["unit_id"].to_list() == a.units["unit_id"].to_list()
         rows = np.arange(len(a))
         np.testing.assert_allclose(b.vectors(rows), a.vectors(rows), atol=1e-6)
+
+
+@pytest.mark.model
+def test_index_on_two_nodes_with_the_real_model_equals_local(
+    cluster: dict[str, Any], tmp_path: Path
+) -> None:
+    """The MiniLM embedder rebuilt in the actors (device included) makes the local vectors."""
+    sample = str(sample_data_path())
+    base = ["index", sample, "--backend", "torch", "--device", "cpu", "--quiet"]
+    on_ray = [*base, "--store", str(tmp_path / "ray"), "--engine", "ray"]
+    assert main([*on_ray, "--address", cluster["address"]]) == 0
+    assert main([*base, "--store", str(tmp_path / "local")]) == 0
+
+    manifest = Store(tmp_path / "ray").manifest()
+    job = manifest["engine"]["last_job"]
+    assert set(job["nodes"]) == set(cluster["nodes"].values())
+    assert manifest["device"] == job["device"] == "cpu"
+    local, ray_store = Store(tmp_path / "local"), Store(tmp_path / "ray")
+    assert ray_store.manifest()["model_id"] == local.manifest()["model_id"]
+    for strategy in local.manifest()["config"]["dense"]:
+        a, b = local.index(strategy), ray_store.index(strategy)
+        assert b.units["unit_id"].to_list() == a.units["unit_id"].to_list()
+        rows = np.arange(len(a))
+        np.testing.assert_allclose(b.vectors(rows), a.vectors(rows), atol=1e-5)
