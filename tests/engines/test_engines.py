@@ -113,6 +113,19 @@ def test_embedder_spec_rebuilds_the_embedder() -> None:
     assert not spec.gpu
     assert minilm.on_device("cuda").kwargs["device"] == "cuda"
     assert spec.on_device("cuda") == spec  # no device argument: unchanged
+    from convlab.embed.onnx import OnnxEmbedder
+
+    int8 = embedder_spec(OnnxEmbedder(quantized=True, batch_size=8, export=False))
+    assert int8.kwargs == {
+        "quantized": True,
+        "batch_size": 8,
+        "cache_dir": None,
+        "export": False,
+        "threads": None,
+        "device": "cpu",
+    }
+    assert not int8.gpu  # the ONNX backends run on CPU actors
+    assert int8.build().model_id == OnnxEmbedder(quantized=True).model_id
     crash = embedder_spec(CrashOnceEmbedder(4, "m"))
     assert (crash.qualname, crash.kwargs) == ("CrashOnceEmbedder", {"dimension": 4, "marker": "m"})
 
