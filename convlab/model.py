@@ -57,11 +57,12 @@ def offline_hub() -> None:
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
 
-def load_sentence_transformer(*, quiet: bool = False) -> Any:
-    """The bundled model as a ``SentenceTransformer`` on the CPU, offline.
+def load_sentence_transformer(*, quiet: bool = False, device: str = "cpu") -> Any:
+    """The bundled model as a ``SentenceTransformer`` on ``device``, offline.
 
     Args:
         quiet: no "Loading weights" progress bar (``convlab index -q``).
+        device: ``"cpu"`` or ``"cuda"``, as :func:`convlab.embed.device.resolve_device` gives it.
 
     Raises:
         ImportError: sentence-transformers is not installed (names ``convlab-memory[model]``).
@@ -74,7 +75,7 @@ def load_sentence_transformer(*, quiet: bool = False) -> Any:
     if quiet:
         hf_logging.disable_progress_bar()
     try:
-        return st.SentenceTransformer(str(path), device="cpu")
+        return st.SentenceTransformer(str(path), device=device)
     finally:
         if quiet:
             hf_logging.enable_progress_bar()

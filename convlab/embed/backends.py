@@ -48,8 +48,8 @@ def minilm_embedder(backend: str = "torch", **options: Any) -> Embedder:
 
     Args:
         backend: ``torch``, ``onnx`` or ``onnx-int8``.
-        **options: passed to the backend's class (e.g. ``batch_size``; for the ONNX backends
-            also ``cache_dir`` and ``export``).
+        **options: passed to the backend's class (e.g. ``batch_size``, ``device``; for the ONNX
+            backends also ``cache_dir`` and ``export``).
 
     Raises:
         ValueError: an unknown backend (the message lists the valid ones).
@@ -81,6 +81,10 @@ def backend_of(model_id: str) -> str:
     return backend
 
 
+QUERY_DEVICE = "cpu"
+"""Queries are embedded on the CPU: one short text at a time, where starting CUDA would cost more
+than the query (the device never changes the vectors' space)."""
+
 _SAME_VECTORS = {"torch": "onnx", "onnx": "torch"}
 """Backends whose vectors agree (cosine >= 0.9999, measured by eval/bench_onnx.py): a query
 embedded by one can search vectors made by the other."""
@@ -109,10 +113,10 @@ def query_embedder(model_id: str, backend: str | None = None) -> Embedder:
                 f"would not match them (use --backend {made_by}, or rebuild the vectors with "
                 f"--backend {backend})"
             )
-        return minilm_embedder(backend)
+        return minilm_embedder(backend, device=QUERY_DEVICE)
     if made_by == "torch":
         from convlab.embed.onnx import onnx_model_file
 
         if importlib.util.find_spec("onnxruntime") and onnx_model_file(quantized=False).is_file():
-            return minilm_embedder("onnx", export=False)
-    return minilm_embedder(made_by)
+            return minilm_embedder("onnx", export=False, device=QUERY_DEVICE)
+    return minilm_embedder(made_by, device=QUERY_DEVICE)

@@ -28,6 +28,7 @@ import numpy as np
 from filelock import FileLock
 
 from convlab.atomic import fsync_dir
+from convlab.embed.device import device_of
 from convlab.progress import current as current_progress
 from convlab.protocols import Embedder
 
@@ -75,6 +76,8 @@ class CachedEmbedder:
         self.model_id = inner.model_id
         self.dimension = inner.dimension
         self.name: str | None = getattr(inner, "name", None)
+        # where the vectors embedded last were made: provenance, never part of a key
+        self.device = device_of(inner)
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", inner.model_id)
         self.directory = Path(cache_dir) / f"{slug}-{inner.dimension}"
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -190,6 +193,7 @@ class CachedEmbedder:
     def _embed_segment(self, inner: Embedder, keys: list[bytes], texts: dict[bytes, str]) -> None:
         """Embed one batch with ``inner`` and flush it to disk as a segment before returning."""
         vecs = np.asarray(inner.encode([texts[k] for k in keys]), dtype=np.float32)
+        self.device = device_of(inner)  # an engine's stand-in knows where its job ran
         self.stats.model_calls += 1
         self.stats.embedded += len(keys)
         self._write_segment(keys, vecs)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from convlab.embed.backends import BACKENDS, minilm_embedder, query_embedder
+from convlab.embed.device import parse_device
 from convlab.embed.hashing import HashEmbedder
 from convlab.protocols import Embedder
 from convlab.registry import Registry
@@ -45,11 +46,14 @@ def _minilm(*, backend: str | None, model_id: str | None, **options: Any) -> Emb
 def _hash(*, backend: str | None, model_id: str | None, **options: Any) -> Embedder:
     """The hashed bag of words, for tests of the commands.
 
-    It runs one way only: a valid MiniLM backend name is accepted and has no effect (so the
-    commands' ``--backend`` handling can be tested without the model); an unknown one fails.
+    It runs one way only, on the CPU (numpy): a valid MiniLM backend name or ``device`` is
+    accepted and has no effect (so the commands' ``--backend`` and ``--device`` handling can be
+    tested without the model); an unknown one fails.
     """
     if backend is not None:
         BACKENDS.get(backend)  # an unknown name fails here, listing the valid ones
+    if "device" in options:
+        parse_device(str(options.pop("device")))  # an unknown name fails, listing the valid ones
     if model_id is not None and "dimension" not in options and model_id.startswith("hash-"):
         options["dimension"] = int(model_id.removeprefix("hash-"))
     return HashEmbedder(**options)
@@ -70,7 +74,8 @@ def make_embedder(
             or the best fit for ``model_id`` to search).
         model_id: the ``model_id`` recorded with stored vectors: the embedder is then one whose
             queries match them.
-        **options: the embedder's own keyword arguments (``batch_size``, ``dimension``, ...).
+        **options: the embedder's own keyword arguments (``batch_size``, ``device``,
+            ``dimension``, ...).
 
     Raises:
         ValueError: an unknown name or backend (listing the valid ones), or a backend that does

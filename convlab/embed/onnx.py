@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from convlab.atomic import fsync_dir
+from convlab.embed.device import Device, DeviceUnavailable, resolve_device
 from convlab.extras import require
 from convlab.model import MAX_TOKENS, MODEL_DIMENSION, MODEL_ID, load_transformer, model_path
 from convlab.progress import current as current_progress
@@ -194,7 +195,10 @@ def ensure_onnx_model(quantized: bool, cache_dir: str | Path | None = None) -> P
 
 
 class OnnxEmbedder:
-    """all-MiniLM-L6-v2 on onnxruntime (CPU), fp32 or dynamically quantized int8.
+    """all-MiniLM-L6-v2 on onnxruntime, fp32 or dynamically quantized int8.
+
+    It runs on the CPU unless onnxruntime has its CUDA provider (``onnxruntime-gpu``, not in the
+    ``onnx`` extra) and the backend is fp32: see :mod:`convlab.embed.device`.
 
     Args:
         quantized: use the int8 model (backend ``onnx-int8``) instead of fp32 (``onnx``).
@@ -203,6 +207,11 @@ class OnnxEmbedder:
         export: export the model when it is missing; with ``False`` a missing export raises
             :class:`FileNotFoundError` (``convlab search`` never exports).
         threads: onnxruntime intra-op threads (``None``: its default, one per core).
+        device: ``auto``, ``cpu`` or ``cuda`` (refused where onnxruntime has no CUDA provider,
+            and always for int8); :attr:`device` is the one resolved.
+
+    Raises:
+        convlab.embed.device.DeviceUnavailable: ``cuda`` where this backend cannot use it.
 
     Example:
         >>> emb = OnnxEmbedder(quantized=True)  # doctest: +SKIP
@@ -221,11 +230,14 @@ class OnnxEmbedder:
         cache_dir: str | Path | None = None,
         export: bool = True,
         threads: int | None = None,
+        device: str = Device.AUTO,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.quantized = quantized
         self.backend = "onnx-int8" if quantized else "onnx"
+        self.requested_device = str(device)
+        self.device = resolve_device(device, self.backend)
         self.model_id = f"{MODEL_ID}@{self.backend}"
         self.batch_size = batch_size
         self.cache_dir = cache_dir
@@ -256,15 +268,23 @@ class OnnxEmbedder:
         options = ort.SessionOptions()
         if self.threads is not None:
             options.intra_op_num_threads = self.threads
+        providers = ["CPUExecutionProvider"]
+        if self.device == "cuda":
+            providers.insert(0, "CUDAExecutionProvider")
         try:
-            self._session = ort.InferenceSession(
-                str(path), options, providers=["CPUExecutionProvider"]
-            )
+            self._session = ort.InferenceSession(str(path), options, providers=providers)
         except Exception as exc:  # onnxruntime raises its own exception classes
             raise RuntimeError(
                 f"the exported ONNX model {path} cannot be loaded ({exc}); delete it and it will "
                 "be exported again"
             ) from exc
+        if self.device == "cuda" and self._session.get_providers()[0] != providers[0]:
+            # the provider is installed but found no GPU: onnxruntime fell back to the CPU
+            if self.requested_device == "cuda":
+                raise DeviceUnavailable(
+                    "--device cuda: onnxruntime's CUDA provider found no GPU; use --device cpu"
+                )
+            self.device = "cpu"
         tok = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
         tok.enable_truncation(max_length=MAX_TOKENS)
         pad_id = tok.token_to_id("[PAD]")

@@ -10,14 +10,20 @@ A job (:meth:`RayEngine.embed`):
    never reach Ray; the remaining distinct texts are sorted longest first (batches of similar
    length pad less) and put into a Ray Dataset from Arrow tables (``ray.data.from_arrow``, no
    pickled frames), in blocks of ``block_rows`` texts;
-2. ``map_batches`` runs :class:`_EmbedBatches` on a fixed pool of ``actors`` actors: each actor
-   rebuilds the embedder from its :class:`EmbedderSpec` (class by import path and keyword
-   arguments, never a live torch model), loads the model once at start-up and runs torch on
-   ``cpus_per_actor`` threads; an actor takes one block at a time (Ray Data's default of four
-   queued per actor left one actor working through its queue while the others stopped);
-3. the actors' output (row id, vector, encode time) is written as Parquet shards into a temporary
-   folder, read back, checked (every id exactly once: none lost, none duplicated), put back into
-   input order and merged into the cache (an atomic segment, as the local path writes).
+2. ``map_batches`` runs :class:`~convlab.engines.ray_actor.EmbedBatches` on a fixed pool of
+   ``actors`` actors: each actor rebuilds the embedder from its :class:`EmbedderSpec` (class by
+   import path and keyword arguments, never a live torch model), loads the model once at
+   start-up and runs torch on ``cpus_per_actor`` threads; an actor takes one block at a time
+   (Ray Data's default of four queued per actor left one actor working through its queue while
+   the others stopped);
+3. the actors' output (row id, vector, encode time, node id) is written as Parquet shards into a
+   temporary folder, read back, checked (every id exactly once: none lost, none duplicated), put
+   back into input order and merged into the cache (an atomic segment, as the local path writes).
+
+The device (``auto``, ``cpu``, ``cuda``) is resolved against the cluster, not this process, at
+each job (:func:`plan_actors`): on ``cuda`` each actor asks Ray for ``gpus_per_actor`` GPUs and
+builds its model there; on ``cpu`` it asks for none. :attr:`RayEngine.last_job` records the
+device and the Ray node each batch ran on.
 
 An actor that dies mid-job is restarted by Ray (``max_restarts``) and its batch run again
 (``max_task_retries``); the result is the same. With no ``address`` the engine starts a local Ray
@@ -32,23 +38,32 @@ it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import importlib
 import logging
 import os
 import shutil
-import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from convlab.embed import HashEmbedder, MiniLMEmbedder, embed_texts
+from convlab.embed import embed_texts
+from convlab.embed.device import Device, parse_device
 from convlab.engines import IpcFrames, register_engine
+from convlab.engines.ray_actor import (
+    EMBEDDER_SPECS,
+    ActorPlan,
+    EmbedBatches,
+    EmbedderSpec,
+    embedder_spec,
+    plan_actors,
+)
 from convlab.extras import require
 
 if TYPE_CHECKING:
@@ -57,125 +72,27 @@ if TYPE_CHECKING:
     from convlab.embed import CachedEmbedder, Embedder
     from convlab.files import Found
 
-__all__ = ["EMBEDDER_SPECS", "EmbedderSpec", "RayEngine", "embedder_spec"]
+__all__ = [
+    "EMBEDDER_SPECS",
+    "ActorPlan",
+    "EmbedderSpec",
+    "RayEngine",
+    "RayJob",
+    "embedder_spec",
+    "plan_actors",
+]
 
 _FEATURE = "engine='ray' (Ray Data)"
+
+
+ACTOR_START_SECONDS = 600
+"""How long a job waits for its actor pool to start (loading the model included) before failing."""
 
 
 def _import_ray() -> Any:
     ray = require("ray", "ray", feature=_FEATURE)
     require("ray.data", "ray", feature=_FEATURE)
     return ray
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class EmbedderSpec:
-    """How to rebuild an embedder in another process: its class by import path, its arguments.
-
-    Attributes:
-        module: the module defining the class.
-        qualname: the class's qualified name in that module.
-        kwargs: keyword arguments of the class's constructor.
-    """
-
-    module: str
-    qualname: str
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.module or not self.qualname:
-            raise ValueError("an embedder spec needs the module and the class name")
-
-    def build(self) -> Embedder:
-        """A new embedder of this class and arguments (in the calling process)."""
-        obj: Any = importlib.import_module(self.module)
-        for part in self.qualname.split("."):
-            obj = getattr(obj, part)
-        embedder: Embedder = obj(**self.kwargs)
-        return embedder
-
-
-EMBEDDER_SPECS: dict[type, Callable[[Any], dict[str, Any]]] = {
-    MiniLMEmbedder: lambda e: {"batch_size": e.batch_size, "show_progress": False},
-    HashEmbedder: lambda e: {"dimension": e.dimension},
-}
-"""Embedder class -> its constructor's keyword arguments, read from an instance."""
-
-
-def embedder_spec(embedder: Embedder) -> EmbedderSpec:
-    """The spec an actor rebuilds ``embedder`` from.
-
-    An embedder with ``get_config_dict()`` (its constructor's keyword arguments) is described by
-    it; otherwise its class must be a key of :data:`EMBEDDER_SPECS`.
-
-    Raises:
-        ValueError: the embedder's class is unknown and has no ``get_config_dict``.
-
-    Example:
-        >>> embedder_spec(HashEmbedder(8)).kwargs
-        {'dimension': 8}
-    """
-    cls = type(embedder)
-    get_config = getattr(embedder, "get_config_dict", None)
-    if callable(get_config):
-        kwargs = dict(get_config())
-    elif cls in EMBEDDER_SPECS:
-        kwargs = EMBEDDER_SPECS[cls](embedder)
-    else:
-        raise ValueError(
-            f"the Ray engine rebuilds the embedder in each actor from its class and arguments; "
-            f"{cls.__module__}.{cls.__qualname__} has no get_config_dict() and is not in "
-            "convlab.engines.ray.EMBEDDER_SPECS"
-        )
-    if "<locals>" in cls.__qualname__:
-        raise ValueError(f"{cls.__qualname__} is defined in a function; actors cannot import it")
-    return EmbedderSpec(module=cls.__module__, qualname=cls.__qualname__, kwargs=kwargs)
-
-
-class _EmbedBatches:
-    """The actor's callable: builds the embedder once, then embeds each batch of texts.
-
-    The model is loaded here, in the actor's start-up, not in its first batch (an embedder with
-    a lazy ``model`` property is made to load it), and torch, when the embedder uses it, runs
-    ``threads`` threads: one actor per CPU must not start a thread per core of the machine.
-    """
-
-    def __init__(self, spec: EmbedderSpec, threads: int) -> None:
-        started = time.perf_counter()
-        self.embedder = spec.build()
-        getattr(self.embedder, "model", None)  # load a lazy model now
-        torch = sys.modules.get("torch")
-        if torch is not None:
-            torch.set_num_threads(threads)
-        self.threads = int(torch.get_num_threads()) if torch is not None else 0
-        self.pid = os.getpid()
-        self.start_seconds = time.perf_counter() - started  # reported with the first batch
-
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        import pyarrow as pa
-
-        texts = batch.column("text").to_pylist()
-        started = time.perf_counter()
-        vecs = np.ascontiguousarray(self.embedder.encode(texts), dtype=np.float32)
-        seconds = time.perf_counter() - started
-        n, d = vecs.shape
-        if n != len(texts):
-            raise RuntimeError(f"the embedder returned {n} vectors for {len(texts)} texts")
-        vectors = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), d)
-        encode_seconds = np.zeros(n, dtype=np.float64)
-        encode_seconds[:1] = seconds  # once per batch: the column sums to the actor's busy time
-        start_seconds = np.zeros(n, dtype=np.float64)
-        start_seconds[:1], self.start_seconds = self.start_seconds, 0.0
-        return pa.table(
-            {
-                "id": batch.column("id"),
-                "vector": vectors,
-                "encode_seconds": encode_seconds,
-                "start_seconds": start_seconds,
-                "pid": np.full(n, self.pid, dtype=np.int64),
-                "threads": np.full(n, self.threads, dtype=np.int64),
-            }
-        )
 
 
 @dataclass(slots=True)
@@ -192,6 +109,8 @@ class RayJob:
         seconds: the job's wall time (Ray's start-up not included).
         encode_seconds: the actors' summed time inside ``encode``.
         start_seconds: the actors' summed start-up (building the embedder, loading the model).
+        device: where the actors ran the model (``cpu`` or ``cuda``).
+        nodes: texts embedded on each Ray node, by node id.
     """
 
     texts: int = 0
@@ -202,6 +121,8 @@ class RayJob:
     seconds: float = 0.0
     encode_seconds: float = 0.0
     start_seconds: float = 0.0
+    device: str = "cpu"
+    nodes: dict[str, int] = field(default_factory=dict)
 
 
 class _RayInner:
@@ -214,6 +135,11 @@ class _RayInner:
         self.dimension = inner.dimension
         self.shard_root = shard_root
 
+    @property
+    def device(self) -> str:
+        """Where the last job ran the model (the cache records it as provenance)."""
+        return self.engine.last_job.device
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         return self.engine.run(texts, embedder_spec(self.inner), self.dimension, self.shard_root)
 
@@ -225,9 +151,13 @@ class RayEngine:
     Args:
         address: a running cluster to join (``ray.init(address=...)``); None starts a local
             instance on this machine, stopped by :meth:`close`.
-        actors: actors in the pool; None = the cluster's CPUs divided by ``cpus_per_actor``.
+        actors: actors in the pool; None = the cluster's CPUs divided by ``cpus_per_actor`` (on
+            the GPU: its GPUs divided by ``gpus_per_actor``).
         cpus_per_actor: CPUs reserved per actor; torch in the actor runs as many threads
             (at least one).
+        device: ``auto`` (the GPU when the cluster has one), ``cpu`` or ``cuda``, resolved
+            against the cluster at each job (:func:`plan_actors`).
+        gpus_per_actor: GPUs each actor asks for on ``cuda`` (a fraction shares a GPU).
         batch_size: texts per ``map_batches`` call.
         block_rows: texts per Dataset block, the unit of work an actor takes. Each actor takes
             one block at a time (no queue of blocks per actor), so an actor that is done takes
@@ -239,7 +169,7 @@ class RayEngine:
 
     Raises:
         ImportError: Ray Data is not installed (the message names ``convlab-memory[ray]``).
-        ValueError: a count below 1.
+        ValueError: a count below 1, or an unknown device.
     """
 
     name = "ray"
@@ -250,6 +180,8 @@ class RayEngine:
         address: str | None = None,
         actors: int | None = None,
         cpus_per_actor: float = 1.0,
+        device: str = Device.AUTO,
+        gpus_per_actor: float = 1.0,
         batch_size: int = 256,
         block_rows: int = 256,
         max_restarts: int = 3,
@@ -259,8 +191,9 @@ class RayEngine:
         self._ray = _import_ray()
         if actors is not None and actors < 1:
             raise ValueError("actors must be at least 1")
-        if cpus_per_actor <= 0:
-            raise ValueError("cpus_per_actor must be positive")
+        if cpus_per_actor <= 0 or gpus_per_actor <= 0:
+            raise ValueError("cpus_per_actor and gpus_per_actor must be positive")
+        self.device = parse_device(str(device)).value
         if batch_size < 1 or block_rows < 1:
             raise ValueError("batch_size and block_rows must be at least 1")
         if max_restarts < 0 or max_task_retries < 0:
@@ -268,6 +201,7 @@ class RayEngine:
         self.address = address
         self.actors = actors
         self.cpus_per_actor = cpus_per_actor
+        self.gpus_per_actor = gpus_per_actor
         self.batch_size = batch_size
         self.block_rows = block_rows
         self.max_restarts = max_restarts
@@ -278,15 +212,20 @@ class RayEngine:
         self._started = False
 
     def describe(self) -> dict[str, Any]:
-        """The engine's settings, for manifests."""
-        return {
+        """The engine's settings, for manifests, and what its last job did (once one ran)."""
+        out: dict[str, Any] = {
             "name": self.name,
             "address": self.address,
             "actors": self.actors,
             "cpus_per_actor": self.cpus_per_actor,
+            "device": self.device,
+            "gpus_per_actor": self.gpus_per_actor,
             "batch_size": self.batch_size,
             "block_rows": self.block_rows,
         }
+        if self.last_job.texts:
+            out["last_job"] = asdict(self.last_job)
+        return out
 
     def _connect(self) -> None:
         ray = self._ray
@@ -307,6 +246,7 @@ class RayEngine:
         else:
             ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING)
         self._started = True
+        _forget_stale_stats_actor()
         self.init_seconds = time.perf_counter() - started
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False
@@ -388,20 +328,32 @@ class RayEngine:
             }
         )
         blocks = [table.slice(s, self.block_rows) for s in range(0, n, self.block_rows)]
-        actors = self.actors or max(
-            1, int(ray.cluster_resources().get("CPU", 1) // self.cpus_per_actor)
+        plan = plan_actors(
+            ray.cluster_resources(),
+            device=self.device,
+            actors=self.actors,
+            cpus_per_actor=self.cpus_per_actor,
+            gpus_per_actor=self.gpus_per_actor,
+            blocks=len(blocks),
+            gpu_capable=spec.gpu,
         )
-        actors = min(actors, len(blocks))
         # One block in flight per actor (Ray Data's default queues 4 on each): with 4, the
         # last blocks wait behind one busy actor while the others, with nothing left, stop.
-        pool = ray.data.ActorPoolStrategy(size=actors, max_tasks_in_flight_per_actor=1)
+        pool = ray.data.ActorPoolStrategy(size=plan.actors, max_tasks_in_flight_per_actor=1)
+        # Blocks go out once every actor has started: otherwise the first actor up (the one on
+        # the driver's node, say) takes blocks while the others still load; a pool that cannot
+        # start within the limit is an error, not a wait forever.
+        ray.data.DataContext.get_current().wait_for_min_actors_s = ACTOR_START_SECONDS
         out = ray.data.from_arrow(blocks).map_batches(
-            _EmbedBatches,
-            fn_constructor_kwargs={"spec": spec, "threads": max(1, int(self.cpus_per_actor))},
+            EmbedBatches,
+            fn_constructor_kwargs={
+                "spec": spec.on_device(plan.device),
+                "threads": max(1, int(self.cpus_per_actor)),
+            },
             batch_size=self.batch_size,
             batch_format="pyarrow",
             compute=pool,
-            num_cpus=self.cpus_per_actor,
+            **plan.resources,
             max_restarts=self.max_restarts,
             max_task_retries=self.max_task_retries,
         )
@@ -418,14 +370,30 @@ class RayEngine:
         self.last_job = RayJob(
             texts=n,
             batches=int(np.count_nonzero(result.column("encode_seconds").to_numpy() > 0)),
-            actors=actors,
+            actors=plan.actors,
             actor_processes=len(set(result.column("pid").to_pylist())),
             threads_per_actor=int(np.max(result.column("threads").to_numpy())),
             seconds=time.perf_counter() - started,
             encode_seconds=float(np.sum(result.column("encode_seconds").to_numpy())),
             start_seconds=float(np.sum(result.column("start_seconds").to_numpy())),
+            device=plan.device,
+            nodes=dict(sorted(Counter(result.column("node").to_pylist()).items())),
         )
         return vectors
+
+
+def _forget_stale_stats_actor() -> None:
+    """Drop the handle Ray Data keeps to its stats actor from an earlier connection.
+
+    Ray Data caches that handle per cluster id, across ``ray.shutdown()``; a handle made by an
+    earlier connection is unknown to the new one, so the second job of a process joining the same
+    cluster (``convlab index --watch --engine ray --address``, two indexes in one test) fails with
+    "Can't find actor". Without the cached handle Ray Data looks the actor up again by name.
+    """
+    with contextlib.suppress(ImportError, AttributeError):  # Ray Data's internals moved: no cache
+        from ray.data._internal.stats import StatsManager
+
+        StatsManager._stats_actor_handle = None
 
 
 def _check_rows(result: pa.Table, n: int, dimension: int) -> np.ndarray:

@@ -41,7 +41,7 @@ DEFAULT_BUDGETS = "128,256,512,1024,2048"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The comparison's options (``--data``, ``--strategies``, ``--out``, ...) on ``p``."""
-    from convlab.embed import BACKENDS
+    from convlab.embed import BACKENDS, Device
     from convlab.evaluation.config import PROTOCOLS, SCOPES
     from convlab.pipeline.policy import TEXT_FORMATS
 
@@ -101,6 +101,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cache", default="runs/cache", help="embedding cache folder")
     p.add_argument(
         "--backend", default="torch", choices=tuple(BACKENDS), help="MiniLM backend (%(default)s)"
+    )
+    p.add_argument(
+        "--device",
+        default=Device.AUTO.value,
+        choices=[d.value for d in Device],
+        help="where the model embeds: 'auto' (a CUDA GPU when torch sees one), 'cpu' or 'cuda' "
+        "(refused without a GPU); the cache is shared by all devices (%(default)s)",
     )
 
 
@@ -293,6 +300,8 @@ def run_comparison(args: argparse.Namespace, systems: list[System] | None = None
     from convlab.evaluation.runfolder import save_run
 
     systems = systems if systems is not None else systems_of(args)
+    # the device is resolved here, once: `--device cuda` without a GPU fails before any work
+    embedder = CachedEmbedder(minilm_embedder(args.backend, device=args.device), args.cache)
     protocol = getattr(args, "protocol", "convlab")
     data = load_labelled(args.data, protocol=protocol)
     convs = [c for c in (args.conversations or "").split(",") if c]
@@ -305,7 +314,6 @@ def run_comparison(args: argparse.Namespace, systems: list[System] | None = None
     config = replace(config, resurrection=check_policies(args.resurrection))
     if args.text_format is not None:
         config = replace(config, policy=config.policy.with_text_format(args.text_format))
-    embedder = CachedEmbedder(minilm_embedder(args.backend), args.cache)
     ev = evaluate(data, systems, embedder=embedder, config=config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,7 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from convlab.build import BuiltIndex, build_indexes
+from convlab.embed.device import device_of
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
 from convlab.evaluation.metrics import aggregate, per_query
@@ -314,6 +315,7 @@ def _record(
         "systems": [s.as_dict() for s in systems],
         "baseline": baseline,
         "model_id": embedder.model_id,
+        "device": device_of(embedder),  # provenance: the vectors do not depend on it
         "data": {
             "name": data.name,
             "fingerprint": fingerprint(data),

@@ -286,6 +286,8 @@ def _write(
         "model_id": embedder.model_id,
         "embedder": embedder_name(embedder),
         "dimension": int(embedder.dimension),
+        "device": cached.device,  # provenance: the vectors do not depend on it
+        "engine": eng.describe(),
         "config": config.as_dict(),
         "system": config.resolved_system().as_dict(),
         "redact_rules": RULES_VERSION,

@@ -101,7 +101,9 @@ def test_agreement_on_nothing_in_common_exits_2(
 @pytest.fixture
 def hash_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison embeds with the hash embedder (these tests are about the data)."""
-    monkeypatch.setattr(convlab.embed, "minilm_embedder", lambda backend="torch": HashEmbedder(16))
+    monkeypatch.setattr(
+        convlab.embed, "minilm_embedder", lambda backend="torch", **_: HashEmbedder(16)
+    )  # options (the device) have no effect
 
 
 UTTERANCES = [("Ann", "I adopted a cat named Tom"), ("Bo", "How old is Tom?"), ("Ann", "Two")]

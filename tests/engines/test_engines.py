@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -106,8 +107,25 @@ def test_embedder_spec_rebuilds_the_embedder() -> None:
     )
     rebuilt = spec.build()
     np.testing.assert_array_equal(rebuilt.encode(["a b"]), HashEmbedder(8).encode(["a b"]))
-    minilm = embedder_spec(MiniLMEmbedder(batch_size=16))  # no model is loaded for a spec
-    assert minilm.kwargs == {"batch_size": 16, "show_progress": False}
+    minilm = embedder_spec(MiniLMEmbedder(batch_size=16, device="cpu"))  # no model is loaded
+    assert minilm.kwargs == {"batch_size": 16, "show_progress": False, "device": "cpu"}
+    assert minilm.gpu  # torch can run on a GPU; the hash embedder cannot
+    assert not spec.gpu
+    assert minilm.on_device("cuda").kwargs["device"] == "cuda"
+    assert spec.on_device("cuda") == spec  # no device argument: unchanged
+    from convlab.embed.onnx import OnnxEmbedder
+
+    int8 = embedder_spec(OnnxEmbedder(quantized=True, batch_size=8, export=False))
+    assert int8.kwargs == {
+        "quantized": True,
+        "batch_size": 8,
+        "cache_dir": None,
+        "export": False,
+        "threads": None,
+        "device": "cpu",
+    }
+    assert not int8.gpu  # the ONNX backends run on CPU actors
+    assert int8.build().model_id == OnnxEmbedder(quantized=True).model_id
     crash = embedder_spec(CrashOnceEmbedder(4, "m"))
     assert (crash.qualname, crash.kwargs) == ("CrashOnceEmbedder", {"dimension": 4, "marker": "m"})
 
@@ -120,6 +138,85 @@ def test_embedder_spec_refuses_an_unknown_class() -> None:
 
     with pytest.raises(ValueError, match="get_config_dict"):
         embedder_spec(Opaque(4))
+
+
+# -- the device on Ray: resolved against the cluster, GPUs asked for per actor ------------------
+def test_actors_ask_for_a_gpu_only_on_a_cluster_with_one() -> None:
+    from convlab.engines.ray import plan_actors
+
+    kw = {"actors": None, "cpus_per_actor": 1.0, "gpus_per_actor": 1.0, "blocks": 10}
+    on_cpu = plan_actors({"CPU": 4.0}, device="auto", **kw)  # type: ignore[arg-type]
+    assert (on_cpu.device, on_cpu.actors, on_cpu.resources) == ("cpu", 4, {"num_cpus": 1.0})
+    on_gpu = plan_actors({"CPU": 16.0, "GPU": 2.0}, device="auto", **kw)  # type: ignore[arg-type]
+    assert (on_gpu.device, on_gpu.actors) == ("cuda", 2)  # one actor per GPU
+    assert on_gpu.resources == {"num_cpus": 1.0, "num_gpus": 1.0}
+    kw["gpus_per_actor"] = 0.5  # two actors share a GPU
+    assert plan_actors({"CPU": 16.0, "GPU": 2.0}, device="cuda", **kw).actors == 4  # type: ignore[arg-type]
+    forced = plan_actors({"CPU": 16.0, "GPU": 2.0}, device="cpu", **kw)  # type: ignore[arg-type]
+    assert (forced.device, forced.actors, forced.resources) == ("cpu", 10, {"num_cpus": 1.0})
+    hashing = plan_actors(  # an embedder without a GPU path stays on CPU actors
+        {"CPU": 4.0, "GPU": 1.0},
+        device="auto",
+        gpu_capable=False,
+        **kw,  # type: ignore[arg-type]
+    )
+    assert hashing.device == "cpu"
+
+
+def test_cuda_on_a_cluster_without_a_gpu_is_refused() -> None:
+    from convlab.embed import DeviceUnavailable
+    from convlab.engines.ray import plan_actors
+
+    kw = {"actors": None, "cpus_per_actor": 1.0, "gpus_per_actor": 1.0, "blocks": 4}
+    with pytest.raises(DeviceUnavailable, match="the Ray cluster has 0 GPUs"):
+        plan_actors({"CPU": 4.0}, device="cuda", **kw)  # type: ignore[arg-type]
+    with pytest.raises(DeviceUnavailable, match="only the torch backend runs on a GPU"):
+        plan_actors({"GPU": 1.0}, device="cuda", gpu_capable=False, **kw)  # type: ignore[arg-type]
+
+
+class _Stop(Exception):
+    """Raised by the fake Dataset once the job's arguments are recorded."""
+
+
+def test_ray_job_asks_for_gpus_and_builds_the_model_on_cuda(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What ``map_batches`` is given on a cluster with a GPU (a fake Ray: nothing runs)."""
+    pytest.importorskip("ray", reason="the ray extra is not installed")
+    from types import SimpleNamespace
+
+    from convlab.engines.ray import RayEngine, embedder_spec
+
+    seen: dict[str, Any] = {}
+
+    def map_batches(fn: object, **kwargs: Any) -> None:
+        seen.update(kwargs)
+        raise _Stop
+
+    fake = SimpleNamespace(
+        is_initialized=lambda: True,
+        cluster_resources=lambda: {"CPU": 8.0, "GPU": 1.0},
+        data=SimpleNamespace(
+            DataContext=SimpleNamespace(get_current=lambda: SimpleNamespace()),
+            ActorPoolStrategy=lambda **kw: kw,
+            from_arrow=lambda blocks: SimpleNamespace(map_batches=map_batches),
+        ),
+    )
+    engine = RayEngine(block_rows=2)
+    monkeypatch.setattr(engine, "_ray", fake)
+    spec = embedder_spec(MiniLMEmbedder(device="cpu"))  # the driver's own device: the CPU
+    with pytest.raises(_Stop):
+        engine.run(["a", "b", "c"], spec, 384, tmp_path)
+    assert seen["num_gpus"] == 1.0
+    assert seen["compute"] == {"size": 1, "max_tasks_in_flight_per_actor": 1}  # 1 GPU, 1 actor
+    assert seen["fn_constructor_kwargs"]["spec"].kwargs["device"] == "cuda"
+    seen.clear()
+    cpu_engine = RayEngine(device="cpu", block_rows=2)
+    monkeypatch.setattr(cpu_engine, "_ray", fake)
+    with pytest.raises(_Stop):
+        cpu_engine.run(["a", "b", "c"], spec, 384, tmp_path)
+    assert "num_gpus" not in seen
+    assert seen["fn_constructor_kwargs"]["spec"].kwargs["device"] == "cpu"
 
 
 def _result(ids: list[int], d: int = 2) -> pa.Table:

@@ -96,7 +96,9 @@ def _tree(root: Path) -> set[Path]:
 def test_hostile_names_in_an_experiment_file_stay_inside_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(convlab.embed, "minilm_embedder", lambda backend="torch": HashEmbedder(32))
+    monkeypatch.setattr(
+        convlab.embed, "minilm_embedder", lambda backend="torch", **_: HashEmbedder(32)
+    )  # options (the device) have no effect
     absolute = tmp_path / "abs"
     absolute.mkdir()
     out = tmp_path / "a" / "b" / "out"

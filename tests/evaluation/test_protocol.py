@@ -23,7 +23,9 @@ FIXTURE = Path(__file__).parent.parent / "fixtures" / "longmemeval" / "longmemev
 @pytest.fixture
 def hash_model(monkeypatch: pytest.MonkeyPatch) -> None:
     """The comparison embeds with the hash embedder (these tests are about the protocol)."""
-    monkeypatch.setattr(convlab.embed, "minilm_embedder", lambda backend="torch": HashEmbedder(16))
+    monkeypatch.setattr(
+        convlab.embed, "minilm_embedder", lambda backend="torch", **_: HashEmbedder(16)
+    )
 
 
 def _argv(tmp_path: Path, *more: str) -> list[str]:

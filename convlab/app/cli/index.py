@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from convlab.app.cli.options import add_store, engine, make_embedder
+from convlab.app.cli.options import add_device, add_store, engine, make_embedder
 from convlab.app.display import skip_report, with_skip_report
 from convlab.app.exits import EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
@@ -27,7 +27,8 @@ STORE_BACKEND = "onnx-int8"
 """The backend a new store embeds with: 1.56x torch's texts/s on this 2-core CPU, quiet (284 against
 182 texts/s on 1,000 LoCoMo texts, ``python -m eval.bench_onnx``), with Recall@5 within 0.01 of
 torch on LoCoMo, the real sessions and a fifth of the LongMemEval oracle (README, "Embedding
-backends"); torch stays the reference of ``eval.run``."""
+backends"); torch stays the reference of ``eval.run``, and embeds a new store where a CUDA GPU
+is used (``--device auto`` or ``cuda``): onnx-int8 runs on the CPU only."""
 INCLUDES = {"tool-output": "tool_results", "thinking": "thinking"}
 """``--include`` choices: the ``ContentPolicy`` field each one turns on."""
 
@@ -115,6 +116,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         help=f"MiniLM backend: torch fp32, onnx fp32 or onnx-int8 (default: the store's own; "
         f"for a new store {STORE_BACKEND}, torch without the onnx extra)",
     )
+    add_device(ix)
     ix.add_argument(
         "--engine",
         default="local",
@@ -172,8 +174,13 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--interval must be positive")
     store = Store(args.store)
     check_folder(store.directory)  # a folder that is not a store: one line, before any other
-    args.backend = args.backend or default_backend(store, args.embedder, rebuild=args.rebuild)
-    embedder = make_embedder(args.embedder, args.backend)
+    args.backend = args.backend or default_backend(
+        store, args.embedder, rebuild=args.rebuild, device=args.device
+    )
+    # On Ray the actors embed, on the device the engine resolves against the cluster; this
+    # process's embedder only describes the model to them, so it stays on the CPU here.
+    local_device = "cpu" if args.engine == "ray" else args.device
+    embedder = make_embedder(args.embedder, args.backend, local_device)
     if args.quiet and hasattr(embedder, "show_progress"):
         embedder.show_progress = False  # the model's progress bar
     _index(args, paths, config, store, embedder)
@@ -201,7 +208,7 @@ def _index(
             print(f"convlab index: {message}", file=sys.stderr, flush=True)
 
     log(f"indexing {len(paths)} path{'s' * (len(paths) != 1)} into {store.directory}")
-    eng = engine(args.engine, args.address)
+    eng = engine(args.engine, args.address, args.device)
     try:
         with using(progress):
             progress.phase("load")
@@ -320,16 +327,21 @@ def _policy(text_format: str, include: list[str]) -> dict[str, object]:
     return out
 
 
-def default_backend(store: Store, embedder: str, *, rebuild: bool = False) -> str:
+def default_backend(
+    store: Store, embedder: str, *, rebuild: bool = False, device: str = "auto"
+) -> str:
     """The backend ``index`` embeds with when ``--backend`` is not given.
 
     The store's own (its vectors' ``model_id`` names it), so an update never mixes two; for a new
-    store (or ``--rebuild``) :data:`STORE_BACKEND`, or torch, said on stderr, when the ``onnx``
-    extra is missing. Embedders other than MiniLM have no backend: torch, which they ignore.
+    store (or ``--rebuild``) torch when ``device`` is ``cuda``, or ``auto`` and torch sees a GPU
+    (onnx-int8 runs on the CPU only), else :data:`STORE_BACKEND`, or torch, said on stderr, when
+    the ``onnx`` extra is missing. Embedders other than MiniLM have no backend: torch, which they
+    ignore.
     """
     import importlib.util
 
     from convlab.embed import backend_of
+    from convlab.embed.device import torch_cuda_available
 
     if embedder != "minilm":
         return "torch"
@@ -340,6 +352,8 @@ def default_backend(store: Store, embedder: str, *, rebuild: bool = False) -> st
             return backend_of(str(store.manifest().get("model_id", "")))
         except (FileNotFoundError, StoreDamaged, ValueError):
             pass  # no store yet, one to repair, or vectors of another embedder: default below
+    if device == "cuda" or (device == "auto" and torch_cuda_available()):
+        return "torch"
     if all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime")):
         return STORE_BACKEND
     print(

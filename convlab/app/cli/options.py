@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STORE",
     "add_common",
+    "add_device",
     "add_store",
     "embedder_for_vectors",
     "engine",
@@ -80,16 +81,31 @@ def resolve_conversation(store: Store, text: str, *, shown: int = 5) -> str:
 # --- embedders -----------------------------------------------------------------------------------
 
 
-def make_embedder(name: str, backend: str = "torch") -> Embedder:
-    """The embedder of ``--embedder NAME --backend BACKEND``, for indexing.
+def add_device(p: argparse.ArgumentParser) -> None:
+    """``--device auto|cpu|cuda`` (default ``auto``: the GPU when there is one)."""
+    from convlab.embed import Device
+
+    p.add_argument(
+        "--device",
+        default=Device.AUTO.value,
+        choices=[d.value for d in Device],
+        help="where the model embeds: 'auto' (a CUDA GPU when torch sees one, else the CPU), "
+        "'cpu' or 'cuda' (refused without a GPU); onnx-int8 runs on the CPU only; with "
+        "--engine ray, resolved against the cluster (%(default)s)",
+    )
+
+
+def make_embedder(name: str, backend: str = "torch", device: str = "auto") -> Embedder:
+    """The embedder of ``--embedder NAME --backend BACKEND --device DEVICE``, for indexing.
 
     Raises:
-        UsageError: an unknown embedder or backend, naming the valid ones.
+        UsageError: an unknown embedder or backend, naming the valid ones, or ``cuda`` where
+            there is no GPU for the backend (one line saying why).
     """
     from convlab.embed import make_embedder as make
 
     try:
-        return make(name, backend)
+        return make(name, backend, device=device)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
 
@@ -118,8 +134,10 @@ def embedder_for_vectors(
         raise UsageError(f"the store's vectors ({model_id!r}): {exc}") from None
 
 
-def engine(name: str, address: str | None) -> Engine:
-    """The embedding engine of ``--engine NAME [--address ADDR]``.
+def engine(name: str, address: str | None, device: str = "auto") -> Engine:
+    """The embedding engine of ``--engine NAME [--address ADDR] [--device DEVICE]``.
+
+    The Ray engine takes the device itself: it resolves it against the cluster at each job.
 
     Raises:
         UsageError: ``--address`` without ``--engine ray``, or the engine's extra is missing.
@@ -128,8 +146,11 @@ def engine(name: str, address: str | None) -> Engine:
 
     if address is not None and name != "ray":
         raise UsageError("--address joins a Ray cluster: use it with --engine ray")
+    options: dict[str, str] = {"address": address} if address else {}
+    if name == "ray":
+        options["device"] = device
     try:
-        return get_engine(name, **({"address": address} if address else {}))
+        return get_engine(name, **options)
     except ImportError as exc:  # the extra is missing: one line naming it
         raise UsageError(str(exc)) from None
 
