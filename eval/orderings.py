@@ -47,17 +47,26 @@ class PairResult:
     queries: int
 
 
-def pair_results(runs: dict[str, pl.DataFrame], metric: str, *, seed: int = 0) -> list[PairResult]:
+def pair_results(
+    runs: dict[str, pl.DataFrame],
+    metric: str,
+    *,
+    systems: Sequence[str] = (),
+    seed: int = 0,
+) -> list[PairResult]:
     """Every pair of the systems all ``runs`` share, on each run (see the module docstring).
 
     Args:
         runs: run name -> its ``per_query`` frame (``system, query_id, metric, value``), the
             first run first.
         metric: the measure compared, e.g. ``recall@5``.
+        systems: only these systems (default: every shared one); fewer pairs make Holm's
+            correction less severe.
         seed: the randomization test's seed.
 
     Raises:
-        ValueError: fewer than two shared systems, or a run without ``metric``.
+        ValueError: fewer than two shared systems, a named system some run lacks, or a run
+            without ``metric``.
     """
     values: dict[str, dict[str, np.ndarray]] = {}
     for name, frame in runs.items():
@@ -67,6 +76,11 @@ def pair_results(runs: dict[str, pl.DataFrame], metric: str, *, seed: int = 0) -
         wide = f.pivot(on="system", index="query_id", values="value").sort("query_id")
         values[name] = {s: wide[s].to_numpy() for s in wide.columns if s != "query_id"}
     shared = sorted(set.intersection(*(set(v) for v in values.values())))
+    if systems:
+        missing = sorted(set(systems) - set(shared))
+        if missing:
+            raise ValueError(f"not in every run: {', '.join(missing)}")
+        shared = sorted(set(systems))
     if len(shared) < 2:
         raise ValueError(f"the runs share {len(shared)} system(s): nothing to order")
     first = next(iter(values))
@@ -125,6 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.orderings", description=__doc__)
     p.add_argument("--run", type=_run_arg, action="append", required=True, metavar="NAME=DIR")
     p.add_argument("--metric", default="recall@5")
+    p.add_argument(
+        "--systems", default="", help="comma-separated systems to pair (default: all shared)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
@@ -141,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         runs[name] = pl.read_parquet(path)
     try:
-        results = pair_results(runs, args.metric, seed=args.seed)
+        chosen = [s for s in args.systems.split(",") if s]
+        results = pair_results(runs, args.metric, systems=chosen, seed=args.seed)
     except ValueError as exc:
         print(f"python -m eval.orderings: {exc}", file=sys.stderr)
         return 2
@@ -155,6 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     record = {
         "metric": args.metric,
+        "systems": sorted({r.a for r in results} | {r.b for r in results}),
         "runs": {name: str(folder) for name, folder in args.run},
         "pairs": [asdict(r) for r in results],
         "verdicts": verdicts,

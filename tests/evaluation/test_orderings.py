@@ -40,6 +40,13 @@ def test_pairs_are_ordered_by_the_first_run_and_signed_on_each() -> None:
     assert verdict(first[("x", "z")], later[("x", "z")]) == "opposite sign, n.s."
 
 
+def test_a_subset_of_systems_makes_fewer_pairs() -> None:
+    results = pair_results({"a": A, "b": B}, "recall@5", systems=["x", "y"])
+    assert {(r.a, r.b) for r in results} == {("x", "y")}
+    with pytest.raises(ValueError, match="not in every run: w"):
+        pair_results({"a": A, "b": B}, "recall@5", systems=["x", "w"])
+
+
 def test_verdicts_by_hand() -> None:
     def r(delta: float, p: float) -> PairResult:
         return PairResult("r", "s", "t", delta, p, p, 10)
