@@ -300,10 +300,12 @@ def build_indexes(
     texts = [t for s in strategies if s in dense for t in derived[s].units["text"].to_list()]
     extra: dict[str, Any] = {}
     if engine is None:
-        before = asdict(embedder.stats) if isinstance(embedder, CachedEmbedder) else None
-        vectors = embed_texts(texts, embedder)
-        if before is not None:  # what the pass took from the cache and embedded
+        if isinstance(embedder, CachedEmbedder):  # what the pass took from the cache, embedded
+            before = asdict(embedder.stats)
+            vectors = embed_texts(texts, embedder)
             extra = {"embedding": _counts_since(before, embedder)}
+        else:
+            vectors = embed_texts(texts, embedder)
     else:
         from convlab.engines import get_engine
 
