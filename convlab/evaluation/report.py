@@ -214,7 +214,7 @@ def units_lines(cfg: dict[str, Any]) -> list[str]:
             f"Embedding: {e['distinct']} distinct texts, {e['from_cache']} from the cache, "
             f"{e['embedded']} embedded in "
             f"{e['seconds']} s{rate}. One pass embeds every strategy's texts together, so "
-            "its time is not split per strategy: tokens embedded are each one's share.",
+            "its time is not split per strategy; tokens embedded tell each one's share of it.",
             "",
         ]
     return lines
