@@ -209,7 +209,9 @@ def units_lines(cfg: dict[str, Any]) -> list[str]:
     ]
     e = cfg.get("embedding") or {}
     if "embedded" in e:
-        rate = f", {e['embedded'] / e['seconds']:.0f} texts/s" if e["seconds"] else ""
+        rate = ""
+        if e["seconds"] and e["embedded"]:  # a pass served from the cache has no rate
+            rate = f", {e['embedded'] / e['seconds']:.0f} texts/s"
         lines += [
             f"Embedding: {e['distinct']} distinct texts, {e['from_cache']} from the cache, "
             f"{e['embedded']} embedded in "
