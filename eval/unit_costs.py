@@ -2,11 +2,10 @@
 
 ``python -m eval.unit_costs --data PATH [--strategies a,b] [--out FILE.json]`` chunks the data
 once, makes every strategy's units (default: every registered strategy) and prints the table of
-:func:`convlab.pipeline.unit_costs.unit_costs` (units, units per message with text, distinct
-texts, tokens embedded, and ``all``), plus each strategy's units per assistant message (units
-whose target is an assistant chunk: a long reply's cost; 0 for ``whole_turn``, whose units have no
-target); ``--out`` writes the same rows as JSON. What an ``eval.run`` report tabulates
-after embedding, known before it: e.g. on the LongMemEval oracle before a long run.
+:func:`convlab.pipeline.unit_costs.corpus_unit_costs` (units, units per message with text,
+distinct texts, tokens embedded, units per assistant message, and ``all``); ``--out`` writes the
+same rows as JSON. What an ``eval.run`` report tabulates after embedding, known before it: e.g.
+on the LongMemEval oracle before a long run.
 """
 
 from __future__ import annotations
@@ -17,32 +16,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import polars as pl
-
 from convlab.evaluation.compare import check_strategies
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.report import markdown_table
-from convlab.pipeline.chunks import chunks as make_chunks
-from convlab.pipeline.unit_costs import messages_with_text, unit_costs
-from convlab.pipeline.units import units as make_units
+from convlab.pipeline.unit_costs import corpus_unit_costs
 from convlab.strategies import STRATEGIES
-
-
-def costs(data: str | None, strategies: Sequence[str]) -> pl.DataFrame:
-    """The unit costs of ``strategies`` over ``data``, with units per assistant message."""
-    corpus = load_labelled(data).corpus
-    chunks = make_chunks(corpus, EvalConfig().policy)
-    units = {s: make_units(chunks, s) for s in strategies}
-    table = unit_costs(units, messages_with_text(chunks))
-    replies = messages_with_text(chunks.filter(pl.col("role") == "assistant"))
-    per_reply = [
-        u.filter(pl.col("role") == "assistant").height / replies if replies else 0.0
-        for u in units.values()
-    ]
-    return table.with_columns(
-        pl.Series("units_per_assistant_message", [*per_reply, None], dtype=pl.Float64)
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -57,7 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"python -m eval.unit_costs: {exc}", file=sys.stderr)
         return 2
-    table = costs(args.data, strategies)
+    corpus = load_labelled(args.data).corpus
+    table = corpus_unit_costs(corpus, strategies, policy=EvalConfig().policy)
     print(markdown_table(table))
     if args.out:
         Path(args.out).write_text(json.dumps(table.to_dicts(), indent=1))

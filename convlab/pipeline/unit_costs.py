@@ -10,11 +10,16 @@ A strategy searched by BM25 alone embeds nothing: its ``tokens_embedded`` is 0.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import polars as pl
 
-__all__ = ["UNIT_COSTS", "messages_with_text", "unit_costs"]
+if TYPE_CHECKING:
+    from convlab.loaders import Corpus
+    from convlab.pipeline.policy import ContentPolicy
+
+__all__ = ["UNIT_COSTS", "corpus_unit_costs", "messages_with_text", "unit_costs"]
 
 UNIT_COSTS: dict[str, pl.DataType | type[pl.DataType]] = {
     "strategy": pl.String,
@@ -72,3 +77,31 @@ def _row(name: str, units: int, messages: int, texts: pl.DataFrame, dense: bool)
     tokens = int(texts["n_tokens"].sum()) if dense and texts.height else 0
     per_message = units / messages if messages else 0.0
     return (name, units, per_message, texts.height, tokens)
+
+
+def corpus_unit_costs(
+    corpus: Corpus, strategies: Sequence[str], *, policy: ContentPolicy | None = None
+) -> pl.DataFrame:
+    """:func:`unit_costs` of ``strategies`` over ``corpus``, nothing embedded, per assistant too.
+
+    The corpus is chunked once; the column ``units_per_assistant_message`` adds each strategy's
+    units whose target is an assistant chunk per assistant message with text (a long reply's
+    cost; 0 for ``whole_turn``, whose units have no target; null on the last row).
+
+    Raises:
+        ValueError: an unknown strategy, listing the valid ones.
+    """
+    from convlab.pipeline.chunks import chunks as make_chunks
+    from convlab.pipeline.policy import ContentPolicy
+    from convlab.pipeline.units import units as make_units
+
+    chunks = make_chunks(corpus, policy or ContentPolicy())
+    units = {s: make_units(chunks, s) for s in strategies}
+    replies = messages_with_text(chunks.filter(pl.col("role") == "assistant"))
+    per_reply = [
+        u.filter(pl.col("role") == "assistant").height / replies if replies else 0.0
+        for u in units.values()
+    ]
+    return unit_costs(units, messages_with_text(chunks)).with_columns(
+        pl.Series("units_per_assistant_message", [*per_reply, None], dtype=pl.Float64)
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from convlab.pipeline.unit_costs import messages_with_text, unit_costs
 from tests.helpers import chunks_frame
@@ -38,3 +39,29 @@ def test_messages_with_text_counts_each_message_once() -> None:
     ]
     assert messages_with_text(chunks_frame(rows)) == 2
     assert messages_with_text(chunks_frame(rows).clear()) == 0
+
+
+def test_corpus_costs_count_each_strategys_units_and_a_replys() -> None:
+    from convlab.evaluation.config import EvalConfig
+    from convlab.evaluation.datasets import load_labelled
+    from convlab.pipeline.chunks import chunks
+    from convlab.pipeline.unit_costs import corpus_unit_costs
+    from convlab.pipeline.units import units
+
+    corpus = load_labelled(None).corpus
+    policy = EvalConfig().policy
+    table = corpus_unit_costs(corpus, ["isolated", "isolated_window"], policy=policy)
+    rows = {r["strategy"]: r for r in table.to_dicts()}
+    assert list(rows) == ["isolated", "isolated_window", "all"]
+    ch = chunks(corpus, policy)
+    replies = ch.filter(pl.col("role") == "assistant").select("conversation_id", "message_index")
+    for name in ("isolated", "isolated_window"):
+        u = units(ch, name)
+        assert rows[name]["units"] == u.height
+        assert rows[name]["units_per_assistant_message"] == (
+            u.filter(pl.col("role") == "assistant").height / replies.n_unique()
+        )
+    assert rows["all"]["units"] == rows["isolated"]["units"] + rows["isolated_window"]["units"]
+    assert rows["all"]["units_per_assistant_message"] is None
+    with pytest.raises(ValueError, match="unknown strategy 'nope'"):
+        corpus_unit_costs(corpus, ["nope"])
