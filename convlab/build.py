@@ -271,8 +271,9 @@ def build_indexes(
         lexical: the strategies that get a BM25 index.
         kind: the index kind (a key of :data:`convlab.index.INDEX_KINDS`).
         engine: where the texts are embedded (see :func:`build_index`; ``embedder`` must then
-            be a :class:`convlab.embed.CachedEmbedder`, and each manifest's ``embedding``
-            holds the pass's cache counts); None embeds in this process.
+            be a :class:`convlab.embed.CachedEmbedder`); None embeds in this process. Each
+            manifest's ``embedding`` holds the pass's cache counts when ``embedder`` is a
+            :class:`convlab.embed.CachedEmbedder`, and ``seconds.embed`` the pass's time.
         keep: per strategy, units embedded before and their vectors, placed before its new
             units (an incremental build, see :func:`build_index`).
         corpus_fingerprint: recorded in each index's manifest (see :func:`build_index`).
@@ -299,7 +300,12 @@ def build_indexes(
     texts = [t for s in strategies if s in dense for t in derived[s].units["text"].to_list()]
     extra: dict[str, Any] = {}
     if engine is None:
-        vectors = embed_texts(texts, embedder)
+        if isinstance(embedder, CachedEmbedder):  # what the pass took from the cache, embedded
+            before = asdict(embedder.stats)
+            vectors = embed_texts(texts, embedder)
+            extra = {"embedding": _counts_since(before, embedder)}
+        else:
+            vectors = embed_texts(texts, embedder)
     else:
         from convlab.engines import get_engine
 
@@ -431,7 +437,12 @@ def _embed(
         vectors = eng.embed(texts, cached)
     else:
         vectors = np.zeros((len(texts), cached.dimension), dtype=np.float32)
-    return vectors, {k: v - before[k] for k, v in asdict(cached.stats).items()}
+    return vectors, _counts_since(before, cached)
+
+
+def _counts_since(before: dict[str, int], cached: CachedEmbedder) -> dict[str, int]:
+    """The cache's counts (requested, distinct, from_cache, embedded, ...) since ``before``."""
+    return {k: v - before[k] for k, v in asdict(cached.stats).items()}
 
 
 def _given(vectors: np.ndarray, rows: int, dimension: int) -> np.ndarray:

@@ -127,6 +127,7 @@ def evaluate(
     units_by = {_label(text, s): b.units for (text, s), b in built.items()}
     cfg = _record(data, systems, baseline, embedder, config, units_by, started)
     cfg["tuned"] = tuned
+    cfg["unit_costs"], cfg["embedding"] = _costs(built)
     policy_budgets = pl.concat(policy_rows) if policy_rows else pl.DataFrame()
     return Evaluation(
         per_q,
@@ -200,6 +201,40 @@ def _resurrectable(
         units = parts[0].units if len(parts) == 1 else pl.concat([b.units for b in parts])
         made[key] = (units, parts[0].chunks)
     return made[key]
+
+
+def _costs(
+    built: dict[tuple[str | None, str], BuiltIndex],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Each strategy's units and embedding cost, and what the embedding passes took.
+
+    The units, units per message, distinct texts and tokens embedded per strategy
+    (:func:`convlab.pipeline.unit_costs.unit_costs`, per text format); the passes' seconds
+    and cache counts (one pass per text format embeds every dense strategy's texts together,
+    so its time is the pass's, never split per strategy).
+    """
+    from convlab.pipeline.unit_costs import messages_with_text, unit_costs
+
+    rows: list[dict[str, Any]] = []
+    passes: dict[str | None, dict[str, Any]] = {}
+    for text in dict.fromkeys(t for t, _ in built):
+        mine = {_label(text, s): b for (t, s), b in built.items() if t == text}
+        first = next(iter(mine.values()))
+        costs = unit_costs(
+            {label: b.units for label, b in mine.items()},
+            messages_with_text(first.chunks),
+            dense={label for label, b in mine.items() if b.manifest["dense"]},
+            total=_label(text, "all"),
+        )
+        rows += costs.to_dicts()
+        passes[text] = first.manifest
+    counts: dict[str, Any] = {"seconds": 0.0}
+    for m in passes.values():
+        counts["seconds"] += m["seconds"]["embed"]
+        for k, v in m.get("embedding", {}).items():
+            counts[k] = counts.get(k, 0) + v
+    counts["seconds"] = round(counts["seconds"], 1)
+    return rows, counts
 
 
 def _check_scope(data: LabelledData, scope: str) -> None:

@@ -6,13 +6,15 @@ table, make a link or an HTML tag, or put a control byte into the file.
 
 Headline table with significance marks, per-category tables, LongMemEval's measures when run,
 resurrection by budget, the system x policy grid with its significance marks and efficiency test
-(when several policies ran), significance against the baseline, units per strategy and the
-figures saved beside it by :func:`convlab.evaluation.runfolder.save_run`.
+(when several policies ran), significance against the baseline, units per strategy (per message,
+distinct texts, tokens embedded, and what the embedding pass took) and the figures saved beside
+it by :func:`convlab.evaluation.runfolder.save_run`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -22,8 +24,9 @@ from convlab.evaluation.lme_bm25 import REFERENCE
 from convlab.evaluation.names import markdown, markdown_code
 from convlab.evaluation.policy_grid import EFFICIENCY, TESTED, grid_means
 from convlab.evaluation.result import Evaluation, mark_significant
+from convlab.pipeline.unit_costs import UNIT_COSTS
 
-__all__ = ["markdown_table", "policy_grid_lines", "write_report"]
+__all__ = ["markdown_table", "policy_grid_lines", "units_lines", "write_report"]
 
 
 def _fmt(v: object) -> str:
@@ -247,12 +250,7 @@ def write_report(ev: Evaluation, out: Path) -> Path:
             )
         ),
         "",
-        "## Units per strategy",
-        "",
-        markdown_table(
-            pl.DataFrame({"strategy": list(cfg["units"]), "units": list(cfg["units"].values())})
-        ),
-        "",
+        *units_lines(cfg),
         "![recall@k](recall_at_k.png) ![coverage](coverage_by_budget.png)",
         "![by category](recall_by_category.png) ![unit lengths](unit_lengths.png)",
         "",
@@ -260,6 +258,39 @@ def write_report(ev: Evaluation, out: Path) -> Path:
     path = out / "report.md"
     write_text_atomic(path, "\n".join(parts))
     return path
+
+
+def units_lines(cfg: dict[str, Any]) -> list[str]:
+    """Units per strategy; with a run's ``unit_costs``, per message and what embedding took."""
+    head = ["## Units per strategy", ""]
+    costs = cfg.get("unit_costs")
+    if not costs:  # a run recorded before its costs were
+        units = cfg["units"]
+        table = pl.DataFrame({"strategy": list(units), "units": list(units.values())})
+        return [*head, markdown_table(table), ""]
+    lines = [
+        *head,
+        "Units per message: per message with text. Distinct texts: each is embedded once. "
+        "Tokens embedded: the tokens of the distinct texts, [CLS] and [SEP] included (0 for a "
+        "strategy searched by BM25 alone); `all`: every embedded strategy's texts together, "
+        "what the build embeds.",
+        "",
+        markdown_table(pl.DataFrame(costs, schema=UNIT_COSTS)),
+        "",
+    ]
+    e = cfg.get("embedding") or {}
+    if "embedded" in e:
+        rate = ""
+        if e["seconds"] and e["embedded"]:  # a pass served from the cache has no rate
+            rate = f", {e['embedded'] / e['seconds']:.0f} texts/s"
+        lines += [
+            f"Embedding: {e['distinct']} distinct texts, {e['from_cache']} from the cache, "
+            f"{e['embedded']} embedded in "
+            f"{e['seconds']} s{rate}. One pass embeds every strategy's texts together, so "
+            "its time is not split per strategy; tokens embedded tell each one's share of it.",
+            "",
+        ]
+    return lines
 
 
 def _policy_section(ev: Evaluation) -> list[str]:

@@ -27,6 +27,7 @@ from convlab.loaders import Corpus, LoadError
 from convlab.loaders.registry import FORMATS, load_files
 from convlab.paths import path_text
 from convlab.pipeline.redact import RULES_VERSION, redact_corpus
+from convlab.pipeline.unit_costs import messages_with_text, unit_costs
 from convlab.protocols import Embedder
 from convlab.store.config import IndexSummary, StoreConfig, StoreMismatch
 from convlab.store.manifest import FRAMES, STORE_FORMAT
@@ -297,6 +298,14 @@ def _write(
         "counts": {n: frames[n].height for n in FRAMES},
         "bm25": built.bm25 is not None,
         "updated_at": time.time(),
+        # for convlab stats: each strategy's units and embedding cost, and the update's
+        # embedding pass (its seconds and cache counts)
+        "unit_costs": unit_costs(
+            {s: every[s].units for s in strategies},
+            messages_with_text(frames["sentences"]),
+            dense=config.dense,
+        ).to_dicts(),
+        "embedding": {"seconds": built.manifest["seconds"]["embed"], **built.manifest["embedding"]},
     }
     store.write_version(manifest, {n: frames[n] for n in FRAMES}, built.index, built.bm25, views)
     summary.wrote_version = True

@@ -4,7 +4,17 @@ The contract is :class:`convlab.protocols.Strategy`; a new strategy is one modul
 ``@register_strategy`` class, imported below so that importing the package registers it.
 """
 
-from convlab.strategies import isolated, message, qa_pair, sequential, turn_pair, whole_turn  # noqa: F401
+from convlab.strategies import (  # noqa: F401
+    isolated,
+    isolated_window,
+    message,
+    qa_pair,
+    sequential,
+    sequential_window,
+    turn_pair,
+    turn_pair_window,
+    whole_turn,
+)
 from convlab.strategies.base import STRATEGIES, Chunk, get_strategy, register_strategy
 
 __all__ = ["STRATEGIES", "Chunk", "get_strategy", "register_strategy"]

@@ -26,7 +26,9 @@ __all__ = [
     "doc_ids_for",
     "get_strategy",
     "make_unit",
+    "message_windows",
     "pack",
+    "pack_window",
     "register_strategy",
     "window_units",
     "windows",
@@ -73,13 +75,26 @@ def pack(target: Chunk, context: Sequence[Chunk | None], max_tokens: int) -> lis
 
     ``None`` entries and chunks already taken (the target being an S0, say) are passed over.
     """
-    chosen = [target]
+    return pack_window([target], context, max_tokens)
+
+
+def pack_window(
+    window: Sequence[Chunk], context: Sequence[Chunk | None], max_tokens: int
+) -> list[Chunk]:
+    """:func:`pack` for a target of several chunks: the window, then each context chunk that fits.
+
+    ``None`` entries and chunks the window holds already are passed over; the result is in
+    conversation order.
+    """
+    chosen = list(window)
+    taken = {c.chunk_id for c in chosen}
     used = tokens_of(chosen)
     for c in context:
-        if c is None or any(c.chunk_id == x.chunk_id for x in chosen):
+        if c is None or c.chunk_id in taken:
             continue
         if used + c.n_tokens <= max_tokens:
             chosen.append(c)
+            taken.add(c.chunk_id)
             used += c.n_tokens
     return sorted(chosen, key=lambda c: c.position)
 
@@ -161,6 +176,42 @@ def s0_index(chunks: Sequence[Chunk]) -> Mapping[tuple[int, str], Chunk]:
 
 OVERLAP = 0.25
 """Share of ``max_tokens`` a window may carry over from the previous one (whole_turn, ...)."""
+
+WINDOW_SHARE = 0.5
+"""Share of ``max_tokens`` a bounded strategy's window of sentences may fill (128 of 256).
+
+The rest is left for the context ``sequential_window`` and ``turn_pair_window`` add around it.
+"""
+
+
+def message_windows(chunks: Sequence[Chunk], max_tokens: int) -> list[list[Chunk]]:
+    """Each message's chunks cut into consecutive windows without overlap (the bounded targets).
+
+    A window is filled greedily with whole chunks, in order, up to ``WINDOW_SHARE * max_tokens``
+    tokens ([CLS] and [SEP] counted, as in :func:`tokens_of`); the chunk that would pass it starts
+    the next window, and a chunk larger than that alone is a window of its own (it still fits
+    ``max_tokens``: :func:`convlab.pipeline.units.units` checks that every chunk does). Every
+    chunk is in exactly one window, so a message of ``n`` tokens makes about
+    ``n / (WINDOW_SHARE * max_tokens)`` units instead of one per sentence, and a message that
+    fits is one window.
+
+    Args:
+        chunks: one conversation's chunks in order.
+        max_tokens: the unit's token limit.
+    """
+    budget = int(WINDOW_SHARE * max_tokens)
+    out: list[list[Chunk]] = []
+    for _, group in groupby(chunks, key=lambda c: c.message_index):
+        win: list[Chunk] = []
+        used = SPECIAL_TOKENS
+        for c in group:
+            if win and used + c.n_tokens > budget:
+                out.append(win)
+                win, used = [], SPECIAL_TOKENS
+            win.append(c)
+            used += c.n_tokens
+        out.append(win)
+    return out
 
 
 def window_units(

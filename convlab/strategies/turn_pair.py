@@ -24,7 +24,7 @@ by the message timestamps (LoCoMo dates each session; messages of one session sh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from convlab.strategies.base import (
     Chunk,
@@ -36,6 +36,57 @@ from convlab.strategies.base import (
     s0_index,
 )
 
+__all__ = ["TurnPair", "partners"]
+
+Partners = Callable[[Chunk], tuple[Chunk | None, Chunk | None]]
+"""A chunk -> (the paired S0 of the other role or speaker, its own S0), either None."""
+
+
+def partners(chunks: Sequence[Chunk]) -> Partners:
+    """What ``turn_pair`` embeds a chunk of one conversation with, in order of priority.
+
+    Chats: the S0 of the other role and the own role's S0 of the chunk's turn (none for system
+    and tool chunks). Dialogs (``doc_kind == "message"``): the first sentence of the utterance
+    it answers or that answers it, and its own utterance's first sentence. ``turn_pair_window``
+    embeds its windows with the same.
+    """
+    if chunks and chunks[0].doc_kind == "message":
+        return _message_partners(chunks)
+    s0 = s0_index(chunks)
+
+    def of(c: Chunk) -> tuple[Chunk | None, Chunk | None]:
+        if c.role == "assistant":
+            return s0.get((c.turn_index, "user")), s0.get((c.turn_index, "assistant"))
+        if c.role == "user":
+            return s0.get((c.turn_index, "assistant")), s0.get((c.turn_index, "user"))
+        return None, None
+
+    return of
+
+
+def _message_partners(chunks: Sequence[Chunk]) -> Partners:
+    """:func:`partners` where docs are messages: utterances pair with utterances."""
+    firsts: dict[int, Chunk] = {}
+    for c in chunks:
+        if c.sentence_in_message == 0:
+            firsts[c.message_index] = c
+    order = sorted(firsts)
+    where = {m: i for i, m in enumerate(order)}
+
+    def partner(m: int) -> Chunk | None:
+        me = firsts[m]
+        i = where[m]
+        prev = firsts[order[i - 1]] if i > 0 else None
+        if prev is not None and prev.timestamp == me.timestamp and prev.role != me.role:
+            return prev
+        nxt = firsts[order[i + 1]] if i + 1 < len(order) else None
+        if nxt is not None and nxt.timestamp == me.timestamp and nxt.role != me.role:
+            return nxt
+        return None
+
+    pairs = {m: partner(m) for m in order}
+    return lambda c: (pairs.get(c.message_index), firsts.get(c.message_index))
+
 
 @register_strategy
 class TurnPair:
@@ -45,54 +96,14 @@ class TurnPair:
 
     def units(self, chunks: Sequence[Chunk], *, max_tokens: int) -> list[Unit]:
         """One unit per chunk."""
-        if chunks and chunks[0].doc_kind == "message":
-            return self._by_message(chunks, max_tokens)
-        s0 = s0_index(chunks)
-        out = []
-        for c in chunks:
-            if c.role == "assistant":
-                pair, own = s0.get((c.turn_index, "user")), s0.get((c.turn_index, "assistant"))
-            elif c.role == "user":
-                pair, own = s0.get((c.turn_index, "assistant")), s0.get((c.turn_index, "user"))
-            else:
-                pair = own = None
-            chosen = pack(c, [pair, own], max_tokens)
-            out.append(self._unit(c, chosen))
-        return out
-
-    def _unit(self, target: Chunk, chosen: list[Chunk]) -> Unit:
-        return make_unit(
-            self.name,
-            f"{self.name}:{target.chunk_id}",
-            chosen,
-            target=target,
-            doc_ids=doc_ids_for([target]),
-        )
-
-    def _by_message(self, chunks: Sequence[Chunk], max_tokens: int) -> list[Unit]:
-        """Units of a conversation whose docs are messages: utterances pair with utterances."""
-        firsts: dict[int, Chunk] = {}
-        for c in chunks:
-            if c.sentence_in_message == 0:
-                firsts[c.message_index] = c
-        order = sorted(firsts)
-        where = {m: i for i, m in enumerate(order)}
-
-        def partner(m: int) -> Chunk | None:
-            me = firsts[m]
-            i = where[m]
-            prev = firsts[order[i - 1]] if i > 0 else None
-            if prev is not None and prev.timestamp == me.timestamp and prev.role != me.role:
-                return prev
-            nxt = firsts[order[i + 1]] if i + 1 < len(order) else None
-            if nxt is not None and nxt.timestamp == me.timestamp and nxt.role != me.role:
-                return nxt
-            return None
-
-        pairs = {m: partner(m) for m in order}
-        out = []
-        for c in chunks:
-            own = firsts.get(c.message_index)
-            chosen = pack(c, [pairs.get(c.message_index), own], max_tokens)
-            out.append(self._unit(c, chosen))
-        return out
+        context = partners(chunks)
+        return [
+            make_unit(
+                self.name,
+                f"{self.name}:{c.chunk_id}",
+                pack(c, context(c), max_tokens),
+                target=c,
+                doc_ids=doc_ids_for([c]),
+            )
+            for c in chunks
+        ]

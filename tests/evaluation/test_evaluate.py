@@ -224,3 +224,47 @@ def test_a_systems_text_format_builds_its_own_units(tmp_path: Path) -> None:
     used = ev.budgets.group_by("system").agg(pl.col("tokens_used").max())
     tokens = dict(used.iter_rows())
     assert tokens["bm25:message@locomo"] > tokens["bm25:message"]
+
+
+def test_the_config_records_each_strategys_cost_and_the_embedding_pass(tmp_path: Path) -> None:
+    from convlab.embed import CachedEmbedder
+    from convlab.evaluation.runfolder import metrics_record
+    from convlab.pipeline.unit_costs import messages_with_text
+
+    data = load_labelled(str(sample_data_path()))
+    systems = [
+        System(name="isolated", strategy="isolated"),
+        System(name="isolated_window", strategy="isolated_window"),
+        System(name="bm25:message", strategy="message", retrieval="bm25"),  # nothing embedded
+    ]
+    embedder = CachedEmbedder(HashEmbedder(64), tmp_path)
+    ev = evaluate(data, systems, embedder=embedder, config=EvalConfig(budgets=(128,)))
+    costs = {r["strategy"]: r for r in ev.config["unit_costs"]}
+    assert list(costs) == ["isolated", "isolated_window", "message", "all"]
+    from convlab.pipeline.chunks import chunks
+
+    messages = messages_with_text(chunks(data.corpus, EvalConfig().policy))
+    for name in ("isolated", "isolated_window", "message"):
+        units = ev.units[name]
+        assert costs[name]["units"] == units.height
+        assert costs[name]["units_per_message"] == units.height / messages
+        assert costs[name]["distinct_texts"] == units["text"].n_unique()
+    assert costs["message"]["tokens_embedded"] == 0
+    assert (
+        costs["isolated"]["tokens_embedded"]
+        == ev.units["isolated"].unique("text")["n_tokens"].sum()
+    )
+    # a cold cache: the pass embedded exactly the distinct texts of the embedded strategies
+    dense = pl.concat([ev.units["isolated"], ev.units["isolated_window"]])
+    pass_ = ev.config["embedding"]
+    assert pass_["embedded"] == pass_["distinct"] == dense["text"].n_unique()
+    assert costs["all"]["distinct_texts"] == dense["text"].n_unique()
+    assert pass_["seconds"] >= 0
+    # metrics.json keeps its keys: the costs are the config's and the report's
+    assert list(metrics_record(ev)) == [
+        "summary",
+        "by_category",
+        "budgets",
+        "significance",
+        "category_significance",
+    ]

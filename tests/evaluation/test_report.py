@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 
 from convlab.evaluation.policy_grid import grid_significance
-from convlab.evaluation.report import policy_grid_lines
+from convlab.evaluation.report import policy_grid_lines, units_lines
 from tests.evaluation.test_policy_grid import grid_frame
 
 
@@ -45,3 +45,52 @@ def test_without_tests_or_efficiency_cells_the_report_says_so() -> None:
     )
     assert not any("*" in ln for ln in lines if ln.startswith("| message"))
     assert not any(ln.startswith("![") for ln in lines)
+
+
+COSTS = [
+    {
+        "strategy": "isolated",
+        "units": 12,
+        "units_per_message": 3.0,
+        "distinct_texts": 10,
+        "tokens_embedded": 150,
+    },
+    {"strategy": "all", "units": 12, "units_per_message": 3.0, "distinct_texts": 10},
+]
+
+
+def test_units_lines_give_each_strategys_cost_and_the_embedding_pass() -> None:
+    cfg = {
+        "units": {"isolated": 12},
+        "unit_costs": [COSTS[0], {**COSTS[1], "tokens_embedded": 150}],
+        "embedding": {
+            "requested": 12,
+            "distinct": 10,
+            "from_cache": 2,
+            "embedded": 8,
+            "model_calls": 1,
+            "seconds": 0.5,
+        },
+    }
+    lines = "\n".join(units_lines(cfg)).splitlines()
+    assert lines[:2] == ["## Units per strategy", ""]
+    i = lines.index("| strategy | units | units_per_message | distinct_texts | tokens_embedded |")
+    assert lines[i + 2 : i + 4] == [
+        "| isolated | 12 | 3.000 | 10 | 150 |",
+        "| all | 12 | 3.000 | 10 | 150 |",
+    ]
+    # 8 texts in 0.5 s: 16 texts/s
+    assert (
+        "Embedding: 10 distinct texts, 2 from the cache, 8 embedded in 0.5 s, 16 texts/s."
+        in "\n".join(lines)
+    )
+
+
+def test_units_lines_of_a_run_recorded_before_costs_list_the_units() -> None:
+    lines = units_lines({"units": {"isolated": 12, "message": 4}})
+    assert lines == [
+        "## Units per strategy",
+        "",
+        "| strategy | units |\n|---|---|\n| isolated | 12 |\n| message | 4 |",
+        "",
+    ]

@@ -96,3 +96,42 @@ def test_stats_names_the_redaction_rules_that_redacted_the_store(
     assert "+ gitleaks" in RULES_VERSION  # gitleaks' version, or that it is not installed
     assert main(["stats", "--store", str(store), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["redact_rules"] == RULES_VERSION
+
+
+def test_stats_give_units_per_message_and_embedding_cost(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # four one-sentence messages in two turns: turn_pair makes one unit per message, and a
+    # turn's two units are one text (user S0 + assistant S0 either way): two distinct texts
+    units = Store(store).frame("units")
+    tokens = units.unique("text")["n_tokens"].sum()
+    assert main(["stats", "--store", str(store), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    row = {"units": 4, "units_per_message": 1.0, "distinct_texts": 2, "tokens_embedded": tokens}
+    assert info["unit_costs"] == [{"strategy": "turn_pair", **row}, {"strategy": "all", **row}]
+    assert info["last_embedding"]["embedded"] == 2
+    assert info["last_embedding"]["from_cache"] == 0
+    assert list(info)[-1] == "bytes_total"
+    assert main(["stats", "--store", str(store)]) == 0
+    out = capsys.readouterr().out
+    line = f"  turn_pair: 4 units, 1.00 per message, 2 distinct texts, {tokens} tokens embedded"
+    assert line in out.splitlines()
+    assert "last update: 2 texts embedded, 0 from the cache, in " in out
+
+
+def test_a_store_written_before_unit_costs_gets_them_from_its_frames(
+    store: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from convlab.store import manifest as store_manifest
+
+    assert main(["stats", "--store", str(store), "--json"]) == 0
+    recorded = json.loads(capsys.readouterr().out)["unit_costs"]
+    path = Store(store).version / "manifest.json"
+    m = json.loads(path.read_text())
+    del m["unit_costs"], m["embedding"]
+    m["checksum"] = store_manifest.manifest_checksum(m)
+    path.write_text(json.dumps(m))
+    assert main(["stats", "--store", str(store), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["unit_costs"] == recorded
+    assert info["last_embedding"] is None

@@ -149,7 +149,7 @@ def test_dialog_pairs_and_docs() -> None:
 
 def test_registry_errors() -> None:
     with pytest.raises(
-        ValueError, match="unknown strategy 'nope'; valid: isolated, message, qa_pair"
+        ValueError, match="unknown strategy 'nope'; valid: isolated, isolated_window, message, "
     ):
         get_strategy("nope")
     with pytest.raises(ValueError, match="registered twice"):
@@ -165,6 +165,9 @@ def test_registry_errors() -> None:
         "sequential",
         "whole_turn",
         "qa_pair",
+        "isolated_window",
+        "sequential_window",
+        "turn_pair_window",
     }
 
 

@@ -1,4 +1,8 @@
-"""``convlab stats``: what a store holds, when it was updated, its size; ``--verify`` checks it."""
+"""``convlab stats``: what a store holds, when it was updated, its size; ``--verify`` checks it.
+
+It also gives each strategy's units per message and embedding cost
+(:mod:`convlab.pipeline.unit_costs`) and what the last update embedded, in how long.
+"""
 
 from __future__ import annotations
 
@@ -74,7 +78,26 @@ def run(args: argparse.Namespace) -> int:
         f"embedding cache {_size(info['bytes_cache'])})"
     )
     print(info["verify"])
+    for line in _cost_lines(info):
+        print(line)
     return EXIT_OK
+
+
+def _cost_lines(info: StoreInfo) -> list[str]:
+    """Each strategy's units and embedding cost, and what the last update embedded."""
+    lines = ["units per strategy (per message with text; tokens embedded: of the distinct texts):"]
+    for r in info["unit_costs"]:
+        lines.append(
+            f"  {r['strategy']}: {r['units']} units, {r['units_per_message']:.2f} per message, "
+            f"{r['distinct_texts']} distinct texts, {r['tokens_embedded']} tokens embedded"
+        )
+    e = info["last_embedding"]
+    if e is not None:
+        lines.append(
+            f"last update: {e.get('embedded', 0)} texts embedded, {e.get('from_cache', 0)} "
+            f"from the cache, in {float(e.get('seconds', 0.0)):.1f} s"
+        )
+    return lines
 
 
 class StoreInfo(TypedDict):
@@ -98,6 +121,8 @@ class StoreInfo(TypedDict):
     units_by_role: dict[str, int]
     verify: str
     redact_rules: str | None
+    unit_costs: list[dict[str, Any]]  # convlab.pipeline.unit_costs, one row per strategy + all
+    last_embedding: dict[str, Any] | None  # the last update's embedding pass (None: not kept)
     bytes_total: int
 
 
@@ -167,8 +192,24 @@ def store_info(store: Store, *, verify: bool) -> StoreInfo:
         "units_by_role": dict(units.group_by("role").len().sort("role").iter_rows()),
         "verify": status,
         "redact_rules": m.get("redact_rules"),
+        "unit_costs": m.get("unit_costs") or _unit_costs(store, units),
+        "last_embedding": m.get("embedding"),
         "bytes_total": bytes_version + bytes_cache,  # last, as --json has always printed it
     }
+
+
+def _unit_costs(store: Store, units: pl.DataFrame) -> list[dict[str, Any]]:
+    """Each held strategy's units, units per message, distinct texts and tokens embedded.
+
+    What an update records in the manifest; made from the frames for a store written before.
+    """
+    from convlab.pipeline.unit_costs import messages_with_text, unit_costs
+
+    held = store.strategies()
+    parts = {s: units.filter(pl.col("strategy") == s) for s in held}
+    messages = messages_with_text(store.frame("sentences"))
+    dense = [s for s, embedded in held.items() if embedded]
+    return unit_costs(parts, messages, dense=dense).to_dicts()
 
 
 def _held(config: dict[str, Any]) -> str:
