@@ -80,7 +80,9 @@ def _pool(items: Sequence[dict[str, Any]]) -> dict[str, tuple[str, list[dict[str
     contents: set[bytes] = set()
     for item in items:
         for sid, date, turns in zip(
-            item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"],
+            item["haystack_session_ids"],
+            item["haystack_dates"],
+            item["haystack_sessions"],
             strict=True,
         ):
             if sid in pool:
@@ -125,7 +127,9 @@ def build_haystacks(
             (_when(d), 0, i, s, d, t)
             for i, (s, d, t) in enumerate(
                 zip(
-                    item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"],
+                    item["haystack_session_ids"],
+                    item["haystack_dates"],
+                    item["haystack_sessions"],
                     strict=True,
                 )
             )
@@ -162,8 +166,11 @@ def write_haystacks(items: Sequence[dict[str, Any]], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """The command line: exit 0 written, 2 a bad oracle file or option."""
-    p = argparse.ArgumentParser(prog="python -m eval.lme_haystacks", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m eval.lme_haystacks",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--oracle", type=Path, required=True, help="longmemeval_oracle.json")
     p.add_argument("--sessions", type=int, default=48, help="sessions per question (default 48)")
     p.add_argument("--seed", type=int, default=0)

@@ -40,8 +40,13 @@ def _question(qid: str, sessions: dict[str, tuple[str, str]]) -> dict[str, Any]:
 def oracle() -> list[dict[str, Any]]:
     """Five questions; q4_abs repeats q4's session under another id (as LongMemEval's do)."""
     return [
-        _question("q1", {"answer_a_1": ("2023/03/01 (Wed) 10:00", "alpha"),
-                         "answer_a_2": ("2023/01/01 (Sun) 10:00", "beta")}),
+        _question(
+            "q1",
+            {
+                "answer_a_1": ("2023/03/01 (Wed) 10:00", "alpha"),
+                "answer_a_2": ("2023/01/01 (Sun) 10:00", "beta"),
+            },
+        ),
         _question("q2", {"answer_b": ("2023/02/01 (Wed) 10:00", "gamma")}),
         _question("q3", {"answer_c": ("2023/04/01 (Sat) 10:00", "delta")}),
         _question("q4", {"answer_d": ("2023/05/01 (Mon) 10:00", "eps")}),
@@ -90,8 +95,13 @@ def test_counts_dates_and_order(oracle: list[dict[str, Any]]) -> None:
     one = {q["question_id"]: q for q in build_haystacks(oracle, sessions=1, seed=0)}
     assert one["q1"]["haystack_session_ids"] == ["answer_a_2", "answer_a_1"]  # by date
     assert one["q2"]["haystack_session_ids"] == ["answer_b"]
-    date_of = {"filler_a_1": "2023/03/01", "filler_a_2": "2023/01/01", "filler_b": "2023/02/01",
-               "filler_c": "2023/04/01", "filler_d": "2023/05/01"}
+    date_of = {
+        "filler_a_1": "2023/03/01",
+        "filler_a_2": "2023/01/01",
+        "filler_b": "2023/02/01",
+        "filler_c": "2023/04/01",
+        "filler_d": "2023/05/01",
+    }
     for q in made.values():
         dates = q["haystack_dates"]
         assert dates == sorted(dates)
@@ -101,7 +111,11 @@ def test_counts_dates_and_order(oracle: list[dict[str, Any]]) -> None:
     # all five others are drawn at 10 (q1: 4 candidates, q4 and q4_abs: 4 each)
     big = {q["question_id"]: q for q in build_haystacks(oracle, sessions=10, seed=0)}
     assert sorted(big["q1"]["haystack_session_ids"]) == [
-        "answer_a_1", "answer_a_2", "filler_b", "filler_c", "filler_d"
+        "answer_a_1",
+        "answer_a_2",
+        "filler_b",
+        "filler_c",
+        "filler_d",
     ]
     assert len(big["q4_abs"]["haystack_session_ids"]) == 1 + 4
 
@@ -135,9 +149,20 @@ def test_cli_writes_a_file_the_loader_reads(oracle: list[dict[str, Any]], tmp_pa
     src.write_bytes(orjson.dumps(oracle))
     out = tmp_path / "hay.json"
     run = subprocess.run(
-        [sys.executable, "-m", "eval.lme_haystacks", "--oracle", str(src), "--sessions", "3",
-         "--out", str(out)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "eval.lme_haystacks",
+            "--oracle",
+            str(src),
+            "--sessions",
+            "3",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert run.returncode == 0, run.stderr
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
@@ -149,12 +174,24 @@ def test_cli_writes_a_file_the_loader_reads(oracle: list[dict[str, Any]], tmp_pa
     relevant = dict(
         zip(data.queries["query_id"].to_list(), data.queries["relevant"].to_list(), strict=True)
     )
-    assert all(r and all(t.startswith("answer_") for t in r) for q, r in relevant.items()
-               if not q.endswith("_abs"))
+    assert all(
+        r and all(t.startswith("answer_") for t in r)
+        for q, r in relevant.items()
+        if not q.endswith("_abs")
+    )
     bad = subprocess.run(
-        [sys.executable, "-m", "eval.lme_haystacks", "--oracle", str(tmp_path / "none.json"),
-         "--out", str(out)],
-        capture_output=True, text=True, check=False,
+        [
+            sys.executable,
+            "-m",
+            "eval.lme_haystacks",
+            "--oracle",
+            str(tmp_path / "none.json"),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert bad.returncode == 2
     assert bad.stderr.startswith("eval.lme_haystacks: ")
