@@ -223,6 +223,10 @@ def du(path: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--serve"]:  # the fresh process of serve_memory: --serve INDEX QUERIES
+        print(json.dumps(serve(Path(argv[1]), Path(argv[2]))))
+        return 0
     p = argparse.ArgumentParser(prog="python -m eval.bench_ivfpq", description=__doc__)
     p.add_argument("--size", type=int, required=True, help="units in the index")
     p.add_argument("--shard", type=int, default=250_000, help="units per shard")
@@ -250,11 +254,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--no-sweep", action="store_true", help="build and measure memory only (no recall sweep)"
     )
-    p.add_argument("--serve", nargs=2, default=None, help=argparse.SUPPRESS)  # the child
+    p.add_argument(
+        "--reuse-index", action="store_true", help="measure the index already in --work (no build)"
+    )
     args = p.parse_args(argv)
-    if args.serve:
-        print(json.dumps(serve(Path(args.serve[0]), Path(args.serve[1]))))
-        return 0
 
     faiss.omp_set_num_threads(args.threads)
     base = base_vectors(args.base_cache, locomo_path(args.data))
@@ -311,8 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     reset_peak()
     before = memory()
     t = time.perf_counter()
-    index = VectorIndex.build_from_shards(loaders, index_dir, model_id="bench", **params)
-    result["build_s"] = time.perf_counter() - t
+    if args.reuse_index and (index_dir / "manifest.json").is_file():
+        index = VectorIndex.load(index_dir, model_id="bench")
+        result["build_s"] = None  # reused: built by an earlier run
+    else:
+        index = VectorIndex.build_from_shards(loaders, index_dir, model_id="bench", **params)
+        result["build_s"] = time.perf_counter() - t
     result["build_memory_kb"] = {"before": before, "after": memory()}
     result["manifest_params"] = index.manifest["params"]
     del index

@@ -226,6 +226,11 @@ def _run_curve(args: argparse.Namespace, out: Path) -> int:
     strategies = args.strategies.split(",") if args.strategies else list(STRATEGIES.names())
     for s in strategies:
         STRATEGIES.get(s)  # an unknown name fails here, listing the valid ones
+    machine = {"python": platform.python_version(), "cpus": os.cpu_count()}
+
+    def save(record: dict[str, Any]) -> None:
+        _write(out, {"curves": [{**record, "machine": machine | {"load": os.getloadavg()}}]})
+
     made = curve(
         Path(args.oracle),
         Path(args.work) if args.work else out / "lme_curve_work",
@@ -234,13 +239,9 @@ def _run_curve(args: argparse.Namespace, out: Path) -> int:
         strategies=strategies,
         embedder=args.embedder,
         seed=args.seed,
+        save=save,
     )
-    made["machine"] = {
-        "python": platform.python_version(),
-        "cpus": os.cpu_count(),
-        "load_avg": os.getloadavg(),
-    }
-    _write(out, {"curves": [made]})
+    save(made)
     print(f"{out / 'bench_longmemeval.json'}: {len(made['rows'])} points in {made['seconds']} s")
     return 0
 

@@ -155,13 +155,29 @@ def curve(
     embedder: str,
     seed: int = 0,
     log: Callable[[str], None] = print,
+    save: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Every (point, strategy): a cold and a warm fresh process; the curve as one record."""
+    """Every (point, strategy): a cold and a warm fresh process; the curve as one record.
+
+    ``save`` gets the record so far after each row (``complete`` false until the last), so a
+    run stopped early keeps the points it measured.
+    """
     items = orjson.loads(oracle.read_bytes())
     keep = set(sample_questions(items, questions, seed))
     work.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows: list[dict[str, Any]] = []
     started = time.perf_counter()
+    record: dict[str, Any] = {
+        "embedder": embedder,
+        "questions": len(keep),
+        "question_ids": sorted(keep),
+        "seed": seed,
+        "oracle": str(oracle),
+        "points": list(points),
+        "strategies": list(strategies),
+        "rows": rows,
+        "complete": False,
+    }
     for n in points:
         made = build_haystacks(items, sessions=n, seed=seed)
         made = [q for q in made if q["question_id"] in keep]
@@ -182,15 +198,9 @@ def curve(
                 f"warm {warm['build_seconds']} s, search {cold['search_ms_per_question']} "
                 f"ms/q, peak {cold['peak_rss_mb']} MB"
             )
+            record["seconds"] = round(time.perf_counter() - started, 1)
+            if save is not None:
+                save(record)
         path.unlink()
-    return {
-        "embedder": embedder,
-        "questions": len(keep),
-        "question_ids": sorted(keep),
-        "seed": seed,
-        "oracle": str(oracle),
-        "points": list(points),
-        "strategies": list(strategies),
-        "seconds": round(time.perf_counter() - started, 1),
-        "rows": rows,
-    }
+    record["complete"] = True
+    return record

@@ -34,6 +34,7 @@ import polars as pl
 from convlab import __version__
 from convlab.atomic import fsync_dir
 from convlab.files import CONFIG, read_text_regular
+from convlab.index.disk_rows import DiskRows
 from convlab.index.faisslib import FaissIndex, load_faiss
 from convlab.index.ivfpq import (
     IVFPQParams,
@@ -76,7 +77,7 @@ class VectorIndex:
     def __init__(
         self,
         units: pl.DataFrame | UnitTable,
-        vectors: np.ndarray,
+        vectors: np.ndarray | DiskRows,
         faiss_index: FaissIndex,
         manifest: dict[str, Any],
     ) -> None:
@@ -161,7 +162,7 @@ class VectorIndex:
         """Build an ``ivfpq`` index into ``directory`` shard by shard, then load it.
 
         Each shard is read three times (count, sample, add); at most one shard of float32
-        vectors is in memory at a time, the float16 vectors go straight to a memory-mapped file.
+        vectors is in memory at a time, the float16 vectors go straight to the file on disk.
         Rows are numbered in shard order. The result equals :meth:`build` on the concatenated
         shards with the same parameters. The directory appears whole or not at all.
 
@@ -288,7 +289,11 @@ class VectorIndex:
         m = q.shape[0]
         scores = np.full((m, k), -np.inf, dtype=np.float32)
         ids = np.full((m, k), -1, dtype=np.int64)
-        if rows is None and self.manifest.get("kind") == "flat":
+        if (
+            rows is None
+            and isinstance(self._vectors, np.ndarray)
+            and self.manifest.get("kind") == "flat"
+        ):
             # the whole index: one product, no subset bookkeeping (the hot path of exact search)
             if len(self) == 0:
                 return scores, ids
@@ -357,9 +362,11 @@ class VectorIndex:
                 f"the index at {d} has {manifest['dimension']} dimensions, not {dimension}: "
                 "rebuild it with this model"
             )
-        # ivfpq keeps its float16 vectors on disk; the other kinds load them into memory
+        # ivfpq keeps its float16 vectors on disk, read row by row (not mapped: see
+        # convlab.index.disk_rows); the other kinds load them into memory
+        vectors: np.ndarray | DiskRows
         if manifest.get("kind") == "ivfpq":
-            vectors = np.load(d / "vectors.npy", mmap_mode="r", allow_pickle=False)
+            vectors = DiskRows(d / "vectors.npy")
         else:
             vectors = np.load(d / "vectors.npy", allow_pickle=False)
         units = UnitTable.open(d)

@@ -11,7 +11,8 @@ import pytest
 
 from convlab import schema
 from convlab.index import VectorIndex
-from convlab.index.unit_table import UNITS_FILE, UnitTable, write_unit_shards
+from convlab.index.disk_rows import DiskRows
+from convlab.index.unit_table import BATCH_ROWS, UNITS_FILE, UnitTable, write_unit_shards
 
 
 def _units(n: int, start: int = 0) -> pl.DataFrame:
@@ -38,7 +39,7 @@ def test_saved_index_maps_its_units(tmp_path: Path) -> None:
     assert (tmp_path / "ix" / UNITS_FILE).is_file()
     assert not (tmp_path / "ix" / "units.parquet").exists()
     table = UnitTable.open(tmp_path / "ix")
-    assert table.mapped
+    assert table.on_disk
     assert table.height == 50
     got = table.rows(np.array([7, 0, 49]))
     assert got["unit_id"].to_list() == ["u7", "u0", "u49"]
@@ -69,11 +70,11 @@ def test_index_written_before_still_loads(tmp_path: Path) -> None:
     (old / UNITS_FILE).unlink()
     units.write_parquet(old / "units.parquet")
     index = VectorIndex.load(old)
-    assert not UnitTable.open(old).mapped
+    assert not UnitTable.open(old).on_disk
     assert index.units.equals(units)
     assert index.unit_rows([19])["unit_id"].to_list() == ["u19"]
     (old / "units.parquet").unlink()
-    with pytest.raises(FileNotFoundError, match="units.arrow"):
+    with pytest.raises(FileNotFoundError, match=r"units\.arrow"):
         VectorIndex.load(old)
 
 
@@ -87,3 +88,34 @@ def test_shards_written_in_order(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="shard 1"):
         write_unit_shards([_units(1), odd], tmp_path)
     assert not (tmp_path / UNITS_FILE).exists()
+
+
+def test_rows_across_batches_and_shards(tmp_path: Path) -> None:
+    """Shards that do not fill whole batches: rows on every side of a boundary come back right."""
+    n = BATCH_ROWS + 188  # two shards of it: 1,400 rows with BATCH_ROWS = 512
+    assert write_unit_shards([_units(n), _units(n, start=n)], tmp_path) == 2 * n
+    table = UnitTable.open(tmp_path)
+    assert table.height == 2 * n
+    want = [2 * n - 1, 0, BATCH_ROWS - 1, BATCH_ROWS, n - 1, n, 2 * BATCH_ROWS, 0]
+    got = table.rows(np.array(want), columns=["unit_id", "doc_ids"])
+    assert got.columns == ["unit_id", "doc_ids"]
+    assert got["unit_id"].to_list() == [f"u{r}" for r in want]
+    assert got["doc_ids"].to_list() == [[f"c{r % 3}:t{r}"] for r in want]
+    assert table.rows(np.array([], dtype=np.int64)).height == 0
+    assert table.frame()["unit_id"].to_list() == [f"u{r}" for r in range(2 * n)]
+
+
+def test_disk_rows_read_what_numpy_reads(tmp_path: Path) -> None:
+    """Rows read with pread equal numpy's; runs, order and repeats kept; bad rows refused."""
+    v = np.random.default_rng(1).normal(size=(300, 6)).astype(np.float16)
+    np.save(tmp_path / "v.npy", v)
+    rows = DiskRows(tmp_path / "v.npy")
+    assert rows.shape == (300, 6)
+    pick = np.array([5, 6, 7, 299, 0, 7, 100])
+    assert np.array_equal(rows[pick], v[pick])
+    assert np.array_equal(np.asarray(rows), v)
+    with pytest.raises(IndexError):
+        rows[np.array([300])]
+    (tmp_path / "t.npy").write_bytes((tmp_path / "v.npy").read_bytes()[:-10])
+    with pytest.raises(ValueError, match="truncated"):
+        DiskRows(tmp_path / "t.npy")
