@@ -45,6 +45,23 @@ from convlab.paths import locomo_path
 K = 10
 
 
+def unit_frame(rows: range) -> pl.DataFrame:
+    """Units of these rows with what a search reads of its hits: id, conversation, docs, text.
+
+    A conversation holds 100 units, a doc 10; the text is short (the units' texts of a real
+    store weigh more on disk, not in memory: only the hits' rows are read).
+    """
+    return schema.frame(
+        {
+            "unit_id": [f"u{r}" for r in rows],
+            "conversation_id": [f"c{r // 100}" for r in rows],
+            "doc_ids": [[f"c{r // 100}:t{r // 10}"] for r in rows],
+            "text": [f"unit {r} of conversation {r // 100}" for r in rows],
+        },
+        schema.UNITS,
+    )
+
+
 def base_vectors(cache: Path, data: Path) -> np.ndarray:
     """MiniLM vectors of LoCoMo's distinct utterances, embedded once and cached."""
     if cache.is_file():
@@ -130,27 +147,74 @@ def latencies(index: VectorIndex, queries: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
+def serve(index_dir: Path, queries: Path) -> dict[str, Any]:
+    """In this (fresh) process: open the index, answer every query with its hits' units.
+
+    Each query's top-``K`` rows are searched, then only those rows' units (unit id,
+    conversation, docs, text) are read: what a search hands back. RSS (and its anonymous and
+    file-backed parts) before and after the open and after the queries; ``VmHWM`` is the peak.
+    """
+    from convlab.index import VectorIndex
+
+    q = np.load(queries)
+    before = memory()
+    t = time.perf_counter()
+    index = VectorIndex.load(index_dir)
+    open_s = time.perf_counter() - t
+    opened = memory()
+    columns = ["unit_id", "conversation_id", "doc_ids", "text"]
+    t = time.perf_counter()
+    read = 0
+    for row in q:
+        found = index.search(row[None, :], K)[1][0]
+        hits = index.unit_rows(found[found >= 0], columns)
+        read += hits.height
+    search_s = time.perf_counter() - t
+    return {
+        "before": before,
+        "opened": opened,
+        "searched": memory(),
+        "open_s": open_s,
+        "queries": len(q),
+        "hit_units_read": read,
+        "ms_per_query_with_units": 1000 * search_s / max(len(q), 1),
+    }
+
+
 def serve_memory(index_dir: Path, queries: Path) -> dict[str, Any]:
-    """In a fresh process: RSS before and after loading the index and after 1,000 queries."""
-    code = (
-        "import json, sys, numpy as np\n"
-        "from eval.bench_ivfpq import memory, K\n"
-        "from convlab.index import VectorIndex\n"
-        "q = np.load(sys.argv[2]); before = memory()\n"
-        "ix = VectorIndex.load(sys.argv[1]); loaded = memory()\n"
-        "for row in q: ix.search(row[None, :], K)\n"
-        "print(json.dumps({'before': before, 'loaded': loaded, 'searched': memory()}))\n"
-    )
+    """:func:`serve` in a fresh process; the deltas of the open, peak RSS in MB."""
     out = subprocess.run(
-        [sys.executable, "-c", code, str(index_dir), str(queries)],
+        [sys.executable, "-m", "eval.bench_ivfpq", "--serve", str(index_dir), str(queries)],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
     m = json.loads(out.strip().splitlines()[-1])
-    m["load_rss_delta_kb"] = m["loaded"]["VmRSS"] - m["before"]["VmRSS"]
-    m["load_anon_delta_kb"] = m["loaded"]["RssAnon"] - m["before"]["RssAnon"]
+    m["open_rss_delta_kb"] = m["opened"]["VmRSS"] - m["before"]["VmRSS"]
+    m["open_anon_delta_kb"] = m["opened"]["RssAnon"] - m["before"]["RssAnon"]
+    m["rss_mb_after_open"] = round(m["opened"]["VmRSS"] / 1024)
+    m["rss_mb_after_queries"] = round(m["searched"]["VmRSS"] / 1024)
+    m["anon_mb_after_queries"] = round(m["searched"]["RssAnon"] / 1024)
+    m["peak_rss_mb"] = round(m["searched"]["VmHWM"] / 1024)
+    m["within_1gb"] = m["peak_rss_mb"] <= 1024
     return m
+
+
+def legacy_copy(index_dir: Path) -> Path:
+    """The index as written before ``units.arrow``: its units in ``units.parquet``, read whole.
+
+    The other files are hard links (no copy of the vectors); the copy sits beside the index.
+    """
+    from convlab.index.unit_table import UNITS_FILE, UnitTable
+
+    legacy = index_dir.with_name(index_dir.name + "-units-parquet")
+    shutil.rmtree(legacy, ignore_errors=True)
+    legacy.mkdir()
+    for f in index_dir.iterdir():
+        if f.name != UNITS_FILE:
+            os.link(f, legacy / f.name)
+    UnitTable.open(index_dir).frame().write_parquet(legacy / "units.parquet")
+    return legacy
 
 
 def du(path: Path) -> int:
@@ -159,6 +223,10 @@ def du(path: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--serve"]:  # the fresh process of serve_memory: --serve INDEX QUERIES
+        print(json.dumps(serve(Path(argv[1]), Path(argv[2]))))
+        return 0
     p = argparse.ArgumentParser(prog="python -m eval.bench_ivfpq", description=__doc__)
     p.add_argument("--size", type=int, required=True, help="units in the index")
     p.add_argument("--shard", type=int, default=250_000, help="units per shard")
@@ -183,6 +251,12 @@ def main(argv: list[str] | None = None) -> int:
         "--threads", type=int, default=1, help="FAISS threads for the build (1: see the report)"
     )
     p.add_argument("--keep-shards", action="store_true")
+    p.add_argument(
+        "--no-sweep", action="store_true", help="build and measure memory only (no recall sweep)"
+    )
+    p.add_argument(
+        "--reuse-index", action="store_true", help="measure the index already in --work (no build)"
+    )
     args = p.parse_args(argv)
 
     faiss.omp_set_num_threads(args.threads)
@@ -210,24 +284,26 @@ def main(argv: list[str] | None = None) -> int:
     result["generate_s"] = time.perf_counter() - t
     queries = generate(base, args.queries, args.seed + 1_000_003, 0, args.mix, args.sigma)
 
-    t = time.perf_counter()
-    exact_s, exact = exact_top(paths, queries)
-    result["exact_ground_truth_s"] = time.perf_counter() - t
-    # how hard the neighbours are: the exact 1st and 10th cosines and the gap between them
-    result["exact_cosine"] = {
-        "top1_mean": float(exact_s[:, 0].mean()),
-        "top10_mean": float(exact_s[:, K - 1].mean()),
-        "gap_1_10_median": float(np.median(exact_s[:, 0] - exact_s[:, K - 1])),
-        "gap_10_11_note": "ground truth from the float32 shards, not the float16 copy",
-    }
+    exact = None
+    if not args.no_sweep:
+        t = time.perf_counter()
+        exact_s, exact = exact_top(paths, queries)
+        result["exact_ground_truth_s"] = time.perf_counter() - t
+        # how hard the neighbours are: the exact 1st and 10th cosines and the gap between them
+        result["exact_cosine"] = {
+            "top1_mean": float(exact_s[:, 0].mean()),
+            "top10_mean": float(exact_s[:, K - 1].mean()),
+            "gap_1_10_median": float(np.median(exact_s[:, 0] - exact_s[:, K - 1])),
+            "gap_10_11_note": "ground truth from the float32 shards, not the float16 copy",
+        }
 
     offsets = np.cumsum([0] + [np.load(pp, mmap_mode="r").shape[0] for pp in paths])
 
     def loader(i: int, path: Path) -> ShardLoader:
         def load() -> tuple[pl.DataFrame, np.ndarray]:
             v = np.load(path)
-            ids = [f"u{r}" for r in range(int(offsets[i]), int(offsets[i]) + len(v))]
-            return schema.frame({"unit_id": ids}, schema.UNITS), v
+            rows = range(int(offsets[i]), int(offsets[i]) + len(v))
+            return unit_frame(rows), v
 
         return load
 
@@ -238,8 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     reset_peak()
     before = memory()
     t = time.perf_counter()
-    index = VectorIndex.build_from_shards(loaders, index_dir, model_id="bench", **params)
-    result["build_s"] = time.perf_counter() - t
+    if args.reuse_index and (index_dir / "manifest.json").is_file():
+        index = VectorIndex.load(index_dir, model_id="bench")
+        result["build_s"] = None  # reused: built by an earlier run
+    else:
+        index = VectorIndex.build_from_shards(loaders, index_dir, model_id="bench", **params)
+        result["build_s"] = time.perf_counter() - t
     result["build_memory_kb"] = {"before": before, "after": memory()}
     result["manifest_params"] = index.manifest["params"]
     del index
@@ -262,9 +342,10 @@ def main(argv: list[str] | None = None) -> int:
     qpath = work / "queries.npy"
     np.save(qpath, queries)
     result["serve_memory_fresh_process_kb"] = serve_memory(index_dir, qpath)
+    result["serve_memory_units_parquet_kb"] = serve_memory(legacy_copy(index_dir), qpath)
     faiss.omp_set_num_threads(1)  # single queries: no thread pool to wake
     sweep = {}
-    for nprobe in [int(x) for x in args.nprobes.split(",")]:
+    for nprobe in [int(x) for x in args.nprobes.split(",")] if exact is not None else []:
         for rescore in [int(x) for x in args.rescores.split(",")]:
             index.set_search(nprobe=nprobe, rescore=rescore)
             got = index.search(queries, K)[1]

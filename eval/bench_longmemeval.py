@@ -11,6 +11,25 @@ questions. The load and the evaluation run in a fresh process whose peak RSS is 
 the embedder is :class:`convlab.embed.HashEmbedder` at the model's 384 dimensions (the vectors
 take the memory real ones would; no model time), the search is scoped per question to its
 haystack and scored with LongMemEval's measures at turn and session level.
+
+**The cost curve** (``--oracle FILE``): haystacks of 1 to 50 sessions per question built from
+LongMemEval's oracle file as LongMemEval builds them (:mod:`eval.lme_haystacks`: evidence plus
+seeded filler from the other questions' evidence), for a seeded sample of ``--questions``
+questions. For each point (sessions per question) and each strategy registered in
+:data:`convlab.strategies.STRATEGIES` (read at run time), a fresh process loads the file, builds
+the strategy's units and dense index through :func:`convlab.build.build_index` with an empty
+embedding cache (**cold**), and searches each question in its haystack; a second fresh process
+does the same with the cache filled (**warm**). Each reports units, units per message, distinct
+texts, the units inside the questions' haystacks, build and search times and peak RSS.
+``--embedder minilm`` is the real model (the cold build is model time); ``hash`` gives the full
+curve of memory and of the costs that are not the model's. Figures land in
+``DIR/bench_longmemeval.json`` under ``curves``, one entry per (embedder, questions, seed): a
+run replaces its own entry and keeps the others.
+
+The filler pool is the oracle's 940 evidence sessions, so the corpus stops growing once the
+sample's haystacks have drawn most of them, while ``longmemeval_s.json``'s haystacks are nearly
+disjoint: the build cost of S is ``haystack_units`` (the units of every question's haystack,
+each haystack counted whole), the build cost of this file is ``units``.
 """
 
 from __future__ import annotations
@@ -176,21 +195,94 @@ def measure(path: Path, strategy: str) -> dict[str, Any]:
     }
 
 
+def _write(out: Path, update: dict[str, Any]) -> None:
+    """Merge ``update`` into ``out/bench_longmemeval.json`` (written whole: temp and rename).
+
+    A curve replaces the curve of the same embedder, questions and seed, and keeps the others.
+    """
+    from convlab.atomic import write_text_atomic
+
+    path = out / "bench_longmemeval.json"
+    try:
+        old = json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError:
+        old = {}
+    merged = old if isinstance(old, dict) else {}
+    for c in update.pop("curves", []):
+        key = (c["embedder"], c["questions"], c["seed"])
+        kept = [
+            x for x in merged.get("curves", []) if (x["embedder"], x["questions"], x["seed"]) != key
+        ]
+        merged["curves"] = [*kept, c]
+    merged.update(update)
+    write_text_atomic(path, json.dumps(merged, indent=1))
+
+
+def _run_curve(args: argparse.Namespace, out: Path) -> int:
+    """The cost curve over haystacks made from the oracle (``--oracle``)."""
+    from convlab.strategies import STRATEGIES
+    from eval.lme_curve import curve
+
+    strategies = args.strategies.split(",") if args.strategies else list(STRATEGIES.names())
+    for s in strategies:
+        STRATEGIES.get(s)  # an unknown name fails here, listing the valid ones
+    machine = {"python": platform.python_version(), "cpus": os.cpu_count()}
+
+    def save(record: dict[str, Any]) -> None:
+        _write(out, {"curves": [{**record, "machine": machine | {"load": os.getloadavg()}}]})
+
+    made = curve(
+        Path(args.oracle),
+        Path(args.work) if args.work else out / "lme_curve_work",
+        questions=args.questions,
+        points=[int(x) for x in args.points.split(",")],
+        strategies=strategies,
+        embedder=args.embedder,
+        seed=args.seed,
+        save=save,
+    )
+    save(made)
+    print(f"{out / 'bench_longmemeval.json'}: {len(made['rows'])} points in {made['seconds']} s")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m eval.bench_longmemeval", description=__doc__)
+    p = argparse.ArgumentParser(
+        prog="python -m eval.bench_longmemeval",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--out", default="runs/bench")
     p.add_argument("--file", default=None, help="where the synthetic file goes (kept)")
-    p.add_argument("--questions", type=int, default=500)
+    p.add_argument(
+        "--questions", type=int, default=500, help="questions (the curve: a seeded sample)"
+    )
     p.add_argument("--sessions", type=int, default=50)
     p.add_argument("--pool", type=int, default=10_000)
     p.add_argument("--strategy", default="message")
+    p.add_argument("--oracle", default=None, help="longmemeval_oracle.json: measure the curve")
+    p.add_argument("--points", default="1,2,5,10,20,35,50", help="sessions per question")
+    p.add_argument("--strategies", default=None, help="comma-separated (default: all registered)")
+    p.add_argument("--embedder", default="hash", choices=("hash", "minilm"))
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--work", default=None, help="the curve's haystack files and caches")
     p.add_argument("--measure", default=None, help=argparse.SUPPRESS)  # the child process
+    p.add_argument("--point", default=None, help=argparse.SUPPRESS)  # a curve's child
+    p.add_argument("--cache", default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.measure:
         print(json.dumps(measure(Path(args.measure), args.strategy)))
         return 0
+    if args.point:
+        from eval.lme_curve import measure_point
+
+        point = measure_point(Path(args.point), args.strategy, args.embedder, Path(args.cache))
+        print(json.dumps(point))
+        return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.oracle:
+        return _run_curve(args, out)
     file = Path(args.file) if args.file else out / "longmemeval_s_synthetic.json"
     t0 = time.perf_counter()
     made = generate(file, questions=args.questions, sessions=args.sessions, pool=args.pool)
@@ -215,9 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
     }
     result["within_limit"] = result["run"]["peak_rss_mb"] < result["limit_mb"]
-    from convlab.atomic import write_text_atomic
-
-    write_text_atomic(out / "bench_longmemeval.json", json.dumps(result, indent=1))
+    _write(out, dict(result))
     print(json.dumps(result, indent=1))
     return 0
 

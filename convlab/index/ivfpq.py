@@ -2,13 +2,14 @@
 
 At 10M units the flat index (10M x 384 float32) is 15 GB. ``ivfpq`` keeps only PQ codes in RAM
 (``m`` bytes plus an 8-byte id per unit with ``nbits=8``) and the vectors as float16 on disk,
-memory-mapped. A query probes ``nprobe`` of the ``nlist`` inverted lists, takes the
-``rescore * k`` best candidates by PQ distance and re-scores them exactly (float16 vectors, float32
-arithmetic), so the scores returned are cosines, as with the other kinds.
+read row by row with ``pread`` (:mod:`convlab.index.disk_rows`). A query probes ``nprobe`` of
+the ``nlist`` inverted lists, takes the ``rescore * k`` best candidates by PQ distance and
+re-scores them exactly (float16 vectors, float32 arithmetic), so the scores returned are cosines,
+as with the other kinds.
 
 The index is built in three passes over shards
 (:meth:`convlab.index.vector.VectorIndex.build_from_shards`): count and check the rows, draw the
-training sample, then add each shard and write its float16 vectors into the memory-mapped file; at
+training sample, then add each shard and write its float16 vectors into the file on disk; at
 most one shard of float32 vectors is held at a time.
 The training sample depends only on the global row numbers and the seed (each row gets a
 pseudo-random key; the ``train_size`` smallest keys win), so the same vectors cut into different
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from convlab.index.disk_rows import DiskRows
 from convlab.index.faisslib import FaissIndex, load_faiss
 
 __all__ = [
@@ -224,12 +226,12 @@ def check_shard(units: pl.DataFrame, vectors: np.ndarray, d: int | None, label: 
 
 
 def rescore_into(
-    vectors: np.ndarray, query: np.ndarray, candidates: np.ndarray
+    vectors: np.ndarray | DiskRows, query: np.ndarray, candidates: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Exact cosines of one query against its candidate rows, read in row order.
 
     Returns:
-        ``(sims, rows)``: the distinct candidate rows (sorted, so a memory map is read forward)
+        ``(sims, rows)``: the distinct candidate rows (sorted, so the file is read forward)
         and their float32 cosines.
     """
     rows = np.unique(candidates[candidates >= 0])

@@ -8,11 +8,12 @@ FAISS index is kept for saving and for tools that read FAISS files. ``ivfpq`` is
 shard with :meth:`VectorIndex.build_from_shards` (:mod:`convlab.index.ivfpq`).
 
 A search restricted to a subset of rows (a conversation scope, filters) is exact over that subset
-with numpy, whatever the kind. ``save`` writes units (parquet), vectors (npy), the FAISS file and a
-manifest into a temporary directory beside the target, fsyncs them and renames it into place;
-no pickle. The manifest records the model id, the dimension, the kind and its parameters, the
-strategy, the content policy, the corpus fingerprint and (when given) the embedder's registered
-name (``embedder``, see :func:`convlab.embed.make_embedder`).
+with numpy, whatever the kind. ``save`` writes units (Arrow IPC, memory-mapped when loaded:
+:mod:`convlab.index.unit_table`), vectors (npy), the FAISS file and a manifest into a temporary
+directory beside the target, fsyncs them and renames it into place; no pickle. The manifest
+records the model id, the dimension, the kind and its parameters, the strategy, the content
+policy, the corpus fingerprint and (when given) the embedder's registered name (``embedder``,
+see :func:`convlab.embed.make_embedder`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -33,6 +34,7 @@ import polars as pl
 from convlab import __version__
 from convlab.atomic import fsync_dir
 from convlab.files import CONFIG, read_text_regular
+from convlab.index.disk_rows import DiskRows
 from convlab.index.faisslib import FaissIndex, load_faiss
 from convlab.index.ivfpq import (
     IVFPQParams,
@@ -44,6 +46,7 @@ from convlab.index.ivfpq import (
     set_nprobe,
 )
 from convlab.index.kinds import INDEX_KINDS
+from convlab.index.unit_table import UnitTable, write_unit_shards, write_units
 
 __all__ = ["VectorIndex"]
 
@@ -65,16 +68,20 @@ def _top_into(
 
 
 class VectorIndex:
-    """Units (rows of :data:`convlab.schema.UNITS`) and their vectors, row i <-> vector i."""
+    """Units (rows of :data:`convlab.schema.UNITS`) and their vectors, row i <-> vector i.
+
+    A loaded index maps its units from disk: :meth:`unit_rows` reads the rows of some hits,
+    :attr:`units` makes the whole frame (once) for the callers that need every row.
+    """
 
     def __init__(
         self,
-        units: pl.DataFrame,
-        vectors: np.ndarray,
+        units: pl.DataFrame | UnitTable,
+        vectors: np.ndarray | DiskRows,
         faiss_index: FaissIndex,
         manifest: dict[str, Any],
     ) -> None:
-        self.units = units
+        self._units = units if isinstance(units, UnitTable) else UnitTable(frame=units)
         self._vectors = vectors
         self._faiss = faiss_index
         self.manifest = manifest
@@ -155,7 +162,7 @@ class VectorIndex:
         """Build an ``ivfpq`` index into ``directory`` shard by shard, then load it.
 
         Each shard is read three times (count, sample, add); at most one shard of float32
-        vectors is in memory at a time, the float16 vectors go straight to a memory-mapped file.
+        vectors is in memory at a time, the float16 vectors go straight to the file on disk.
         Rows are numbered in shard order. The result equals :meth:`build` on the concatenated
         shards with the same parameters. The directory appears whole or not at all.
 
@@ -193,23 +200,27 @@ class VectorIndex:
         def write(tmp: Path) -> None:
             # plain writes, not a writable memory map: the written pages stay out of our RSS
             stored = (tmp / "vectors.npy").open("wb")
-            header = {"descr": np.dtype(np.float16).str, "fortran_order": False, "shape": (n, d)}
-            np.lib.format.write_array_header_1_0(stored, header)
-            frames, offset = [], 0
-            for i, load in enumerate(shards):
-                units, vecs = load()
-                vecs = check_shard(units, vecs, d, f"shard {i}")
-                if offset + vecs.shape[0] > n:
-                    raise ValueError(f"shard {i} changed between passes (more rows)")
-                for a in range(0, vecs.shape[0], _ADD_BATCH):  # bounds FAISS's temporaries
-                    index.add(vecs[a : a + _ADD_BATCH])
-                stored.write(vecs.astype(np.float16).tobytes())
-                offset += vecs.shape[0]
-                frames.append(units)
-            if offset != n:
-                raise ValueError(f"the shards changed between passes ({offset} rows, not {n})")
-            stored.close()
-            pl.concat(frames, how="vertical").write_parquet(tmp / "units.parquet")
+
+            def added() -> Iterator[pl.DataFrame]:
+                """Each shard added and its vectors stored; its units, written as they come."""
+                offset = 0
+                for i, load in enumerate(shards):
+                    units, vecs = load()
+                    vecs = check_shard(units, vecs, d, f"shard {i}")
+                    if offset + vecs.shape[0] > n:
+                        raise ValueError(f"shard {i} changed between passes (more rows)")
+                    for a in range(0, vecs.shape[0], _ADD_BATCH):  # bounds FAISS's temporaries
+                        index.add(vecs[a : a + _ADD_BATCH])
+                    stored.write(vecs.astype(np.float16).tobytes())
+                    offset += vecs.shape[0]
+                    yield units
+                if offset != n:
+                    raise ValueError(f"the shards changed between passes ({offset} rows, not {n})")
+
+            with stored:
+                header = {"descr": np.dtype(np.float16).str, "fortran_order": False}
+                np.lib.format.write_array_header_1_0(stored, header | {"shape": (n, d)})
+                write_unit_shards(added(), tmp)  # one shard's units in memory at a time
             load_faiss().write_index(index, str(tmp / "index.faiss"))
             origin = _Origin(model_id, strategy, policy, corpus_fingerprint, embedder)
             manifest = origin.manifest(d, "ivfpq", asdict(resolved), n)
@@ -219,7 +230,22 @@ class VectorIndex:
         return cls.load(directory, model_id=model_id)
 
     def __len__(self) -> int:
-        return self.units.height
+        return self._units.height
+
+    @property
+    def units(self) -> pl.DataFrame:
+        """Every unit, as one frame (made from the mapped file on first use, then kept)."""
+        return self._units.frame()
+
+    def unit_rows(
+        self, rows: np.ndarray | Sequence[int], columns: Sequence[str] | None = None
+    ) -> pl.DataFrame:
+        """The units of these rows, in this order: only they are read from disk.
+
+        Raises:
+            IndexError: a row outside the index (``-1`` padding included: drop it first).
+        """
+        return self._units.rows(rows, columns)
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:
         """The stored vectors of these rows, as float32."""
@@ -263,7 +289,11 @@ class VectorIndex:
         m = q.shape[0]
         scores = np.full((m, k), -np.inf, dtype=np.float32)
         ids = np.full((m, k), -1, dtype=np.int64)
-        if rows is None and self.manifest.get("kind") == "flat":
+        if (
+            rows is None
+            and isinstance(self._vectors, np.ndarray)
+            and self.manifest.get("kind") == "flat"
+        ):
             # the whole index: one product, no subset bookkeeping (the hot path of exact search)
             if len(self) == 0:
                 return scores, ids
@@ -300,7 +330,7 @@ class VectorIndex:
         """Write the index to ``directory`` atomically (temp dir, fsync, rename)."""
 
         def write(tmp: Path) -> None:
-            self.units.write_parquet(tmp / "units.parquet")
+            write_units(self.units, tmp)
             np.save(tmp / "vectors.npy", self._vectors, allow_pickle=False)
             load_faiss().write_index(self._faiss, str(tmp / "index.faiss"))
             (tmp / "manifest.json").write_text(json.dumps(self.manifest, indent=1, default=str))
@@ -332,12 +362,14 @@ class VectorIndex:
                 f"the index at {d} has {manifest['dimension']} dimensions, not {dimension}: "
                 "rebuild it with this model"
             )
-        # ivfpq keeps its float16 vectors on disk; the other kinds load them into memory
+        # ivfpq keeps its float16 vectors on disk, read row by row (not mapped: see
+        # convlab.index.disk_rows); the other kinds load them into memory
+        vectors: np.ndarray | DiskRows
         if manifest.get("kind") == "ivfpq":
-            vectors = np.load(d / "vectors.npy", mmap_mode="r", allow_pickle=False)
+            vectors = DiskRows(d / "vectors.npy")
         else:
             vectors = np.load(d / "vectors.npy", allow_pickle=False)
-        units = pl.read_parquet(d / "units.parquet", glob=False)
+        units = UnitTable.open(d)
         index = load_faiss().read_index(str(d / "index.faiss"))
         if index.ntotal != units.height or vectors.shape[0] != units.height:
             raise ValueError(f"the index at {d} is inconsistent (units, vectors, FAISS differ)")

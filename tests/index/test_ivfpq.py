@@ -13,6 +13,7 @@ import pytest
 
 from convlab import schema
 from convlab.index import INDEX_KINDS, VectorIndex
+from convlab.index.disk_rows import DiskRows
 from convlab.index.ivfpq import IVFPQParams, TrainSample, parquet_shards
 
 N, D, K = 3000, 384, 10
@@ -123,7 +124,7 @@ def test_save_load_round_trip_is_identical(
     queries = data[1]
     built.save(tmp_path / "ix")
     back = VectorIndex.load(tmp_path / "ix", model_id="m", dimension=D)
-    assert isinstance(back._vectors, np.memmap)  # float16 stays on disk
+    assert isinstance(back._vectors, DiskRows)  # float16 stays on disk, read row by row
     assert back._vectors.dtype == np.float16
     assert back.manifest["params"] == built.manifest["params"]
     assert back.manifest["params"]["nlist"] == 16

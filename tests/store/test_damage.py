@@ -89,7 +89,7 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str, str]] = {
     "turns flipped": (_flip("turns.parquet"), "turns.parquet", "verify"),
     "sentences flipped": (_flip("sentences.parquet"), "sentences.parquet", "verify"),
     "units flipped": (_flip("units.parquet"), "units.parquet", "verify"),
-    "index units flipped": (_flip("index/units.parquet"), "index/units.parquet", "verify"),
+    "index units flipped": (_flip("index/units.arrow"), "index/units.arrow", "verify"),
     "index manifest flipped": (_flip("index/manifest.json"), "index/manifest.json", "verify"),
     "vectors truncated": (_truncate("index/vectors.npy"), "vectors.npy", "open"),
     "faiss truncated": (_truncate("index/index.faiss"), "index.faiss", "open"),
