@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from eval.lme_haystacks import build_haystacks, write_haystacks
+from convlab.evaluation.lme_haystacks import build_haystacks, write_haystacks
 
 __all__ = ["POINTS", "curve", "measure_point", "sample_questions"]
 

@@ -264,8 +264,13 @@ def default_systems(strategies: Sequence[str]) -> list[System]:
     :data:`FUSION_STRATEGIES` (those given) and the dense views of its context strategies:
     ``fusion:convex`` (z-score convex combination) and ``fusion:rrf`` (weighted RRF), their
     weights chosen by cross-validation by conversation.
+
+    Raises:
+        ValueError: no strategy.
     """
     strategies = list(strategies)
+    if not strategies:
+        raise ValueError("the default systems need at least one strategy")
     systems = [System(name=s, strategy=s) for s in strategies]
     lex = "message" if "message" in strategies else strategies[0]
     systems.append(System(name=f"bm25:{lex}", strategy=lex, retrieval=Retrieval.LEXICAL))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.eval.test_lme_haystacks import _question
+from tests.evaluation.test_lme_haystacks import _question
 
 
 def _bench(*argv: str) -> subprocess.CompletedProcess[str]:

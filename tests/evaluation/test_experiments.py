@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from convlab.evaluation.compare import DEFAULT_STRATEGIES
+from convlab.evaluation.systems import default_systems
 from convlab.evaluation.systemsfile import read_systems
 
 EXPERIMENTS = sorted((Path(__file__).parents[2] / "eval" / "experiments").glob("*.toml"))
@@ -17,5 +19,11 @@ def test_there_are_experiment_files() -> None:
 
 @pytest.mark.parametrize("path", EXPERIMENTS, ids=lambda p: p.stem)
 def test_an_experiment_file_reads(path: Path) -> None:
-    systems = read_systems(path)
+    # a file with defaults = true gets the default systems of eval.run's default strategies
+    systems = read_systems(path, strategies=DEFAULT_STRATEGIES.split(","))
     assert len({s.name for s in systems}) == len(systems)
+
+
+def test_default_systems_need_a_strategy() -> None:
+    with pytest.raises(ValueError, match="at least one strategy"):
+        default_systems([])

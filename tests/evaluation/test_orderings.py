@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from eval.orderings import PairResult, main, pair_results, verdict
+from convlab.evaluation.orderings import PairResult, main, pair_results, verdict
 
 
 def _run(values: dict[str, list[float]], metric: str = "recall@5") -> pl.DataFrame:

@@ -1,4 +1,4 @@
-"""LongMemEval haystacks from an oracle file (eval/lme_haystacks.py), on a hand-made oracle."""
+"""LongMemEval haystacks (convlab.evaluation.lme_haystacks), on a hand-made oracle."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from convlab.evaluation.datasets import load_labelled
-from eval.lme_haystacks import build_haystacks, filler_id
+from convlab.evaluation.lme_haystacks import build_haystacks, filler_id
 
 
 def _session(text: str, answer: bool = False) -> list[dict[str, Any]]:
