@@ -83,16 +83,8 @@ class LabelledData:
             outside = self.haystacks.filter(~pl.col("conversation_id").is_in(conversations))
             left_out = outside["query_id"].unique().to_list()
             keep = self.queries.filter(~pl.col("query_id").is_in(left_out))["query_id"]
-        by_query = pl.col("query_id").is_in(keep.to_list())
-        return LabelledData(
-            self.name,
-            self.corpus.filter_conversations(conversations),
-            self.queries.filter(by_query),
-            self.cleaning,
-            None if self.haystacks is None else self.haystacks.filter(by_query),
-            None if self.sessions is None else self.sessions.filter(by_query),
-            None if self.judged is None else self.judged.filter(by_query),
-            None if self.official is None else self.official.select(keep.to_list()),
+        return self._keeping(
+            keep.to_list(), self.corpus.filter_conversations(conversations), self.cleaning
         )
 
     def every(self, n: int) -> LabelledData:
@@ -114,12 +106,17 @@ class LabelledData:
         else:
             scoped = self.queries.filter(pl.col("query_id").is_in(keep))
         convs = scoped["conversation_id"].drop_nulls().unique(maintain_order=True).to_list()
+        corpus = self.corpus.filter_conversations(convs) if convs else self.corpus
+        return self._keeping(keep, corpus, {**self.cleaning, "every": n})
+
+    def _keeping(self, keep: list[str], corpus: Corpus, cleaning: dict[str, Any]) -> LabelledData:
+        """These queries (ids) over ``corpus``: every per-query frame filtered to them."""
         by_query = pl.col("query_id").is_in(keep)
         return LabelledData(
             self.name,
-            self.corpus.filter_conversations(convs) if convs else self.corpus,
+            corpus,
             self.queries.filter(by_query),
-            {**self.cleaning, "every": n},
+            cleaning,
             None if self.haystacks is None else self.haystacks.filter(by_query),
             None if self.sessions is None else self.sessions.filter(by_query),
             None if self.judged is None else self.judged.filter(by_query),
