@@ -18,7 +18,7 @@ import importlib
 import pkgutil
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from convlab._version import __version__ as __version__
 
 _EXPORTS = {
     "STRATEGIES": "convlab.strategies",
@@ -30,10 +30,10 @@ _EXPORTS = {
     "LoadError": "convlab.loaders",
     "MiniLMEmbedder": "convlab.embed",
     "SearchOptions": "convlab.retrieval.options",
-    "System": "convlab.evaluation.systems",
-    "Tuning": "convlab.evaluation.systems",
+    "System": "convlab.systems.system",
+    "Tuning": "convlab.systems.system",
     "VectorIndex": "convlab.index",
-    "View": "convlab.evaluation.systems",
+    "View": "convlab.systems.system",
     "build_index": "convlab.build",
     "chunks": "convlab.pipeline.chunks",
     "evaluate": "convlab.evaluation.evaluate",
@@ -99,7 +99,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from convlab.embed import CachedEmbedder, HashEmbedder, MiniLMEmbedder, make_embedder
     from convlab.evaluation.config import EvalConfig
     from convlab.evaluation.evaluate import evaluate
-    from convlab.evaluation.systems import System, Tuning, View
     from convlab.evaluation.tune import tune
     from convlab.fusion import fuse
     from convlab.index import VectorIndex
@@ -113,3 +112,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see
     from convlab.retrieval.search import search
     from convlab.store import open_store
     from convlab.strategies import STRATEGIES
+    from convlab.systems.system import System, Tuning, View

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 import polars as pl
 
-from convlab import __version__
+from convlab._version import __version__
 from convlab.embed import CachedEmbedder, embed_texts, embedder_name
 from convlab.index import VectorIndex
 from convlab.loaders import Corpus

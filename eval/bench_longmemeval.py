@@ -156,7 +156,7 @@ def measure(path: Path, strategy: str) -> dict[str, Any]:
     from convlab.evaluation.config import LONGMEMEVAL_METRICS, EvalConfig
     from convlab.evaluation.datasets import load_labelled
     from convlab.evaluation.evaluate import evaluate
-    from convlab.evaluation.systems import System
+    from convlab.systems.system import System
 
     t0 = time.perf_counter()
     data = load_labelled(path, strict=True)

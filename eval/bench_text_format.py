@@ -26,10 +26,10 @@ from convlab.evaluation.compare import comparison_config
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.evaluate import evaluate
 from convlab.evaluation.significance import compare
-from convlab.evaluation.systems import System
 from convlab.paths import locomo_path
 from convlab.pipeline.policy import TEXT_FORMATS, ContentPolicy
 from convlab.retrieval.options import Retrieval
+from convlab.systems.system import System
 
 BASELINE = "speaker"
 METRICS = ("recall@5", "ndcg@10", "coverage@512")

@@ -106,7 +106,7 @@ NOTEBOOKS = {
             "pl.Config.set_tbl_rows(50)  # every system's row\n"
             "from convlab.evaluation.config import EvalConfig\n"
             "from convlab.evaluation.evaluate import evaluate\n"
-            "from convlab.evaluation.systems import default_systems\n"
+            "from convlab.systems.system import default_systems\n"
             "\n"
             "data = load_labelled(DATA)\n"
             "ev = evaluate(data, default_systems(STRATEGIES), "
@@ -146,7 +146,7 @@ NOTEBOOKS = {
         ),
         (
             "code",
-            "from convlab.evaluation.systems import System\n\n"
+            "from convlab.systems.system import System\n\n"
             "mine = [\n"
             "    System(name='bm25:sequential', strategy='sequential', retrieval='bm25'),\n"
             "    System(name='sequential', strategy='sequential'),\n"
@@ -173,7 +173,7 @@ NOTEBOOKS = {
             "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
             "from convlab.evaluation.config import EvalConfig\n"
             "from convlab.evaluation.evaluate import evaluate\n"
-            "from convlab.evaluation.systems import default_systems\n\n"
+            "from convlab.systems.system import default_systems\n\n"
             "data = load_labelled(DATA)\n"
             "POLICIES = ('unit', 'doc', 'window', 'pair', 'unit+doc')\n"
             "ev = evaluate(data, default_systems(STRATEGIES), "

@@ -97,7 +97,7 @@ def crash_dir() -> Path:
 
 def write_crash_report(exc: BaseException, argv: Sequence[str] | None) -> Path:
     """Write the traceback to a new crash file (atomically) and return its path."""
-    from convlab import __version__
+    from convlab._version import __version__
 
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     text = (

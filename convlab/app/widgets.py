@@ -29,13 +29,13 @@ from convlab.model import MAX_TOKENS
 from convlab.systems.search import OnceEmbedder
 
 if TYPE_CHECKING:
-    from convlab.evaluation.systems import System, View
     from convlab.index import VectorIndex
     from convlab.index.bm25 import BM25Index
     from convlab.pipeline.policy import ContentPolicy
     from convlab.protocols import Embedder
     from convlab.retrieval import SearchOptions
     from convlab.retrieval.search import Searcher
+    from convlab.systems.system import System, View
 
 __all__ = ["PanelData", "SearchPanel", "highlight"]
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from convlab.evaluation.config import EvalConfig
     from convlab.evaluation.datasets import LabelledData
-    from convlab.evaluation.systems import System
+    from convlab.systems.system import System
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -212,8 +212,8 @@ def named_systems(args: argparse.Namespace) -> list[System]:
         ValueError: unknown strategies or policies, an experiment file that cannot be read or
             is not valid (naming the file).
     """
-    from convlab.evaluation.systems import default_systems
-    from convlab.evaluation.systemsfile import read_systems
+    from convlab.systems.file import read_systems
+    from convlab.systems.system import default_systems
 
     strategies = check_strategies(args.strategies)
     check_policies(args.resurrection)

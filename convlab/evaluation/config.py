@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
+from convlab.systems.hits import DEPTH
 
 __all__ = [
     "HEADLINE",
@@ -66,7 +67,7 @@ class EvalConfig:
         "mrr",
     )
     budgets: tuple[int, ...] = (128, 256, 512, 1024, 2048)
-    depth: int = 100
+    depth: int = DEPTH
     scope: str = "conversation"
     baseline: str | None = None
     max_tokens: int = MAX_TOKENS

@@ -2,7 +2,7 @@
 
 :func:`evaluate` builds every strategy's units and indexes once through the one build recipe
 (:func:`convlab.build.build_indexes`: the corpus chunked once, each distinct text embedded once
-across strategies), runs every :class:`~convlab.evaluation.systems.System`, and returns an
+across strategies), runs every :class:`~convlab.systems.system.System`, and returns an
 :class:`~convlab.evaluation.result.Evaluation`.
 
 Scopes: ``conversation`` searches each query inside its own conversation (LoCoMo's protocol);
@@ -27,14 +27,15 @@ from convlab.embed.device import device_of
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
 from convlab.evaluation.metrics import aggregate, per_query
-from convlab.evaluation.multiview import Tuned, system_hits, tuned_hits, view_options
+from convlab.evaluation.multiview import Tuned, tuned_hits
 from convlab.evaluation.provenance import fingerprint, versions
 from convlab.evaluation.result import Evaluation
 from convlab.evaluation.significance import compare
-from convlab.evaluation.systems import System
 from convlab.protocols import Embedder
 from convlab.resurrection import budget_measures
 from convlab.retrieval import SearchOptions, search_haystacks, search_many
+from convlab.systems.hits import system_hits, view_options
+from convlab.systems.system import System
 
 if TYPE_CHECKING:
     from convlab.evaluation.lme_scores import OfficialScores

@@ -1,6 +1,6 @@
 """The schema of an experiment file, checked once, at the edge, before any work.
 
-An experiment file (:mod:`convlab.evaluation.systemsfile`) may come from someone else, so each
+An experiment file (:mod:`convlab.systems.file`) may come from someone else, so each
 value is checked here against a strict schema (msgspec structs that refuse unknown fields, with
 bounds on every number and every list) and then against the registries (strategies, fusion
 methods and their parameters, resurrection policies, text formats). The first problem is one
@@ -34,7 +34,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from convlab.evaluation.names import NAME_MAX, check_name, escaped, shown
-from convlab.evaluation.systems import System, Tuning, View
+from convlab.systems.system import System, Tuning, View
 
 __all__ = [
     "MAX_FOLDS",
@@ -93,7 +93,7 @@ class _Options(_Strict):
 
 
 class _Tuning(_Strict):
-    """:class:`convlab.evaluation.systems.Tuning`, each key optional and bounded."""
+    """:class:`convlab.systems.system.Tuning`, each key optional and bounded."""
 
     weights: Annotated[list[_Weight], Meta(min_length=1, max_length=MAX_VALUES)] | UnsetType = UNSET
     params: (

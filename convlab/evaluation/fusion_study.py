@@ -211,8 +211,8 @@ def lexical_runs(locomo: Path, out: Path) -> dict[str, pl.DataFrame]:
     from convlab.evaluation.config import EvalConfig
     from convlab.evaluation.datasets import load_labelled
     from convlab.evaluation.evaluate import evaluate
-    from convlab.evaluation.systems import System
     from convlab.retrieval import Retrieval
+    from convlab.systems.system import System
 
     data = load_labelled(locomo)
     systems = [

@@ -1,15 +1,10 @@
-"""Multi-view systems: several views' doc rankings fused into one, weights fixed or cross-validated.
+"""Multi-view systems whose fusion weights are chosen by grouped cross-validation.
 
-Each view of a :class:`~convlab.evaluation.systems.System` ranks docs (utterances or turns) by
-its own best unit; :func:`fused_hits` fuses those rankings with the system's method
-(:func:`convlab.fusion.fuse`), so a doc is scored from several unit sets at once. Each fused doc
-keeps the unit of the view that ranked it best (ties: the view listed first), so resurrection
-brings back what was embedded together for the view that found it.
-
-:func:`tuned_hits` chooses the weights by grouped cross-validation
-(:func:`convlab.evaluation.tune.tune`; a group is a conversation, or the query itself when it
-has none): each fold's choice is made on its training groups only, and each query's hits are
-those of its own fold's choice, so every figure computed from them is a held-out figure.
+Fixed weights are :mod:`convlab.systems.hits`. :func:`tuned_hits` chooses the weights by
+grouped cross-validation (:func:`convlab.evaluation.tune.tune`; a group is a conversation, or the
+query itself when it has none): each fold's choice is made on its training groups only, and
+each query's hits are those of its own fold's choice, so every figure computed from them is a
+held-out figure.
 """
 
 from __future__ import annotations
@@ -21,108 +16,11 @@ from typing import Any
 
 import polars as pl
 
-from convlab.evaluation.systems import System, Tuning, View
-from convlab.fusion import Aligned, fuse
-from convlab.retrieval import SearchOptions
+from convlab.fusion import fuse
+from convlab.systems.hits import fused_hits, rankings, with_units
+from convlab.systems.system import System, Tuning
 
-__all__ = ["Tuned", "fused_hits", "query_groups", "system_hits", "tuned_hits", "view_options"]
-
-
-def view_options(system: System, view: View, depth: int) -> SearchOptions:
-    """How one view of ``system`` is searched: its options, the view's retrieval, ``depth`` docs.
-
-    Fusion normalises each view's scores over its ``depth`` docs, so every caller of one
-    system searches its views to the same depth.
-    """
-    return system.options.replace(retrieval=view.retrieval, k=depth)
-
-
-def system_hits(system: System, view_hits: Sequence[pl.DataFrame], *, depth: int) -> pl.DataFrame:
-    """A system's hits from its views' hits: one view as it is, several fused (fixed weights).
-
-    The one place a system's views become its ranking: ``eval.run`` (every system whose
-    weights are fixed) and the store's search (:meth:`convlab.store.Store.search`, the CLI, the
-    panel) call it, so a system searched is the system measured.
-
-    Args:
-        system: the system.
-        view_hits: its views' hits, in its view order, each searched with
-            :func:`view_options` (``depth`` docs per query).
-        depth: docs kept per query.
-
-    Raises:
-        ValueError: a system whose weights are still to be chosen by cross-validation (run its
-            ``systems.chosen.toml`` instead), or a number of hits frames other than its views.
-    """
-    if len(view_hits) != len(system.views):
-        raise ValueError(
-            f"system {system.name!r} has {len(system.views)} views, {len(view_hits)} hits given"
-        )
-    if not system.fused:
-        return view_hits[0]
-    if system.tuning is not None:
-        raise ValueError(
-            f"system {system.name!r} has its weights chosen by cross-validation on labelled "
-            "queries; search with fixed weights (a run's systems.chosen.toml)"
-        )
-    return fused_hits(
-        view_hits, system.weights, method=system.fusion, params=system.fusion_params, depth=depth
-    )
-
-
-def fused_hits(
-    view_hits: Sequence[pl.DataFrame],
-    weights: Sequence[float] | None,
-    *,
-    method: str,
-    params: Mapping[str, Any],
-    depth: int,
-    runs: Aligned | None = None,
-) -> pl.DataFrame:
-    """The views' hits fused into one ranking of at most ``depth`` docs per query.
-
-    Args:
-        view_hits: one hits frame per view (:data:`convlab.schema.HITS` columns).
-        weights: one per view (``None``: all 1); a view of weight 0 brings no doc of its own.
-        method: a fusion method of :data:`convlab.fusion.FUSIONS`.
-        params: its parameters.
-        depth: docs kept per query.
-        runs: the views' rankings :class:`~convlab.fusion.Aligned` once, when the same views
-            are fused many times (tuning); the result is the same.
-
-    Returns:
-        The first view's columns: ``score`` and ``rank`` the fused ones, the unit columns
-        (``unit_id``, ``text``, ...) of the view that ranked the doc best.
-    """
-    runs = runs if runs is not None else _rankings(view_hits)
-    fused = fuse(runs, weights, method=method, depth=depth, **params)
-    return _with_units(fused, view_hits, weights)
-
-
-def _with_units(
-    fused: pl.DataFrame, view_hits: Sequence[pl.DataFrame], weights: Sequence[float] | None
-) -> pl.DataFrame:
-    """A fused run (``query_id, doc_id, score, rank``) with each doc's unit columns.
-
-    A doc's unit is that of the view of non-zero weight that ranked it best (ties: the view
-    listed first); the columns and their order are the first view's.
-    """
-    used = [i for i, w in enumerate(weights or [1.0] * len(view_hits)) if w > 0]
-    candidates = pl.concat(
-        [view_hits[i].with_columns(pl.lit(i, dtype=pl.Int32).alias("_view")) for i in used],
-        how="vertical_relaxed",
-    )
-    best = candidates.sort("query_id", "doc_id", "rank", "_view").unique(
-        ["query_id", "doc_id"], keep="first", maintain_order=True
-    )
-    columns = view_hits[0].columns
-    out = fused.join(best.drop("score", "rank", "_view"), on=["query_id", "doc_id"], how="left")
-    out = out.with_columns(pl.col("rank").cast(view_hits[0].schema["rank"]))
-    return out.sort("query_id", "rank").select(columns)
-
-
-def _rankings(view_hits: Sequence[pl.DataFrame]) -> Aligned:
-    return Aligned([h.select("query_id", "doc_id", "score", "rank") for h in view_hits])
+__all__ = ["Tuned", "query_groups", "tuned_hits"]
 
 
 def query_groups(queries: pl.DataFrame) -> list[str]:
@@ -179,7 +77,7 @@ def tuned_hits(
     """``system``'s hits with its weights chosen by grouped cross-validation.
 
     Args:
-        system: a fused system with :attr:`~convlab.evaluation.systems.System.tuning`.
+        system: a fused system with :attr:`~convlab.systems.system.System.tuning`.
         view_hits: its views' hits, in its view order.
         queries: the labelled queries (``query_id``, ``conversation_id``, ``relevant``).
         depth: docs kept per query.
@@ -194,7 +92,7 @@ def tuned_hits(
         raise ValueError(f"system {system.name!r} has no tuning")
     n = len(system.views)
     memo: dict[str, pl.DataFrame] = {}
-    rankings = _rankings(view_hits)  # aligned once, fused under every setting
+    aligned = rankings(view_hits)  # aligned once, fused under every setting
 
     def run(p: Mapping[str, Any]) -> pl.DataFrame:
         """The fused ranking alone: tuning scores it; units join only the settings chosen."""
@@ -202,7 +100,7 @@ def tuned_hits(
         if key not in memo:
             weights, extra = _setting(p, n)
             params = {**system.fusion_params, **extra}
-            memo[key] = fuse(rankings, weights, method=system.fusion, depth=depth, **params)
+            memo[key] = fuse(aligned, weights, method=system.fusion, depth=depth, **params)
         return memo[key]
 
     groups = query_groups(queries)
@@ -218,7 +116,7 @@ def tuned_hits(
             method=system.fusion,
             params=system.fusion_params,
             depth=depth,
-            runs=rankings,
+            runs=aligned,
         )
         return Tuned(hits, pl.DataFrame(), chosen, 0)
     space = _space(n, tuning)
@@ -233,7 +131,7 @@ def tuned_hits(
     parts = []
     for setting, ids in _by_fold(queries, group_of, fold_of_group, settings, best_overall):
         mine = run(space[setting]).filter(pl.col("query_id").is_in(ids))
-        parts.append(_with_units(mine, view_hits, _setting(space[setting], n)[0]))
+        parts.append(with_units(mine, view_hits, _setting(space[setting], n)[0]))
     hits = pl.concat(parts).sort("query_id", "rank")
     weights, extra = _setting(space[best_overall], n)
     chosen = {"weights": weights, "params": extra, "cv": True}

@@ -6,7 +6,7 @@ import hashlib
 import platform
 from importlib import metadata
 
-from convlab import __version__
+from convlab._version import __version__
 from convlab.evaluation.datasets import LabelledData
 
 __all__ = ["fingerprint", "versions"]

@@ -46,11 +46,11 @@ from convlab.atomic import write_text_atomic
 from convlab.evaluation.policy_grid import grid_means, grid_significance, reference_cell
 from convlab.evaluation.queries import read_run
 from convlab.evaluation.runfolder import run_path
-from convlab.evaluation.systems import System
 from convlab.files import CONFIG, read_text_regular
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.units import MAX_TOKENS
 from convlab.resurrection import POLICIES, budget_measures
+from convlab.systems.system import System
 
 if TYPE_CHECKING:
     from convlab.evaluation.datasets import LabelledData

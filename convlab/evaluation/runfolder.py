@@ -21,7 +21,7 @@ primary metric named): :func:`save_run` writes
   ``systems.toml``: every system as run (an experiment file), and ``systems.chosen.toml``: the
   cross-validated systems with the settings chosen on all queries, fixed, beside the baseline
   and the systems they fuse, to run unchanged on other data
-  (:func:`convlab.evaluation.systemsfile.transfer_systems`);
+  (:func:`convlab.systems.file.transfer_systems`);
 - with several resurrection policies (:func:`save_grid`): ``policy_budgets.parquet`` (the system
   x policy grid per query), ``policy_significance.parquet``
   (:func:`convlab.evaluation.policy_grid.grid_significance`) and ``policy_grid.png`` (answer
@@ -143,8 +143,8 @@ def _save_chosen(ev: Evaluation, out: Path) -> None:
     The second holds the cross-validated systems with the settings chosen on all of this run's
     queries, fixed: what to run on other data.
     """
-    from convlab.evaluation.systems import System
-    from convlab.evaluation.systemsfile import transfer_systems, write_systems
+    from convlab.systems.file import transfer_systems, write_systems
+    from convlab.systems.system import System
 
     systems = [System.from_dict(s) for s in ev.config["systems"]]
     write_systems(systems, out / "systems.toml")

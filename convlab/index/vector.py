@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import polars as pl
 
-from convlab import __version__
+from convlab._version import __version__
 from convlab.atomic import fsync_dir
 from convlab.files import CONFIG, read_text_regular
 from convlab.index.disk_rows import DiskRows

@@ -114,7 +114,7 @@ def build_pool(
 
     Args:
         data: labelled data (its queries' labels are not used).
-        systems: :class:`convlab.evaluation.systems.System` s to pool from.
+        systems: :class:`convlab.systems.system.System` s to pool from.
         embedder: the embedder (a cached one saves work across runs).
         depth: docs taken from each system per query.
         seed: the shuffling seed.
@@ -182,9 +182,9 @@ def systems_from_names(names: Sequence[str]) -> list[Any]:
     Raises:
         ValueError: an unknown strategy, naming the valid ones.
     """
-    from convlab.evaluation.systems import System
     from convlab.retrieval import Retrieval
     from convlab.strategies import STRATEGIES
+    from convlab.systems.system import System
 
     out = []
     for name in names:

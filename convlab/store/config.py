@@ -7,10 +7,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
-from convlab.evaluation.systems import System
 from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.redact import REDACT_MODES
+from convlab.systems.system import System
 
 __all__ = [
     "REDACT_CHOICES",
@@ -66,7 +66,7 @@ class StoreConfig:
 
     Attributes:
         system: the system the store is searched with by default, whose views it holds: a
-            :class:`convlab.evaluation.systems.System` of fixed weights or a name
+            :class:`convlab.systems.system.System` of fixed weights or a name
             :func:`convlab.systems.resolve_system` knows (``"default"``, a view such as
             ``"turn_pair"``, an experiment file). The store holds every strategy of its views
             (:attr:`strategies`), with BM25 over each and vectors for those searched densely

@@ -17,12 +17,12 @@ from convlab.systems import resolve_system
 from convlab.systems.search import HeldView, OnceEmbedder, missing_views, search_system
 
 if TYPE_CHECKING:
-    from convlab.evaluation.systems import System
     from convlab.index import VectorIndex
     from convlab.index.bm25 import BM25Index
     from convlab.protocols import Embedder
     from convlab.retrieval import SearchOptions
     from convlab.retrieval.search import Searcher
+    from convlab.systems.system import System
 
 __all__ = ["StoreSearch", "ViewSource", "units_only_index"]
 

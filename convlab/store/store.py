@@ -42,11 +42,11 @@ from convlab.store.versions import (
 
 if TYPE_CHECKING:
     from convlab.engines import Engine
-    from convlab.evaluation.systems import System
     from convlab.index import VectorIndex
     from convlab.index.bm25 import BM25Index
     from convlab.retrieval import SearchOptions
     from convlab.store.search import StoreSearch
+    from convlab.systems.system import System
 
 __all__ = ["Store", "open_store"]
 
@@ -126,8 +126,8 @@ class Store:
         The one ``convlab index --system`` chose; for a store written before stores held
         systems, its one strategy searched densely.
         """
-        from convlab.evaluation.systems import System
         from convlab.systems import resolve_system
+        from convlab.systems.system import System
 
         self._pin()
         record = self._manifest.get("system")
@@ -150,7 +150,7 @@ class Store:
 
         Args:
             query: the text to search for.
-            system: a :class:`~convlab.evaluation.systems.System` or a name
+            system: a :class:`~convlab.systems.system.System` or a name
                 :func:`convlab.systems.resolve_system` knows; its views must be held here.
             k: docs to return.
             options: filters and rankers, used instead of the system's own.

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import polars as pl
 
-from convlab import __version__
+from convlab._version import __version__
 from convlab.build import Embedded, build_indexes
 from convlab.embed import CachedEmbedder, embedder_name
 from convlab.loaders import Corpus, LoadError

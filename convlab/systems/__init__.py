@@ -1,6 +1,6 @@
 """The systems people search with: the shipped default, and a system named on the command line.
 
-A *system* (:class:`convlab.evaluation.systems.System`) is what ``eval.run`` evaluates: views
+A *system* (:class:`convlab.systems.system.System`) is what ``eval.run`` evaluates: views
 (a strategy's units searched densely or by BM25), a fusion of their doc rankings with fixed
 weights, rankers and filters. ``convlab index --system``, ``convlab search --system``, the search
 panel and :meth:`convlab.store.Store.search` take the same records, so what is measured is what
@@ -21,7 +21,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from convlab.evaluation.systems import System, View
+from convlab.systems.system import System, View
 
 __all__ = ["DEFAULT_FILE", "default_system", "resolve_system"]
 
@@ -32,7 +32,7 @@ DEFAULT_FILE = Path(__file__).with_name("default.toml")
 @cache
 def default_system() -> System:
     """The default system: the one system of :data:`DEFAULT_FILE`."""
-    from convlab.evaluation.systemsfile import read_systems
+    from convlab.systems.file import read_systems
 
     (system,) = read_systems(DEFAULT_FILE)
     return system
@@ -71,7 +71,7 @@ def resolve_system(spec: str | Path | System | None) -> System:
 
 
 def _from_file(path: Path, name: str) -> System:
-    from convlab.evaluation.systemsfile import read_systems
+    from convlab.systems.file import read_systems
 
     try:
         systems = read_systems(path)

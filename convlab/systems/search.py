@@ -1,6 +1,6 @@
 """Search with a system over the views one holds: a store's, or the search panel's in memory.
 
-:func:`search_system` searches each view of a :class:`~convlab.evaluation.systems.System` with
+:func:`search_system` searches each view of a :class:`~convlab.systems.system.System` with
 :func:`convlab.retrieval.search_many` (as ``eval.run`` does, to the evaluation's depth, with
 :func:`~convlab.evaluation.multiview.view_options`) and makes the system's ranking with
 :func:`~convlab.evaluation.multiview.system_hits`: the function ``eval.run`` calls for every
@@ -17,9 +17,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import polars as pl
 
-from convlab.evaluation.config import EvalConfig
-from convlab.evaluation.multiview import system_hits, view_options
-from convlab.evaluation.systems import System
+from convlab.systems.hits import DEPTH, system_hits, view_options
+from convlab.systems.system import System
 
 if TYPE_CHECKING:
     from convlab.index import VectorIndex
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["DEPTH", "HeldView", "OnceEmbedder", "missing_views", "search_system"]
 
-DEPTH = EvalConfig().depth
 """Docs each view ranks before fusion: the evaluation's depth, so that a fused system's scores
 are normalised over the same lists as when it was measured."""
 

@@ -229,7 +229,7 @@ def test_show_and_stats(store: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
-    from convlab import __version__
+    from convlab._version import __version__
 
     assert main(["--version"]) == EXIT_OK
     assert capsys.readouterr().out.strip() == f"convlab {__version__}"

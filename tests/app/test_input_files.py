@@ -130,7 +130,7 @@ INPUTS = {
     "read_qrels (TREC)": _library("convlab.evaluation.queries", "read_qrels"),
     "read_run (TREC)": _library("convlab.evaluation.queries", "read_run"),
     "read_judgments": _library("convlab.judge", "read_judgments"),
-    "read_systems": _library("convlab.evaluation.systemsfile", "read_systems"),
+    "read_systems": _library("convlab.systems.file", "read_systems"),
     "load_thresholds": _library("convlab.evaluation.thresholds", "load_thresholds"),
     "LoCoMo file": _library("convlab.evaluation.datasets", "locomo"),
     "LongMemEval file": _library("convlab.evaluation.datasets", "longmemeval"),

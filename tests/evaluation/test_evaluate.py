@@ -15,9 +15,9 @@ from convlab.evaluation.config import HEADLINE, EvalConfig
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.evaluate import evaluate
 from convlab.evaluation.runfolder import save_run
-from convlab.evaluation.systems import System
 from convlab.evaluation.thresholds import measured
 from convlab.paths import sample_data_path
+from convlab.systems.system import System
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +133,8 @@ def test_resurrection_policies_are_checked(names: tuple[str, ...], error: str) -
 
 
 def test_fused_systems_run_beside_single_ones_and_leave_them_alone(tmp_path: Path) -> None:
-    from convlab.evaluation.multiview import fused_hits
-    from convlab.evaluation.systems import Tuning
+    from convlab.systems.hits import fused_hits
+    from convlab.systems.system import Tuning
 
     data = load_labelled(str(sample_data_path()))
     single = [
@@ -174,7 +174,7 @@ def test_fused_systems_run_beside_single_ones_and_leave_them_alone(tmp_path: Pat
     # a fused system's hits resurrect (units of both views' strategies)
     assert both.budgets.filter(pl.col("system") == "fixed").height == data.queries.height
     # the run folder: every system as run, and the baseline + the tuned one with its choice fixed
-    from convlab.evaluation.systemsfile import read_systems
+    from convlab.systems.file import read_systems
 
     save_run(both, tmp_path)
     assert read_systems(tmp_path / "systems.toml") == single + fused

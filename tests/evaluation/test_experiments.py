@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from convlab.evaluation.compare import DEFAULT_STRATEGIES
-from convlab.evaluation.systems import default_systems
-from convlab.evaluation.systemsfile import read_systems
+from convlab.systems.file import read_systems
+from convlab.systems.system import default_systems
 
 EXPERIMENTS = sorted((Path(__file__).parents[2] / "eval" / "experiments").glob("*.toml"))
 

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from convlab.app.cli import main as convlab_main
 from convlab.evaluation import compare
 from convlab.evaluation.names import escaped
-from convlab.evaluation.systemsfile import read_systems
 from convlab.paths import REPO_ROOT
+from convlab.systems.file import read_systems
 
 ONE = "[[systems]]\nname = 'x'\n"
 FUSED = "[[systems]]\nname = 'f'\nviews = ['bm25:message', 'sequential']\n"

@@ -14,8 +14,8 @@ from convlab.embed.minilm import MiniLMEmbedder
 from convlab.evaluation.compare import comparison_config
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.evaluate import evaluate
-from convlab.evaluation.systems import System
 from convlab.retrieval import Retrieval, SearchOptions
+from convlab.systems.system import System
 
 
 def test_hybrid_with_mmr_keeps_hybrids_recall_on_the_sample(minilm: MiniLMEmbedder) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from convlab.evaluation.multiview import fused_hits, query_groups, tuned_hits
-from convlab.evaluation.systems import System, Tuning
+from convlab.evaluation.multiview import query_groups, tuned_hits
+from convlab.systems.hits import fused_hits
+from convlab.systems.system import System, Tuning
 
 
 def _hits(view: str, rows: list[tuple[str, str, int]]) -> pl.DataFrame:

@@ -15,8 +15,8 @@ from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.evaluate import evaluate
 from convlab.evaluation.names import check_name, escaped, file_stem, markdown, markdown_code
 from convlab.evaluation.runfolder import run_path, save_run
-from convlab.evaluation.systems import System
 from convlab.paths import sample_data_path
+from convlab.systems.system import System
 
 HOSTILE_NAMES = [
     "../../../x",

@@ -15,8 +15,8 @@ from convlab.evaluation.evaluate import evaluate
 from convlab.evaluation.policy_grid import grid_means
 from convlab.evaluation.resurrection_grid import main
 from convlab.evaluation.runfolder import save_run
-from convlab.evaluation.systems import System
 from convlab.paths import sample_data_path
+from convlab.systems.system import System
 from tests.evaluation.test_policy_grid import grid_frame
 
 GRID_FILES = [

@@ -19,8 +19,8 @@ from convlab.evaluation.policy_grid import grid_significance
 from convlab.evaluation.queries import write_qrels, write_run
 from convlab.evaluation.result import Evaluation
 from convlab.evaluation.runfolder import metrics_record, primary_metric, save_grid, save_run
-from convlab.evaluation.systems import System
 from convlab.paths import sample_data_path
+from convlab.systems.system import System
 
 RUN_FILES = (
     "config.json",

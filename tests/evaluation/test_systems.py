@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from convlab.evaluation.systems import System, Tuning, View, default_systems
 from convlab.retrieval import Retrieval, SearchOptions
+from convlab.systems.system import System, Tuning, View, default_systems
 
 
 @pytest.mark.parametrize(

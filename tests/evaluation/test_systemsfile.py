@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from convlab.evaluation.systems import System, Tuning, default_systems
-from convlab.evaluation.systemsfile import (
+from convlab.systems.file import (
     chosen_systems,
     read_systems,
     transfer_systems,
     write_systems,
 )
+from convlab.systems.system import System, Tuning, default_systems
 
 EXPERIMENT = """
 defaults = true

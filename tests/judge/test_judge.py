@@ -194,7 +194,7 @@ def test_build_pool_gives_candidates_with_context_and_terms() -> None:
     from convlab import schema
     from convlab.embed import HashEmbedder
     from convlab.evaluation.datasets import LabelledData
-    from convlab.evaluation.systems import System
+    from convlab.systems.system import System
     from tests.helpers import corpus
 
     c = corpus(

@@ -22,9 +22,9 @@ from convlab.evaluation.config import LONGMEMEVAL_METRICS, EvalConfig
 from convlab.evaluation.datasets import LabelledData, load_labelled
 from convlab.evaluation.evaluate import evaluate
 from convlab.evaluation.metrics import collapse_to_sessions, per_query
-from convlab.evaluation.systems import System
 from convlab.loaders import LoadError, detect, load
 from convlab.loaders.longmemeval import parse_haystack_date, read_longmemeval
+from convlab.systems.system import System
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "longmemeval" / "longmemeval_fixture.json"
 

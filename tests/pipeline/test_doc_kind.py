@@ -18,9 +18,9 @@ from convlab.embed import HashEmbedder
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
 from convlab.evaluation.evaluate import evaluate
-from convlab.evaluation.systems import System
 from convlab.loaders import Corpus, CorpusBuilder
 from convlab.loaders.base import BlockRow
+from convlab.systems.system import System
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIALOG = [  # (role, speaker, text): one session, so one timestamp

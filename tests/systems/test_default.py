@@ -15,10 +15,10 @@ from convlab.embed import HashEmbedder
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.evaluate import evaluate
-from convlab.evaluation.systems import default_systems
-from convlab.evaluation.systemsfile import chosen_systems, read_systems
 from convlab.paths import sample_data_path
 from convlab.systems import DEFAULT_FILE, default_system
+from convlab.systems.file import chosen_systems, read_systems
+from convlab.systems.system import default_systems
 
 STRATEGIES = ["isolated", "message", "turn_pair", "sequential", "whole_turn", "qa_pair"]
 

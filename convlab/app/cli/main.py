@@ -81,7 +81,7 @@ COMMANDS: tuple[Command, ...] = (index, search, show, stats, eval_command, judge
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``convlab`` parser; each subcommand's namespace carries its ``run`` as ``args.run``."""
-    from convlab import __version__
+    from convlab._version import __version__
 
     p = argparse.ArgumentParser(
         prog="convlab",

@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 
     import polars as pl
 
-    from convlab.evaluation.systems import System
     from convlab.resurrection import Resurrection
     from convlab.retrieval.search import SearchOptions
     from convlab.store import Store
+    from convlab.systems.system import System
 
 NAME = "search"
 MAX_K = 10_000

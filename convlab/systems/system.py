@@ -10,7 +10,7 @@ before it is chunked: :data:`convlab.pipeline.policy.TEXT_FORMATS`; LoCoMo's own
 ``locomo``).
 
 A one-view system is written with ``strategy`` and ``retrieval`` alone. The same records are
-read from an experiment file (:func:`convlab.evaluation.systemsfile.read_systems`).
+read from an experiment file (:func:`convlab.systems.file.read_systems`).
 
 Example:
     >>> System(name="bm25:sequential", strategy="sequential", retrieval="lexical").views

@@ -1,8 +1,8 @@
 """Experiment files: the systems an evaluation compares, as TOML (``eval.run --systems FILE``).
 
 One ``[[systems]]`` table per system, with the keys of
-:meth:`convlab.evaluation.systems.System.as_dict`; ``defaults = true`` at the top puts the default
-systems of the run's strategies first (:func:`convlab.evaluation.systems.default_systems`)::
+:meth:`convlab.systems.system.System.as_dict`; ``defaults = true`` at the top puts the default
+systems of the run's strategies first (:func:`convlab.systems.system.default_systems`)::
 
     defaults = true
 
@@ -38,8 +38,8 @@ from typing import Any
 from convlab.atomic import write_text_atomic
 from convlab.evaluation.experiment import parse_experiment
 from convlab.evaluation.names import escaped, shown
-from convlab.evaluation.systems import System, default_systems
 from convlab.files import CONFIG, read_text_regular
+from convlab.systems.system import System, default_systems
 
 __all__ = ["chosen_systems", "read_systems", "transfer_systems", "write_systems"]
 
