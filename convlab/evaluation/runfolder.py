@@ -102,8 +102,10 @@ def primary_metric(ev: Evaluation) -> str:
 
 def metrics_record(ev: Evaluation) -> dict[str, Any]:
     """What ``metrics.json`` holds: lists of rows, JSON-ready (values are the frames' own)."""
+    # maintain_order: each group's rows are summed in the frame's order, so the means are the
+    # same to the last bit in every run (a parallel group-by sums them in any order)
     budgets = (
-        ev.budgets.group_by("system", "budget")
+        ev.budgets.group_by("system", "budget", maintain_order=True)
         .agg(*[pl.col(c).mean() for c in BUDGET_MEANS])
         .sort("system", "budget")
     )
