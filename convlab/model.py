@@ -18,9 +18,12 @@ from typing import Any
 from convlab.extras import require
 
 __all__ = [
+    "MAX_CONTENT_TOKENS",
     "MAX_TOKENS",
+    "MIN_TOKENS",
     "MODEL_DIMENSION",
     "MODEL_ID",
+    "SPECIAL_TOKENS",
     "load_sentence_transformer",
     "load_transformer",
     "model_path",
@@ -32,7 +35,16 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 """The model's name, used in cache keys and manifests."""
 
 MAX_TOKENS = 256
-"""The model's sequence limit, [CLS] and [SEP] included."""
+"""The model's sequence limit, [CLS] and [SEP] included: the longest unit, and the default."""
+
+SPECIAL_TOKENS = 2
+"""The tokens the model adds to every text it embeds: [CLS] and [SEP]."""
+
+MAX_CONTENT_TOKENS = MAX_TOKENS - SPECIAL_TOKENS
+"""The longest text (in content tokens) that fits the model: a chunk is cut to it."""
+
+MIN_TOKENS = 8
+"""The smallest unit limit a strategy is asked for, [CLS] and [SEP] included."""
 
 MODEL_DIMENSION = 384
 

@@ -222,7 +222,8 @@ class Strategy(Protocol):
 
         Args:
             chunks: one conversation's chunks, in conversation order.
-            max_tokens: the unit's token limit, [CLS] and [SEP] included (at most 256).
+            max_tokens: the unit's token limit, [CLS] and [SEP] included (at most
+                :data:`convlab.model.MAX_TOKENS`).
         """
         ...
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from convlab.model import MAX_TOKENS
+from convlab.model import MAX_TOKENS, MIN_TOKENS
 from convlab.pipeline.policy import ContentPolicy
 
 __all__ = ["IndexSpec", "UnitSpec"]
@@ -36,7 +36,7 @@ class UnitSpec:
         policy: what text each block contributes (:class:`ContentPolicy`).
 
     Raises:
-        ValueError: no strategy, or ``max_tokens`` outside ``[8, MAX_TOKENS]``.
+        ValueError: no strategy, or ``max_tokens`` outside ``[MIN_TOKENS, MAX_TOKENS]``.
     """
 
     strategy: str
@@ -46,8 +46,10 @@ class UnitSpec:
     def __post_init__(self) -> None:
         if not self.strategy:
             raise ValueError("a unit spec needs a strategy")
-        if not 8 <= self.max_tokens <= MAX_TOKENS:
-            raise ValueError(f"max_tokens must be in [8, {MAX_TOKENS}], got {self.max_tokens}")
+        if not MIN_TOKENS <= self.max_tokens <= MAX_TOKENS:
+            raise ValueError(
+                f"max_tokens must be in [{MIN_TOKENS}, {MAX_TOKENS}], got {self.max_tokens}"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,9 +26,8 @@ from convlab.registry import Registry
 
 if TYPE_CHECKING:
     from convlab.embed import CachedEmbedder
-    from convlab.files import Found
 
-__all__ = ["ENGINES", "Engine", "IpcFrames", "LoadingEngine", "get_engine", "register_engine"]
+__all__ = ["ENGINES", "Engine", "IpcFrames", "get_engine", "register_engine"]
 
 
 @runtime_checkable
@@ -55,27 +54,8 @@ class Engine(Protocol):
 
 
 IpcFrames = dict[str, bytes]
-"""A chunk of transcripts read: its frames as Arrow IPC bytes, by frame name."""
-
-
-@runtime_checkable
-class LoadingEngine(Engine, Protocol):
-    """An engine that can also read transcript files (``convlab.load(..., engine=...)``)."""
-
-    def load_slots(self) -> int:
-        """How many chunks it reads at once (its CPUs): ``workers=None`` makes 4 chunks each."""
-        ...
-
-    def load_parts(
-        self, chunks: Sequence[Sequence[Found]], read: Callable[[Sequence[Found]], IpcFrames]
-    ) -> list[IpcFrames]:
-        """Each chunk of files read by ``read`` where the engine runs it, in chunk order.
-
-        The loaders pass ``read`` (their worker body, returning a chunk's frames as Arrow IPC
-        bytes by name) and decode the results, so an engine needs nothing of the loaders. A
-        strict-mode :class:`convlab.errors.LoadError` reaches the caller as it is.
-        """
-        ...
+"""A chunk of transcripts read: its frames as Arrow IPC bytes, by frame name (what an engine's
+``load_parts`` returns: :class:`convlab.loaders.registry.PartLoader`)."""
 
 
 E = TypeVar("E", bound=Engine)

@@ -1,8 +1,8 @@
 """The ``ray`` engine: embedding on Ray Data, an actor pool that loads the model once per actor.
 
 It also reads transcript trees (:meth:`RayEngine.load_parts`, behind
-``convlab.load(path, engine="ray")``): the local parallel loader's chunks of files, one Ray task
-each, merged the same way.
+``convlab.load(path, engine=get_engine("ray"))``): the local parallel loader's chunks of files,
+one Ray task each, merged the same way.
 
 A job (:meth:`RayEngine.embed`):
 
@@ -260,7 +260,7 @@ class RayEngine:
         self._started = False
 
     def load_slots(self) -> int:
-        """The cluster's CPUs (``convlab.load(..., engine="ray")`` makes 4 chunks for each)."""
+        """The cluster's CPUs (``convlab.load(..., engine=...)`` makes 4 chunks for each)."""
         self._connect()
         return max(1, int(self._ray.cluster_resources().get("CPU", 1)))
 

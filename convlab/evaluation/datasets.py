@@ -16,6 +16,7 @@ import polars as pl
 
 from convlab import schema
 from convlab.evaluation.config import PROTOCOLS
+from convlab.evaluation.judgments import labels, read_judgments
 from convlab.evaluation.names import escaped, shown
 from convlab.evaluation.queries import read_queries
 from convlab.files import CONFIG, DATASET, open_regular, read_text_regular
@@ -288,8 +289,6 @@ def sample(path: str | Path | None = None) -> LabelledData:
     queries = read_queries(root / "queries.jsonl")
     judged = None
     if os.path.lexists(root / "qrels.jsonl"):
-        from convlab.judge.qrels import labels, read_judgments
-
         judgments, torn = read_judgments(root / "qrels.jsonl")
         if torn is not None:
             raise LoadError(

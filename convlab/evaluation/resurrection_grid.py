@@ -47,8 +47,8 @@ from convlab.evaluation.policy_grid import grid_means, grid_significance, refere
 from convlab.evaluation.queries import read_run
 from convlab.evaluation.runfolder import run_path
 from convlab.files import CONFIG, read_text_regular
+from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
-from convlab.pipeline.units import MAX_TOKENS
 from convlab.resurrection import POLICIES, budget_measures
 from convlab.systems.system import System
 

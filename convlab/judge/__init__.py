@@ -14,6 +14,8 @@ file is opened again; a bad line anywhere else is a :class:`convlab.loaders.Load
 file and line. Resuming skips what the assessor already judged (skips included).
 
 Several assessors may judge the same pool; :func:`agreement` gives Cohen's kappa on the overlap.
+The log is read (its judgments, the qrels made of them) by :mod:`convlab.evaluation.judgments`,
+below the judge: labelled data never imports the judge, whose pools run evaluations.
 
 Example:
     >>> pool = build_pool(data, systems, embedder=emb, depth=10)  # doctest: +SKIP
@@ -35,11 +37,8 @@ from convlab.judge.qrels import (
     KEYS,
     Agreement,
     Conflict,
-    Judgment,
     JudgmentLog,
     agreement,
-    labels,
-    read_judgments,
 )
 from convlab.judge.terminal import judge_loop, render
 
@@ -49,15 +48,12 @@ __all__ = [
     "Agreement",
     "Candidate",
     "Conflict",
-    "Judgment",
     "JudgmentLog",
     "agreement",
     "build_pool",
     "judge_loop",
-    "labels",
     "pool_hits",
     "query_terms",
-    "read_judgments",
     "render",
     "shuffle_pool",
     "systems_from_names",

@@ -1,4 +1,8 @@
-"""The qrels log: graded judgments appended one fsynced line at a time; labels and agreement."""
+"""The qrels log: graded judgments appended one fsynced line at a time; agreement.
+
+The log's records and its reader (:func:`convlab.evaluation.judgments.read_judgments`, the
+labels made of it) belong to the evaluation, which reads them.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +15,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
-import polars as pl
 from filelock import FileLock, Timeout
 
 from convlab.errors import LoadError
+from convlab.evaluation.judgments import (
+    Judgment,
+    latest_grades,
+    parse_judgment,
+    parse_judgments,
+    read_judgments,
+)
 from convlab.files import TABLE, check, open_regular, read_regular
 from convlab.judge.candidate import Candidate
 
@@ -23,11 +33,8 @@ __all__ = [
     "KEYS",
     "Agreement",
     "Conflict",
-    "Judgment",
     "JudgmentLog",
     "agreement",
-    "labels",
-    "read_judgments",
 ]
 
 GRADES: dict[str, int | None] = {"relevant": 2, "partly": 1, "not": 0, "skip": None}
@@ -44,70 +51,6 @@ KEYS: dict[str, str] = {
     "0": "skip",
 }
 """Keyboard shortcuts: r/p/n/s or 1/2/3/0."""
-
-_FIELDS = ("query_id", "doc_id", "grade", "assessor", "time")
-
-
-class Judgment(NamedTuple):
-    """One line of a qrels file."""
-
-    query_id: str
-    doc_id: str
-    grade: int | None  # None: skipped
-    assessor: str
-    time: str  # ISO 8601, UTC
-
-
-def read_judgments(path: str | Path) -> tuple[list[Judgment], str | None]:
-    """Read a qrels JSONL file: its judgments, and the torn last line if there is one.
-
-    A last line without its newline that is not a whole record is the judgment that was being
-    written when a session was killed: it is returned (to be reported), not read. A missing file
-    holds no judgment; anything else that is not a regular file (a FIFO, a device) is refused.
-
-    Raises:
-        LoadError: naming file and line, for a bad record anywhere else, or a file that is not a
-            regular file or is over :data:`convlab.files.TABLE`.
-    """
-    p = Path(path)
-    if not os.path.lexists(p):
-        return [], None
-    raw = read_regular(p, limit=TABLE)
-    lines = raw.split(b"\n")
-    torn = None
-    if lines and lines[-1] == b"":
-        lines.pop()
-    elif lines:
-        last = lines[-1]
-        try:
-            _parse(last.decode("utf-8"))
-        except (ValueError, UnicodeDecodeError):
-            torn = last.decode("utf-8", errors="replace")
-            lines.pop()
-    return _parse_lines(p, lines, first=1), torn
-
-
-def _parse_lines(path: Path, lines: Iterable[bytes], *, first: int) -> list[Judgment]:
-    out = []
-    for number, line in enumerate(lines, start=first):
-        if not line.strip():
-            continue
-        try:
-            out.append(_parse(line.decode("utf-8")))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise LoadError(path, number, f"bad judgment: {exc}") from None
-    return out
-
-
-def _parse(line: str) -> Judgment:
-    rec = json.loads(line)
-    if not isinstance(rec, dict) or set(rec) != set(_FIELDS):
-        raise ValueError(f"expected an object with exactly {', '.join(_FIELDS)}")
-    if not all(isinstance(rec[k], str) for k in ("query_id", "doc_id", "assessor", "time")):
-        raise ValueError("query_id, doc_id, assessor and time are strings")
-    if rec["grade"] not in (0, 1, 2, None) or isinstance(rec["grade"], bool):
-        raise ValueError("grade is 0, 1, 2 or null (skipped)")
-    return Judgment(*(rec[k] for k in _FIELDS))
 
 
 class Conflict(NamedTuple):
@@ -186,7 +129,7 @@ class JudgmentLog:
         if keep < len(data):
             tail = data[keep:]
             try:
-                _parse(tail.decode("utf-8"))
+                parse_judgment(tail.decode("utf-8"))
                 whole = True
             except (ValueError, UnicodeDecodeError):
                 whole = False
@@ -220,7 +163,7 @@ class JudgmentLog:
             self._end_lines()
             return self._refresh()
         lines = data.split(b"\n")[:-1]
-        new = _parse_lines(self.path, lines, first=self._lines + 1)
+        new = parse_judgments(self.path, lines, first=self._lines + 1)
         self._offset += end
         self._lines += len(lines)
         self.judgments.extend(new)
@@ -280,34 +223,6 @@ class JudgmentLog:
         return j
 
 
-def _latest(judgments: Iterable[Judgment]) -> dict[tuple[str, str, str], int | None]:
-    """The last grade per (assessor, query, doc): a re-judgment replaces the earlier one."""
-    out: dict[tuple[str, str, str], int | None] = {}
-    for j in judgments:
-        out[(j.assessor, j.query_id, j.doc_id)] = j.grade
-    return out
-
-
-def labels(judgments: Iterable[Judgment], *, min_grade: int = 1) -> pl.DataFrame:
-    """Graded judgments as qrels: ``query_id, doc_id, grade, relevant`` (skips left out).
-
-    With several assessors a doc's grade is the mean of theirs, rounded half up; it is
-    relevant when that grade is at least ``min_grade`` (default: partly relevant counts).
-    """
-    if min_grade not in (1, 2):
-        raise ValueError("min_grade is 1 (partly counts) or 2 (only relevant)")
-    rows = [(q, d, g) for (_, q, d), g in _latest(judgments).items() if g is not None]
-    frame = pl.DataFrame(
-        rows, schema={"query_id": pl.String, "doc_id": pl.String, "grade": pl.Int64}, orient="row"
-    )
-    return (
-        frame.group_by("query_id", "doc_id", maintain_order=True)
-        .agg((pl.col("grade").mean() + 0.5).floor().cast(pl.Int32).alias("grade"))
-        .with_columns((pl.col("grade") >= min_grade).alias("relevant"))
-        .sort("query_id", "doc_id")
-    )
-
-
 class Agreement(NamedTuple):
     """Agreement of two assessors on the docs both graded."""
 
@@ -334,7 +249,7 @@ def agreement(a: str | Path | Iterable[Judgment], b: str | Path | Iterable[Judgm
 
     def grades(x: str | Path | Iterable[Judgment]) -> dict[tuple[str, str], int]:
         js = read_judgments(x)[0] if isinstance(x, str | Path) else list(x)
-        return {(q, d): g for (_, q, d), g in _latest(js).items() if g is not None}
+        return {(q, d): g for (_, q, d), g in latest_grades(js).items() if g is not None}
 
     ga, gb = grades(a), grades(b)
     both = sorted(set(ga) & set(gb))

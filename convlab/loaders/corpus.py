@@ -21,7 +21,10 @@ __all__ = [
     "TITLE_CHARS",
     "Corpus",
     "LoadReport",
+    "corpus_from_frames",
+    "corpus_from_ipc",
     "merge_parts",
+    "part_frames",
     "prompt_titles",
     "title_of",
     "titled_by_first_prompt",
@@ -262,3 +265,33 @@ def titled_by_first_prompt(corpus: Corpus, chars: int = TITLE_CHARS) -> Corpus:
     made = pl.col("conversation_id").replace_strict(titles, default=None, return_dtype=pl.String)
     filled = corpus.conversations.with_columns(pl.coalesce("title", made).alias("title"))
     return replace(corpus, conversations=filled)
+
+
+def part_frames(corpus: Corpus) -> dict[str, pl.DataFrame]:
+    """A chunk's corpus as frames by name, as a parallel load ships it back (queries if any)."""
+    frames = {
+        "conversations": corpus.conversations,
+        "messages": corpus.messages,
+        "blocks": corpus.blocks,
+        "files": corpus.report.files,
+        "skipped": corpus.report.skipped,
+    }
+    if corpus.queries is not None:
+        frames["queries"] = corpus.queries
+    return frames
+
+
+def corpus_from_frames(frames: dict[str, pl.DataFrame]) -> Corpus:
+    """The corpus :func:`part_frames` took apart."""
+    return Corpus(
+        conversations=frames["conversations"],
+        messages=frames["messages"],
+        blocks=frames["blocks"],
+        report=LoadReport(files=frames["files"], skipped=frames["skipped"]),
+        queries=frames.get("queries"),
+    )
+
+
+def corpus_from_ipc(blobs: dict[str, bytes]) -> Corpus:
+    """The corpus :func:`convlab.loaders.registry.load_chunk_ipc` returned (Arrow IPC bytes)."""
+    return corpus_from_frames({name: pl.read_ipc(blob) for name, blob in blobs.items()})

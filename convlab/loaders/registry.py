@@ -16,20 +16,33 @@ import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 import polars as pl
 
 from convlab.errors import LoadError
 from convlab.files import Found, check, open_regular, walk
 from convlab.loaders.base import CorpusBuilder
-from convlab.loaders.corpus import Corpus, LoadReport, merge_parts, titled_by_first_prompt
+from convlab.loaders.corpus import (
+    Corpus,
+    corpus_from_frames,
+    corpus_from_ipc,
+    merge_parts,
+    part_frames,
+    titled_by_first_prompt,
+)
 from convlab.registry import Registry
 
-if TYPE_CHECKING:
-    from convlab.engines import Engine
-
-__all__ = ["FORMATS", "Reader", "detect", "load", "load_files", "register_format"]
+__all__ = [
+    "FORMATS",
+    "NamedEngine",
+    "PartLoader",
+    "Reader",
+    "detect",
+    "load",
+    "load_files",
+    "register_format",
+]
 
 SNIFF_BYTES = 64 * 1024
 PARALLEL_MIN_BYTES = 64 * 1024 * 1024
@@ -67,6 +80,38 @@ class Reader(Protocol):
         :func:`convlab.files.open_regular` and whole-file JSON parsed with
         :func:`convlab.loaders.files.load_json_file`; a record holding JSON nested too deeply
         (:data:`convlab.loaders.jsontext.TOO_DEEP`) is skipped with its line.
+        """
+        ...
+
+
+class NamedEngine(Protocol):
+    """Where work runs (a :class:`convlab.engines.Engine`), as the loaders see it: its name."""
+
+    name: str
+
+
+@runtime_checkable
+class PartLoader(NamedEngine, Protocol):
+    """An engine that also reads chunks of files where it runs (``load(..., engine=...)``).
+
+    The loaders own this contract and pass the engine their worker body, so the engines need
+    nothing of the loaders and the loaders nothing of the engines:
+    :class:`convlab.engines.ray.RayEngine` has these two methods.
+    """
+
+    def load_slots(self) -> int:
+        """How many chunks it reads at once (its CPUs): ``workers=None`` makes 4 chunks each."""
+        ...
+
+    def load_parts(
+        self,
+        chunks: Sequence[Sequence[Found]],
+        read: Callable[[Sequence[Found]], dict[str, bytes]],
+    ) -> list[dict[str, bytes]]:
+        """Each chunk of files read by ``read`` where the engine runs it, in chunk order.
+
+        ``read`` returns a chunk's frames as Arrow IPC bytes by name; a strict-mode
+        :class:`convlab.errors.LoadError` reaches the caller as it is.
         """
         ...
 
@@ -117,7 +162,7 @@ def load(
     strict: bool = False,
     *,
     workers: int | None = None,
-    engine: str | Engine | None = None,
+    engine: NamedEngine | None = None,
 ) -> Corpus:
     """Load transcripts from a file or a directory tree into a :class:`Corpus`.
 
@@ -130,8 +175,8 @@ def load(
             devices, dangling or looping symlinks: see :func:`convlab.files.walk`) are
             skipped and listed in ``corpus.report.skipped``.
         workers: processes that read files in parallel (see :func:`load_files`).
-        engine: where the parallel reading runs (see :func:`load_files`); ``None`` or
-            ``"local"`` is this machine's process pool.
+        engine: where the parallel reading runs (see :func:`load_files`); ``None`` or the
+            ``local`` engine is this machine's process pool.
 
     Returns:
         The corpus with its conversations, messages, blocks and load report.
@@ -158,7 +203,7 @@ def load_files(
     strict: bool = False,
     *,
     workers: int | None = None,
-    engine: str | Engine | None = None,
+    engine: NamedEngine | None = None,
 ) -> Corpus:
     """Load an explicit list of files into one corpus (see :func:`load` for the arguments).
 
@@ -170,11 +215,11 @@ def load_files(
     the same as a serial load's, a strict-mode :class:`LoadError` reaches the caller as it is.
     ``None`` uses every CPU when the files hold at least :data:`PARALLEL_MIN_BYTES`, else one.
 
-    ``engine``: ``"ray"`` (or a :class:`convlab.engines.ray.RayEngine`) reads the same chunks
-    as Ray tasks (:meth:`~convlab.engines.ray.RayEngine.load_parts`) and merges them the same
-    way, so the corpus is the same again; ``workers=None`` then makes chunks for every CPU of
-    the Ray cluster, whatever the input's size. An engine named here is closed after the load;
-    an engine object is left running for its caller.
+    ``engine``: a :class:`PartLoader` such as ``convlab.engines.get_engine("ray")`` (a
+    :class:`convlab.engines.ray.RayEngine`) reads the same chunks as Ray tasks
+    (:meth:`~convlab.engines.ray.RayEngine.load_parts`) and merges them the same way, so the
+    corpus is the same again; ``workers=None`` then makes chunks for every CPU of the Ray
+    cluster, whatever the input's size. The engine is left running for its caller, who made it.
 
     A path that is not a readable regular file (see :func:`convlab.files.check`) is
     never opened: it is skipped and reported (strict mode: a :class:`LoadError` naming it).
@@ -188,7 +233,7 @@ def _load_found(
     format: str | None,
     strict: bool,
     workers: int | None,
-    engine: str | Engine | None = None,
+    engine: NamedEngine | None = None,
 ) -> Corpus:
     """Read the files found, reporting those with a problem; see :func:`load_files`.
 
@@ -204,7 +249,7 @@ def _read_found(
     format: str | None,
     strict: bool,
     workers: int | None,
-    engine: str | Engine | None = None,
+    engine: NamedEngine | None = None,
 ) -> Corpus:
     """The files found, read serially, by worker processes or on ``engine``."""
     import convlab.loaders  # noqa: F401 - registers the formats
@@ -213,7 +258,7 @@ def _read_found(
         _reader(format)  # an unknown format fails here, not in a worker
     paths = list(found)
     sizes = _sizes(paths)
-    if engine is not None and (engine if isinstance(engine, str) else engine.name) != "local":
+    if engine is not None and engine.name != "local":
         return _load_on_engine(paths, sizes, format, strict, workers, engine)
     n = _workers(sizes, workers)
     if n > 1:
@@ -239,47 +284,15 @@ def _load_on_engine(
     format: str | None,
     strict: bool,
     workers: int | None,
-    engine: str | Engine,
+    engine: NamedEngine,
 ) -> Corpus:
     """The chunks of :func:`_chunks` read by ``engine.load_parts`` and merged in file order."""
-    from convlab.engines import LoadingEngine, get_engine
-
-    made = get_engine(engine)
-    try:
-        if not isinstance(made, LoadingEngine):
-            raise ValueError(f"the {made.name!r} engine cannot load transcripts")
-        n = _workers(sizes, made.load_slots() if workers is None else workers)
-        read = functools.partial(load_chunk_ipc, format=format, strict=strict)
-        blobs = made.load_parts(_chunks(paths, sizes, 4 * n), read)
-    finally:
-        if isinstance(engine, str):
-            made.close()
+    if not isinstance(engine, PartLoader):
+        raise ValueError(f"the {engine.name!r} engine cannot load transcripts")
+    n = _workers(sizes, engine.load_slots() if workers is None else workers)
+    read = functools.partial(load_chunk_ipc, format=format, strict=strict)
+    blobs = engine.load_parts(_chunks(paths, sizes, 4 * n), read)
     return merge_parts([corpus_from_ipc(b) for b in blobs])
-
-
-def part_frames(corpus: Corpus) -> dict[str, pl.DataFrame]:
-    """A chunk's corpus as frames by name, as a parallel load ships it back (queries if any)."""
-    frames = {
-        "conversations": corpus.conversations,
-        "messages": corpus.messages,
-        "blocks": corpus.blocks,
-        "files": corpus.report.files,
-        "skipped": corpus.report.skipped,
-    }
-    if corpus.queries is not None:
-        frames["queries"] = corpus.queries
-    return frames
-
-
-def corpus_from_frames(frames: dict[str, pl.DataFrame]) -> Corpus:
-    """The corpus :func:`part_frames` took apart."""
-    return Corpus(
-        conversations=frames["conversations"],
-        messages=frames["messages"],
-        blocks=frames["blocks"],
-        report=LoadReport(files=frames["files"], skipped=frames["skipped"]),
-        queries=frames.get("queries"),
-    )
 
 
 def load_chunk_ipc(
@@ -296,11 +309,6 @@ def load_chunk_ipc(
         frame.write_ipc(buf)
         out[name] = buf.getvalue()
     return out
-
-
-def corpus_from_ipc(blobs: dict[str, bytes]) -> Corpus:
-    """The corpus :func:`load_chunk_ipc` returned."""
-    return corpus_from_frames({name: pl.read_ipc(blob) for name, blob in blobs.items()})
 
 
 def _as_found(file: Found | str | Path) -> Found:

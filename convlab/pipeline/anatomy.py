@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from convlab.pipeline.units import MAX_TOKENS
+from convlab.model import MAX_TOKENS
 from convlab.pipeline.units import units as make_units
 
 __all__ = ["turn_anatomy"]

@@ -4,7 +4,7 @@ Splitting: prose is split into sentences by blingfire (a finite-state sentence b
 line, so lists and headings stay separate; fenced code blocks (```...```) are kept apart from
 prose and split by lines, with consecutive lines packed together up to 64 tokens so that code
 does not explode into one-token chunks. Any piece over
-:data:`convlab.pipeline.tokens.MAX_CONTENT_TOKENS`
+:data:`convlab.model.MAX_CONTENT_TOKENS`
 (254) is cut at word boundaries, so every chunk fits the model alone. Token counts are exact
 (content tokens, no [CLS]/[SEP]) and batched.
 
@@ -25,8 +25,9 @@ import polars as pl
 
 from convlab import schema
 from convlab.loaders.corpus import Corpus
+from convlab.model import MAX_CONTENT_TOKENS
 from convlab.pipeline.policy import ContentPolicy, policy_text
-from convlab.pipeline.tokens import MAX_CONTENT_TOKENS, count_tokens, split_at_tokens
+from convlab.pipeline.tokens import count_tokens, split_at_tokens
 from convlab.pipeline.turns import message_turns
 
 __all__ = ["chunks", "split_text"]

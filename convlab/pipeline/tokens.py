@@ -1,7 +1,8 @@
 """Exact token counts of the model's own tokenizer, fast, and splitting at token boundaries.
 
-Counts here are *content* tokens: the model adds [CLS] and [SEP] (:data:`SPECIAL_TOKENS`) to
-every text it embeds, so a text fits the model when ``count + SPECIAL_TOKENS <= MAX_TOKENS``.
+Counts here are *content* tokens: the model adds [CLS] and [SEP]
+(:data:`convlab.model.SPECIAL_TOKENS`) to every text it embeds, so a text fits the model when
+``count + SPECIAL_TOKENS <= MAX_TOKENS`` (the token constants live in :mod:`convlab.model`).
 WordPiece pre-tokenizes on whitespace and punctuation, so texts joined with a space count the sum
 of their parts; :mod:`convlab.strategies` relies on this and the tests check it.
 """
@@ -12,12 +13,9 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 
-from convlab.model import MAX_TOKENS, tokenizer
+from convlab.model import MAX_CONTENT_TOKENS, tokenizer
 
-__all__ = ["MAX_CONTENT_TOKENS", "SPECIAL_TOKENS", "count_tokens", "split_at_tokens"]
-
-SPECIAL_TOKENS = 2
-MAX_CONTENT_TOKENS = MAX_TOKENS - SPECIAL_TOKENS
+__all__ = ["count_tokens", "split_at_tokens"]
 
 _BATCH = 4096
 

@@ -5,13 +5,11 @@ from __future__ import annotations
 import polars as pl
 
 from convlab import schema
+from convlab.model import MAX_TOKENS, MIN_TOKENS, SPECIAL_TOKENS
+from convlab.protocols import Chunk
 from convlab.strategies import get_strategy
-from convlab.strategies.base import Chunk
 
-__all__ = ["MAX_TOKENS", "units"]
-
-MAX_TOKENS = 256
-"""The unit's token limit by default: all-MiniLM-L6-v2 sees 256 tokens, [CLS] and [SEP] included."""
+__all__ = ["units"]
 
 
 def units(chunks: pl.DataFrame, strategy: str, max_tokens: int = MAX_TOKENS) -> pl.DataFrame:
@@ -23,29 +21,30 @@ def units(chunks: pl.DataFrame, strategy: str, max_tokens: int = MAX_TOKENS) -> 
     Args:
         chunks: a :data:`convlab.schema.CHUNKS` frame.
         strategy: a name in :data:`convlab.STRATEGIES`.
-        max_tokens: tokens the model may see per unit, [CLS] and [SEP] included (at most 256).
+        max_tokens: tokens the model may see per unit, [CLS] and [SEP] included
+            (:data:`convlab.model.MIN_TOKENS` to :data:`convlab.model.MAX_TOKENS`).
 
     Raises:
         ValueError: an unknown strategy (listing the valid ones), a ``max_tokens`` that cannot
-            hold one chunk of 254 tokens, a frame that is not a chunks frame, or a conversation
+            hold one chunk of its tokens, a frame that is not a chunks frame, or a conversation
             whose chunks disagree on their doc kind.
 
     Example:
         >>> u = units(convlab.chunks(corpus), "turn_pair")  # doctest: +SKIP
     """
     impl = get_strategy(strategy)
-    if not 8 <= max_tokens <= 256:
-        raise ValueError("max_tokens must be between 8 and 256 tokens")
+    if not MIN_TOKENS <= max_tokens <= MAX_TOKENS:
+        raise ValueError(f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS} tokens")
     names = list(Chunk.__slots__)
     missing = [c for c in names if c not in chunks.columns]
     if missing:
         raise ValueError(f"chunks lacks columns {missing}: pass a frame of convlab.chunks()")
     s = chunks.sort("conversation_id", "position")
-    too_big = s.filter(pl.col("n_tokens") + 2 > max_tokens)
+    too_big = s.filter(pl.col("n_tokens") + SPECIAL_TOKENS > max_tokens)
     if too_big.height:
         raise ValueError(
             f"{too_big.height} chunks do not fit max_tokens={max_tokens} alone "
-            f"(largest {too_big['n_tokens'].max()!s} + 2); raise max_tokens"
+            f"(largest {too_big['n_tokens'].max()!s} + {SPECIAL_TOKENS}); raise max_tokens"
         )
     mixed = (
         s.group_by("conversation_id")

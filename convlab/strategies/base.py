@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from itertools import groupby
 from typing import TypeVar
 
-from convlab.pipeline.tokens import SPECIAL_TOKENS
+from convlab.model import SPECIAL_TOKENS
 from convlab.protocols import Chunk, Strategy
 from convlab.registry import Registry
 

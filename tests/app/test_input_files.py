@@ -129,7 +129,7 @@ INPUTS = {
     "read_queries": _library("convlab.evaluation.queries", "read_queries"),
     "read_qrels (TREC)": _library("convlab.evaluation.queries", "read_qrels"),
     "read_run (TREC)": _library("convlab.evaluation.queries", "read_run"),
-    "read_judgments": _library("convlab.judge", "read_judgments"),
+    "read_judgments": _library("convlab.evaluation.judgments", "read_judgments"),
     "read_systems": _library("convlab.systems.file", "read_systems"),
     "load_thresholds": _library("convlab.evaluation.thresholds", "load_thresholds"),
     "LoCoMo file": _library("convlab.evaluation.datasets", "locomo"),

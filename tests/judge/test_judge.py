@@ -10,16 +10,15 @@ import polars as pl
 import pytest
 
 from convlab.errors import LoadError
+from convlab.evaluation.judgments import labels, read_judgments
 from convlab.judge import (
     Candidate,
     JudgmentLog,
     agreement,
     build_pool,
     judge_loop,
-    labels,
     pool_hits,
     query_terms,
-    read_judgments,
     render,
     shuffle_pool,
 )

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from convlab.judge import Candidate, JudgmentLog, judge_loop, read_judgments
+from convlab.evaluation.judgments import read_judgments
+from convlab.judge import Candidate, JudgmentLog, judge_loop
 
 N = 40
 _WRITER = textwrap.dedent(
