@@ -2,7 +2,8 @@
 
 Policies (one file each, registered in :data:`POLICIES`): ``unit`` (seeds/003, the default),
 ``doc``, ``window``, ``pair``, ``unit+doc``. :func:`resurrect` builds a context;
-:func:`budget_measures` scores contexts against labelled queries.
+:func:`budget_measures` scores contexts against labelled queries (over :class:`Shared`
+look-ups of the units and chunks, made once by a caller that measures them again).
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from convlab.resurrection.base import (
     resurrect,
     walk,
 )
-from convlab.resurrection.layout import Layout
+from convlab.resurrection.shared import Shared
 
 __all__ = [
     "POLICIES",
-    "Layout",
     "Resurrection",
+    "Shared",
     "budget_measures",
     "get_policy",
     "normalize_answer",

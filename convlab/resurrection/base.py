@@ -35,10 +35,9 @@ from typing import Any
 import polars as pl
 
 from convlab import schema
-from convlab.protocols import ResurrectionPolicy
+from convlab.protocols import Layout, ResurrectionPolicy
 from convlab.registry import Registry
-from convlab.resurrection.layout import Layout
-from convlab.resurrection.shared import context_text, shared
+from convlab.resurrection.shared import Shared, context_text
 
 __all__ = [
     "POLICIES",
@@ -337,6 +336,7 @@ def budget_measures(
     chunks: pl.DataFrame,
     budgets: Sequence[int],
     policy: str | ResurrectionPolicy = "unit",
+    shared: Shared | None = None,
 ) -> pl.DataFrame:
     """Per query and budget: coverage, evidence token recall, tokens, containment, redundancy.
 
@@ -348,12 +348,15 @@ def budget_measures(
         chunks: the chunks; each one's doc (its turn or its message) follows its ``doc_kind``.
         budgets: token budgets.
         policy: a name in :data:`POLICIES` or a policy object; ``"unit"`` by default.
+        shared: the look-ups of ``units`` over ``chunks`` (:meth:`Shared.of`), when the caller
+            measures the same frames again (every system and policy of one strategy): made once
+            there and passed here. None: made here for this call.
 
     Raises:
         ValueError: an unknown policy, or a hit whose unit is not in ``units``.
     """
     pol = get_policy(policy)
-    memo = shared(units, chunks)
+    memo = Shared.of(units, chunks) if shared is None else shared
     pieces = _pieces_of(pol, memo.layout)
     doc_chunks, tokens = memo.doc_chunks, memo.layout.tokens
     prepared: dict[tuple[str, str | None], tuple[Piece, ...]] = {}

@@ -1,25 +1,24 @@
-"""Look-ups made once per pair of frames and shared by every call on the same frames.
+"""Look-ups of one units frame over one chunks frame, made once and passed to every measurement.
 
 An evaluation measures resurrection for every system and policy over the units and chunks of
-each strategy: the same two frames, again and again. :func:`shared` builds their
-:class:`~convlab.resurrection.layout.Layout` and the chunks' texts, conversation order and
-normalised texts once and keeps them while both frames live (weak references: nothing is kept
-alive by the memo, and a frame gone cannot be mistaken for a new one at the same address).
-Frames are never mutated in convlab (each stage returns a new one), which is what makes a
-frame's identity a valid key.
+each strategy: the same two frames, again and again. :meth:`Shared.of` builds their
+:class:`~convlab.protocols.Layout` and the chunks' texts and conversation order once;
+the caller keeps the record and passes it to
+:func:`convlab.resurrection.budget_measures` (``shared=``) for each system and policy over
+those frames. Nothing is cached behind the caller's back: no module state, no key on a frame's
+identity.
 """
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import polars as pl
 
-from convlab.resurrection.layout import Layout
+from convlab.protocols import Layout
 
-__all__ = ["Shared", "context_text", "shared"]
+__all__ = ["Shared", "context_text"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,36 +39,26 @@ class Shared:
     order: dict[str, int]
     normalized: dict[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, units: pl.DataFrame, chunks: pl.DataFrame) -> Shared:
+        """The look-ups of ``units`` over ``chunks``.
 
-_MEMO: dict[tuple[int, int], tuple[weakref.ref[pl.DataFrame], weakref.ref[pl.DataFrame], Shared]]
-_MEMO = {}
-
-
-def shared(units: pl.DataFrame, chunks: pl.DataFrame) -> Shared:
-    """The :class:`Shared` look-ups of ``units`` over ``chunks``, made once per pair of frames.
-
-    Raises:
-        ValueError: as :meth:`Layout.of`.
-    """
-    key = (id(units), id(chunks))
-    hit = _MEMO.get(key)
-    if hit is not None and hit[0]() is units and hit[1]() is chunks:
-        return hit[2]
-    layout = Layout.of(units, chunks)
-    made = Shared(
-        layout=layout,
-        doc_chunks={d: set(cs) for d, cs in layout.doc_chunks.items()},
-        texts=dict(chunks.select("chunk_id", "text").iter_rows()),
-        # conversation order, so an answer spanning two adjacent chunks is found in the context
-        order={
-            c: i
-            for i, c in enumerate(chunks.sort("conversation_id", "position")["chunk_id"].to_list())
-        },
-    )
-    for k in [k for k, (u, c, _) in _MEMO.items() if u() is None or c() is None]:
-        del _MEMO[k]  # frames gone: their look-ups go too
-    _MEMO[key] = (weakref.ref(units), weakref.ref(chunks), made)
-    return made
+        Raises:
+            ValueError: as :meth:`Layout.of`.
+        """
+        layout = Layout.of(units, chunks)
+        return cls(
+            layout=layout,
+            doc_chunks={d: set(cs) for d, cs in layout.doc_chunks.items()},
+            texts=dict(chunks.select("chunk_id", "text").iter_rows()),
+            # conversation order, so an answer spanning two adjacent chunks is found in the context
+            order={
+                c: i
+                for i, c in enumerate(
+                    chunks.sort("conversation_id", "position")["chunk_id"].to_list()
+                )
+            },
+        )
 
 
 def context_text(alive: dict[str, int], memo: Shared, normalize: Callable[[str], str]) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from convlab.protocols import Layout
 from convlab.resurrection.base import POLICIES
-from convlab.resurrection.layout import Layout
 
 __all__ = ["UnitPolicy"]
 

@@ -19,9 +19,9 @@ import polars as pl
 import pytest
 
 from convlab import schema
+from convlab.protocols import Layout
 from convlab.resurrection import (
     POLICIES,
-    Layout,
     budget_measures,
     get_policy,
     resurrect,

@@ -203,30 +203,35 @@ def test_the_walk_matches_its_rule_on_random_hits() -> None:
     ],
 )
 def test_each_chunk_normalised_alone_gives_the_normalised_context(texts: list[str]) -> None:
-    from convlab.resurrection.shared import context_text, shared
+    from convlab.resurrection.shared import Shared, context_text
 
     chunks = chunks_frame([(i, i, "user", 0, 0, t, 5) for i, t in enumerate(texts)])
     ids = chunks["chunk_id"].to_list()
-    memo = shared(U, chunks)
+    memo = Shared.of(U, chunks)
     alive = {c: 1 for c in reversed(ids)}  # walk order is not conversation order
     assert context_text(alive, memo, normalize_answer) == normalize_answer(" ".join(texts))
     assert context_text({}, memo, normalize_answer) == ""
 
 
-def test_look_ups_are_shared_per_pair_of_frames_and_only_while_they_live() -> None:
-    import gc
+def test_look_ups_made_once_are_passed_in_and_are_what_is_read() -> None:
+    from convlab.resurrection import Shared
 
-    from convlab.resurrection.shared import _MEMO, shared
-
-    chunks = CHUNKS.clone()
-    first = shared(U, chunks)
-    assert shared(U, chunks) is first  # the same frames: made once
-    other = CHUNKS.clone()  # equal content, another frame: its own look-ups
-    assert shared(U, other) is not first
-    assert first.texts["c:t1:user:s0"] == "And the decay?"
-    assert first.order["c:t1:user:s0"] == 3
-    del chunks, other
-    gc.collect()
-    kept = CHUNKS.clone()
-    shared(U, kept)  # a new entry sweeps the dead ones
-    assert all(u() is not None and c() is not None for u, c, _ in _MEMO.values())
+    queries = schema.frame(
+        [{"query_id": "q", "text": "x", "relevant": ["c:t0"], "answer": "capped at 10,000"}],
+        schema.QUERIES,
+    )
+    h = hits("s5", "d").with_columns(pl.lit("q").alias("query_id"))
+    made = Shared.of(U, CHUNKS)
+    assert made.texts["c:t1:user:s0"] == "And the decay?"
+    assert made.order["c:t1:user:s0"] == 3
+    own = budget_measures(h, queries, units=U, chunks=CHUNKS, budgets=[350])
+    given = budget_measures(h, queries, units=U, chunks=CHUNKS, budgets=[350], shared=made)
+    assert given.equals(own)
+    assert own["answer_contained"].to_list() == [1.0]
+    # the look-ups given are the ones read: chunks whose text lacks the answer find none
+    other = CHUNKS.with_columns(pl.lit("nothing here").alias("text"))
+    blind = budget_measures(
+        h, queries, units=U, chunks=CHUNKS, budgets=[350], shared=Shared.of(U, other)
+    )
+    assert blind["answer_contained"].to_list() == [0.0]
+    assert blind["coverage"].to_list() == own["coverage"].to_list()
