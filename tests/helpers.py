@@ -10,7 +10,8 @@ import polars as pl
 
 from convlab import schema
 from convlab.embed import HashEmbedder
-from convlab.loaders.base import BlockRow, CorpusBuilder
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

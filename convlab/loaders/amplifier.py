@@ -17,18 +17,13 @@ from typing import Any, NamedTuple
 
 from convlab.errors import LoadError
 from convlab.files import CONFIG
-from convlab.loaders.base import (
-    REDACTED_THINKING,
-    BlockRow,
-    CorpusBuilder,
-    content_blocks,
-    other_block,
-    parse_time,
-)
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import REDACTED_THINKING, BlockRow, content_blocks, other_block
 from convlab.loaders.files import load_json_file
 from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
 from convlab.loaders.lines import iter_json_lines, read_each
 from convlab.loaders.registry import register_format
+from convlab.loaders.times import parse_time
 
 __all__ = ["AmplifierReader"]
 
@@ -58,7 +53,7 @@ def _tool_call(call: Any) -> BlockRow | None:
 
 
 def _block(t: Any, b: dict[str, Any]) -> BlockRow | None:
-    """One typed content block (see :func:`convlab.loaders.base.content_blocks`)."""
+    """One typed content block (see :func:`convlab.loaders.blocks.content_blocks`)."""
     if t == "text" and isinstance(b.get("text"), str):
         return BlockRow("text", b["text"]) if b["text"].strip() else None
     if t in ("thinking", "reasoning"):

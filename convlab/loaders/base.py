@@ -1,4 +1,4 @@
-"""What every transcript reader shares: the builder that collects rows, block rows, times.
+"""What every transcript reader feeds: the builder that collects rows and skips.
 
 A reader (one module per format, registered in :mod:`convlab.loaders.registry`) parses files
 (JSON-lines files through :mod:`convlab.loaders.lines`) and feeds a :class:`CorpusBuilder`. The
@@ -12,156 +12,24 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import polars as pl
 
 from convlab import schema
 from convlab.errors import LoadError
+from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus, LoadReport
 
-__all__ = [
-    "REDACTED_THINKING",
-    "BlockRow",
-    "CorpusBuilder",
-    "content_blocks",
-    "json_head",
-    "junk_block",
-    "other_block",
-    "parse_time",
-]
-
-
-class BlockRow(NamedTuple):
-    """One content block of a message, as a reader hands it to the builder.
-
-    A NamedTuple (cheap to build: readers make millions); the builder checks ``block_type``.
-    """
-
-    block_type: str
-    text: str = ""
-    tool_name: str | None = None
-    tool_input: str | None = None
-    is_error: bool = False
-
-
-REDACTED_THINKING = BlockRow("thinking", "[redacted thinking]")
-"""The block a ``redacted_thinking`` block becomes (its content is encrypted)."""
-
-
-def other_block(block: dict[str, Any]) -> BlockRow:
-    """An ``other`` block for a typed block no reader knows, keeping its ``text`` if a string."""
-    text = block.get("text", "")
-    return BlockRow("other", text if isinstance(text, str) else "")
-
-
-_JSON_TYPES = ((bool, "a boolean"), (int, "a number"), (float, "a number"), (list, "an array"))
-
-
-def junk_block(index: int, value: Any) -> str:
-    """The skip reason for content block ``index`` of no known shape (not a string or object).
-
-    Example:
-        >>> junk_block(2, [1])
-        'content block 2 is an array, not a string or an object'
-    """
-    what = "null" if value is None else "a value of another type"
-    for kind, name in _JSON_TYPES:
-        if isinstance(value, kind):
-            what = name
-            break
-    return f"content block {index} is {what}, not a string or an object"
-
-
-def content_blocks(
-    content: Any,
-    block: Callable[[Any, dict[str, Any]], BlockRow | None],
-    junk: Callable[[str], None] | None = None,
-) -> list[BlockRow] | None:
-    """A message's content as block rows: a string, or a list of strings and typed blocks.
-
-    What the chat formats share: a string is one ``text`` block (none when blank); in a list, a
-    string is a ``text`` block, an object becomes ``block(its type, it)`` (``None``: no block)
-    and anything else (a number, null, an array) is junk: left out, and its reason
-    (:func:`junk_block`) handed to ``junk`` -- a reader passes the builder's ``skip`` for the
-    record's line, so it is a counted skip, and a :class:`LoadError` in strict mode.
-
-    Returns:
-        The blocks, or ``None`` when ``content`` is neither a string nor a list (the reader skips
-        the record, naming its line).
-
-    Example:
-        >>> content_blocks(["hi", {"type": "image"}], lambda t, b: BlockRow(t))
-        [BlockRow(block_type='text', text='hi', tool_name=None, tool_input=None, is_error=False), \
-BlockRow(block_type='image', text='', tool_name=None, tool_input=None, is_error=False)]
-    """
-    if isinstance(content, str):
-        return [BlockRow("text", content)] if content.strip() else []
-    if not isinstance(content, list):
-        return None
-    out: list[BlockRow] = []
-    for i, b in enumerate(content):
-        if isinstance(b, str):
-            out.append(BlockRow("text", b))
-        elif isinstance(b, dict):
-            row = block(b.get("type"), b)
-            if row is not None:
-                out.append(row)
-        elif junk is not None:
-            junk(junk_block(i, b))
-    return out
-
-
-def json_head(path: Path, head: bytes) -> bytes | None:
-    """The first bytes of a ``.json`` or ``.jsonl`` file without spaces, else ``None``.
-
-    What JSON sniffers test: with the spaces gone, ``"key": value`` and ``"key":value`` match
-    the same pattern.
-    """
-    if path.suffix.lower() not in (".json", ".jsonl"):
-        return None
-    return head.replace(b" ", b"")
+__all__ = ["CorpusBuilder"]
 
 
 _BLOCK_TYPES = frozenset(schema.BLOCK_TYPES)
 _ROLES = frozenset(schema.ROLES)
-
-
-def parse_time(value: object) -> datetime | None:
-    """Parse an ISO-8601 string or epoch seconds/milliseconds to an aware UTC datetime.
-
-    Returns ``None`` for ``None``, empty strings and values that are not times (the caller
-    decides whether that is worth a skip).
-    """
-    if value is None or value == "":
-        return None
-    if type(value) is str:  # fast path: ISO 8601 with Z or an offset (Python 3.11 parses both)
-        try:
-            dt = datetime.fromisoformat(value)
-        except ValueError:
-            return None
-        if dt.tzinfo is UTC:
-            return dt
-        return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
-    try:
-        if isinstance(value, bool):
-            return None
-        if isinstance(value, int | float):
-            seconds = value / 1000 if value > 1e11 else value
-            return datetime.fromtimestamp(seconds, tz=UTC)
-        if isinstance(value, str):
-            s = value.strip()
-            if s.endswith("Z"):
-                s = s[:-1] + "+00:00"
-            dt = datetime.fromisoformat(s)
-            return dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
-    except (ValueError, OverflowError, OSError):
-        return None
-    return None
 
 
 @dataclass

@@ -16,10 +16,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, junk_block, parse_time
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import BlockRow, junk_block
 from convlab.loaders.files import load_json_file
 from convlab.loaders.jsontext import TOO_DEEP, json_text, too_deep_reason
 from convlab.loaders.registry import register_format
+from convlab.loaders.times import parse_time
 
 __all__ = ["ChatGPTReader"]
 

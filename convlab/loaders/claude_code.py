@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import BlockRow
 from convlab.loaders.claude_code_lines import (
     INJECTED_PREFIXES,
     Block,
@@ -48,6 +49,7 @@ from convlab.loaders.claude_code_lines import (
 )
 from convlab.loaders.jsontext import TOO_DEEP, too_deep_reason
 from convlab.loaders.registry import register_format
+from convlab.loaders.times import parse_time
 
 __all__ = ["ClaudeCodeReader", "command_prompt"]
 

@@ -16,7 +16,8 @@ from typing import Any
 import msgspec
 
 from convlab.files import open_regular
-from convlab.loaders.base import REDACTED_THINKING, BlockRow, CorpusBuilder, junk_block
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import REDACTED_THINKING, BlockRow, junk_block
 from convlab.loaders.jsontext import json_text
 from convlab.loaders.lines import parse_json_line
 
@@ -128,7 +129,7 @@ def records(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, Record]]:
 
     msgspec decodes straight into :class:`Record`, skipping the fields the reader never uses
     (twice as fast as a dict per line); a line it refuses is parsed again by
-    :func:`~convlab.loaders.base.parse_json_line`, which skips it with its reason or hands back
+    :func:`~convlab.loaders.lines.parse_json_line`, which skips it with its reason or hands back
     an object with odd field types for :func:`_loose`.
     """
     decode = _DECODE
@@ -173,7 +174,7 @@ def block_rows(content: list[Any], junk: Callable[[str], None]) -> list[BlockRow
     """The block rows of a message's content: blank text dropped, tool calls as JSON text.
 
     A string in the list is a text block; anything else that is not a block (a number, null, an
-    array) is junk, its reason (:func:`~convlab.loaders.base.junk_block`) handed to ``junk``.
+    array) is junk, its reason (:func:`~convlab.loaders.blocks.junk_block`) handed to ``junk``.
     """
     out: list[BlockRow] = []
     for i, b in enumerate(content):

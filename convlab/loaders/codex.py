@@ -20,10 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, junk_block, parse_time
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import BlockRow, junk_block
 from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
 from convlab.loaders.lines import iter_json_lines
 from convlab.loaders.registry import register_format
+from convlab.loaders.times import parse_time
 
 __all__ = ["CodexReader"]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -25,6 +26,7 @@ __all__ = [
     "MAX_DEPTH",
     "TOO_DEEP",
     "NestingError",
+    "json_head",
     "json_text",
     "nesting_reason",
     "parse_json",
@@ -148,3 +150,14 @@ def too_deep_reason(exc: BaseException) -> str:
     if isinstance(exc, NestingError):
         return exc.reason
     return _too_deep_for_python("handle")
+
+
+def json_head(path: Path, head: bytes) -> bytes | None:
+    """The first bytes of a ``.json`` or ``.jsonl`` file without spaces, else ``None``.
+
+    What JSON sniffers test: with the spaces gone, ``"key": value`` and ``"key":value`` match
+    the same pattern.
+    """
+    if path.suffix.lower() not in (".json", ".jsonl"):
+        return None
+    return head.replace(b" ", b"")

@@ -41,10 +41,12 @@ from typing import Any
 from convlab import schema
 from convlab.errors import LoadError
 from convlab.files import DATASET
-from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus
 from convlab.loaders.files import load_json_file
 from convlab.loaders.registry import register_format
+from convlab.loaders.times import parse_time
 
 __all__ = [
     "CATEGORIES",

@@ -31,9 +31,11 @@ import polars as pl
 from convlab import schema
 from convlab.errors import LoadError
 from convlab.files import DATASET, read_regular
-from convlab.loaders.base import BlockRow, CorpusBuilder, parse_time
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus
 from convlab.loaders.registry import register_format
+from convlab.loaders.times import parse_time
 
 __all__ = ["LongMemEvalLabels", "parse_haystack_date", "read_longmemeval"]
 

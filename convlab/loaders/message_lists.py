@@ -15,16 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import (
-    REDACTED_THINKING,
-    BlockRow,
-    CorpusBuilder,
-    content_blocks,
-    json_head,
-    other_block,
-)
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import REDACTED_THINKING, BlockRow, content_blocks, other_block
 from convlab.loaders.jsontext import (
     TOO_DEEP,
+    json_head,
     json_text,
     parse_json_or,
     too_deep_reason,
@@ -36,7 +31,7 @@ __all__ = ["AnthropicReader", "OpenAIReader"]
 
 
 def _block(t: Any, b: dict[str, Any]) -> BlockRow | None:
-    """One typed content block (see :func:`convlab.loaders.base.content_blocks`)."""
+    """One typed content block (see :func:`convlab.loaders.blocks.content_blocks`)."""
     if t in ("text", "input_text", "output_text"):
         text = b.get("text")
         return BlockRow("text", text) if isinstance(text, str) and text.strip() else None

@@ -211,7 +211,7 @@ def load_files(
     conversation, as they do when a directory is loaded.
 
     ``workers``: with more than one, consecutive chunks of the file list are read in that many
-    processes and merged in file order (:func:`convlab.loaders.base.merge_parts`): the corpus is
+    processes and merged in file order (:func:`convlab.loaders.corpus.merge_parts`): the corpus is
     the same as a serial load's, a strict-mode :class:`LoadError` reaches the caller as it is.
     ``None`` uses every CPU when the files hold at least :data:`PARALLEL_MIN_BYTES`, else one.
 

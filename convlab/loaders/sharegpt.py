@@ -13,8 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from convlab.loaders.base import BlockRow, CorpusBuilder, json_head, junk_block
-from convlab.loaders.jsontext import TOO_DEEP, json_text, parse_json_or, too_deep_reason
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import BlockRow, junk_block
+from convlab.loaders.jsontext import TOO_DEEP, json_head, json_text, parse_json_or, too_deep_reason
 from convlab.loaders.lines import iter_json_records, read_each
 from convlab.loaders.registry import register_format
 

@@ -6,15 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from convlab.loaders.base import (
-    REDACTED_THINKING,
-    BlockRow,
-    CorpusBuilder,
-    content_blocks,
-    json_head,
-    other_block,
-)
-from convlab.loaders.jsontext import NestingError, parse_json_or
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import REDACTED_THINKING, BlockRow, content_blocks, other_block
+from convlab.loaders.jsontext import NestingError, json_head, parse_json_or
 
 
 def typed(t: object, b: dict[str, object]) -> BlockRow | None:

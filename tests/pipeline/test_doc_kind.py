@@ -19,7 +19,7 @@ from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
 from convlab.evaluation.evaluate import evaluate
 from convlab.loaders import Corpus, CorpusBuilder
-from convlab.loaders.base import BlockRow
+from convlab.loaders.blocks import BlockRow
 from convlab.systems.system import System
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

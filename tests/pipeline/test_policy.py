@@ -16,7 +16,8 @@ import polars as pl
 import pytest
 
 import convlab
-from convlab.loaders.base import BlockRow, CorpusBuilder
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus
 from convlab.loaders.locomo import parse_session_time
 from convlab.paths import sample_data_path

@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from convlab.loaders.base import BlockRow
+from convlab.loaders.blocks import BlockRow
 from convlab.pipeline.chunks import chunks, split_text
 from convlab.pipeline.policy import ContentPolicy, policy_summary, policy_text, render_tool_call
 from convlab.pipeline.tokens import count_tokens, split_at_tokens

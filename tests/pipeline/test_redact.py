@@ -25,7 +25,7 @@ import pytest
 
 from convlab import load, schema
 from convlab.embed import HashEmbedder
-from convlab.loaders.base import BlockRow
+from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.redact import (

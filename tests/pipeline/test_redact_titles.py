@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from convlab.loaders.base import BlockRow, CorpusBuilder
+from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import titled_by_first_prompt
 from convlab.pipeline.redact import redact_corpus
 

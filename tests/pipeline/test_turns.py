@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from convlab.loaders.base import BlockRow
+from convlab.loaders.blocks import BlockRow
 from convlab.pipeline.turns import message_turns, turn_report, turns
 from tests.helpers import corpus
 
