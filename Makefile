@@ -20,7 +20,7 @@ EVAL_ARGS ?=
 
 help:
 	@echo "make eval   - build .venv if missing, run the strategy comparison, write a report"
-	@echo "make test   - build .venv if missing, ruff + mypy + pytest (what CI runs)"
+	@echo "make test   - build .venv if missing, ruff + import layers + mypy + pytest (what CI runs)"
 	@echo "make lab    - start JupyterLab on the notebooks"
 	@echo "make bench  - run the benchmarks under eval/ (JSON in runs/bench)"
 
@@ -42,6 +42,7 @@ chromium:
 lint: venv
 	$(VENV)/bin/ruff check convlab eval tests
 	$(VENV)/bin/ruff format --check convlab eval tests
+	$(VENV)/bin/lint-imports
 
 typecheck: venv
 	$(VENV)/bin/mypy
