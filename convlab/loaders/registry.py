@@ -258,6 +258,10 @@ def _read_found(
         _reader(format)  # an unknown format fails here, not in a worker
     paths = list(found)
     sizes = _sizes(paths)
+    if isinstance(engine, str):  # the loaders do not import the engines to look a name up
+        raise ValueError(
+            f"engine={engine!r}: pass an engine, convlab.engines.get_engine({engine!r})"
+        )
     if engine is not None and engine.name != "local":
         return _load_on_engine(paths, sizes, format, strict, workers, engine)
     n = _workers(sizes, workers)

@@ -63,6 +63,11 @@ def test_an_engine_without_load_parts_is_refused() -> None:
         load(sample_data_path() / "transcripts", engine=_EmbedOnly())
 
 
+def test_an_engine_name_is_refused_naming_the_call_that_makes_the_engine() -> None:
+    with pytest.raises(ValueError, match=r"pass an engine, convlab\.engines\.get_engine\('ray'\)"):
+        load(sample_data_path() / "transcripts", engine="ray")  # type: ignore[arg-type]
+
+
 def test_the_local_engine_loads_in_this_machines_processes() -> None:
     from convlab.engines import get_engine
 
