@@ -72,7 +72,7 @@ class VectorIndex:
         Raises:
             ValueError: a kind that is not registered, listing the valid ones.
         """
-        return INDEX_KINDS.get(self.manifest.get("kind", ""))
+        return INDEX_KINDS.get(self.manifest["kind"])
 
     @classmethod
     def build(
@@ -230,7 +230,7 @@ class VectorIndex:
             able = [name for name, k in INDEX_KINDS.items() if wanted <= set(k.tunable)]
             raise ValueError(
                 f"set_search applies to {', '.join(able)} indexes, "
-                f"not {self.manifest.get('kind')!r}"
+                f"not {self.manifest['kind']!r}"
             )
         params = dict(self.manifest["params"]) | changes
         self.manifest["params"] = self.kind.tune(self._faiss, params)
