@@ -229,8 +229,7 @@ class VectorIndex:
         if not wanted <= set(self.kind.tunable):
             able = [name for name, k in INDEX_KINDS.items() if wanted <= set(k.tunable)]
             raise ValueError(
-                f"set_search applies to {', '.join(able)} indexes, "
-                f"not {self.manifest['kind']!r}"
+                f"set_search applies to {', '.join(able)} indexes, not {self.manifest['kind']!r}"
             )
         params = dict(self.manifest["params"]) | changes
         self.manifest["params"] = self.kind.tune(self._faiss, params)
