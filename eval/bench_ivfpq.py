@@ -39,7 +39,7 @@ import polars as pl
 from convlab import schema
 from convlab.atomic import write_text_atomic
 from convlab.index import VectorIndex
-from convlab.index.ivfpq import ShardLoader
+from convlab.index.shards import ShardLoader
 from convlab.paths import locomo_path
 
 K = 10
@@ -200,23 +200,6 @@ def serve_memory(index_dir: Path, queries: Path) -> dict[str, Any]:
     return m
 
 
-def legacy_copy(index_dir: Path) -> Path:
-    """The index as written before ``units.arrow``: its units in ``units.parquet``, read whole.
-
-    The other files are hard links (no copy of the vectors); the copy sits beside the index.
-    """
-    from convlab.index.unit_table import UNITS_FILE, UnitTable
-
-    legacy = index_dir.with_name(index_dir.name + "-units-parquet")
-    shutil.rmtree(legacy, ignore_errors=True)
-    legacy.mkdir()
-    for f in index_dir.iterdir():
-        if f.name != UNITS_FILE:
-            os.link(f, legacy / f.name)
-    UnitTable.open(index_dir).frame().write_parquet(legacy / "units.parquet")
-    return legacy
-
-
 def du(path: Path) -> int:
     """Bytes of the files under ``path``."""
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
@@ -342,7 +325,6 @@ def main(argv: list[str] | None = None) -> int:
     qpath = work / "queries.npy"
     np.save(qpath, queries)
     result["serve_memory_fresh_process_kb"] = serve_memory(index_dir, qpath)
-    result["serve_memory_units_parquet_kb"] = serve_memory(legacy_copy(index_dir), qpath)
     faiss.omp_set_num_threads(1)  # single queries: no thread pool to wake
     sweep = {}
     for nprobe in [int(x) for x in args.nprobes.split(",")] if exact is not None else []:

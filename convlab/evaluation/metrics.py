@@ -1,20 +1,13 @@
-"""Retrieval metrics, computed with ir_measures; metric names parsed in one place.
+"""Retrieval metrics, computed with ir_measures; every metric is one row of :data:`METRICS`.
 
-Names (case-insensitive), for a query with relevant docs R and ranking d_1, d_2, ...:
-
-- ``recall@k`` = |R ∩ {d_1..d_k}| / |R| (LoCoMo's recall; ir_measures ``R@k``);
-- ``success@k`` = 1 if any d_i (i <= k) is in R, else 0 (LongMemEval's ``recall_any``;
-  ``Success@k``);
-- ``recall_all@k`` = 1 if R ⊆ {d_1..d_k}, else 0 (LongMemEval's ``recall_all``: ``R@k`` == 1);
-- ``ndcg@k`` = DCG@k / IDCG@k with DCG@k = Σ_{i<=k} rel_i / log2(i + 1), binary gains, IDCG@k
-  the DCG of |R| relevant docs ranked first (Järvelin & Kekäläinen, 2002; ``nDCG@k``);
-- ``mrr`` = 1 / rank of the first relevant doc (``RR``);
-- ``judged@k`` = share of d_1..d_k that were judged at all, relevant or not (``Judged@k``):
-  with pooled judgments (:mod:`convlab.judge`) a system that ranks unjudged docs high is not
-  wrong, it is unmeasured, and this says how much;
-- ``bpref`` = 1/|R| Σ_{r ∈ R} (1 - |n ranked above r| / min(|R|, |N|)), n ranging over the
-  judged non-relevant docs N; unjudged docs are ignored, so it holds up under incomplete
-  judgments (Buckley & Voorhees, SIGIR 2004; ``Bpref``).
+A row names a metric family, says whether its name takes a cutoff (``recall@5``) or not
+(``mrr``), how ir_measures measures it and what it is; the name parser, the measure and the
+error listing the valid names are all made from the table, so adding a metric is adding a row.
+Names are case-insensitive. For a query with relevant docs R and ranking d_1, d_2, ... the rows
+define ``recall@k``, ``success@k``, ``recall_all@k``, ``ndcg@k``, ``judged@k``, ``mrr`` and
+``bpref`` (see each row's description). ``judged@k`` matters with pooled judgments
+(:mod:`convlab.judge`): a system that ranks unjudged docs high is not wrong, it is unmeasured,
+and this says how much.
 
 Without judgments of non-relevant docs (LoCoMo, LongMemEval: only relevant docs are known),
 ``judged@k`` counts only the relevant docs found and ``bpref`` sees no non-relevant doc.
@@ -30,25 +23,129 @@ session once.
 
 Queries with no relevant doc (a few LoCoMo questions whose evidence could not be cleaned,
 LongMemEval's abstention questions) are left out of retrieval metrics.
+
+Example:
+    >>> parse_metric("Session:nDCG@10").name
+    'session:ndcg@10'
+    >>> str(parse_metric("recall_all@5").measure())
+    'R@5'
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import ir_measures
 import polars as pl
 from ir_measures import Qrel, ScoredDoc
 
-__all__ = ["LEVELS", "Metric", "aggregate", "collapse_to_sessions", "parse_metric", "per_query"]
+__all__ = [
+    "LEVELS",
+    "METRICS",
+    "Metric",
+    "MetricFamily",
+    "aggregate",
+    "collapse_to_sessions",
+    "parse_metric",
+    "per_query",
+]
 
 LEVELS = ("doc", "session")
 """Where a metric judges: the docs (turns or messages) or the sessions (conversations)."""
-_NAME = re.compile(
-    r"^(?:(session):)?(?:(recall|success|recall_all|ndcg|judged)@(\d+)|(mrr|bpref))$"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricFamily:
+    """One row of the metric table.
+
+    Attributes:
+        name: the family's name, e.g. ``recall``.
+        cutoff: whether the name takes a cutoff ``@k``.
+        measure: the ir_measures measure for a cutoff (None without one).
+        description: what it is: its formula and citation.
+        all_of: the value is 1 when the measure is 1 and 0 otherwise (``recall_all``).
+    """
+
+    name: str
+    cutoff: bool
+    measure: Callable[[int | None], ir_measures.Measure]
+    description: str
+    all_of: bool = False
+
+    @property
+    def form(self) -> str:
+        """How a name of this family is written, e.g. ``recall@k`` or ``mrr``."""
+        return f"{self.name}@k" if self.cutoff else self.name
+
+
+METRICS = (
+    MetricFamily(
+        "recall",
+        True,
+        lambda k: ir_measures.R @ k,
+        "|R ∩ {d_1..d_k}| / |R| (LoCoMo's recall; ir_measures R@k)",
+    ),
+    MetricFamily(
+        "success",
+        True,
+        lambda k: ir_measures.Success @ k,
+        "1 if any d_i (i <= k) is in R, else 0 (LongMemEval's recall_any; Success@k)",
+    ),
+    MetricFamily(
+        "recall_all",
+        True,
+        lambda k: ir_measures.R @ k,
+        "1 if R ⊆ {d_1..d_k}, else 0 (LongMemEval's recall_all: R@k == 1)",
+        all_of=True,
+    ),
+    MetricFamily(
+        "ndcg",
+        True,
+        lambda k: ir_measures.nDCG @ k,
+        "DCG@k / IDCG@k with DCG@k = Σ_{i<=k} rel_i / log2(i + 1), binary gains, IDCG@k the "
+        "DCG of |R| relevant docs ranked first (Järvelin & Kekäläinen, 2002; nDCG@k)",
+    ),
+    MetricFamily(
+        "judged",
+        True,
+        lambda k: ir_measures.Judged @ k,
+        "share of d_1..d_k that were judged at all, relevant or not (Judged@k)",
+    ),
+    MetricFamily(
+        "mrr",
+        False,
+        lambda k: ir_measures.RR,
+        "1 / rank of the first relevant doc (RR)",
+    ),
+    MetricFamily(
+        "bpref",
+        False,
+        lambda k: ir_measures.Bpref,
+        "1/|R| Σ_{r ∈ R} (1 - |n ranked above r| / min(|R|, |N|)), n ranging over the judged "
+        "non-relevant docs N; unjudged docs are ignored, so it holds up under incomplete "
+        "judgments (Buckley & Voorhees, SIGIR 2004; Bpref)",
+    ),
 )
+"""The metrics, one row each, in the order the error text lists them."""
+
+_FAMILIES = {f.name: f for f in METRICS}
+if len(_FAMILIES) != len(METRICS):  # pragma: no cover - a row written twice
+    raise ValueError("a metric family is in METRICS twice")
+
+
+def _alternatives(names: Sequence[str]) -> str:
+    return "|".join(re.escape(n) for n in names)
+
+
+_NAME = re.compile(
+    rf"^(?:({_alternatives(LEVELS[1:])}):)?"
+    rf"(?:({_alternatives([f.name for f in METRICS if f.cutoff])})@(\d+)"
+    rf"|({_alternatives([f.name for f in METRICS if not f.cutoff])}))$"
+)
+_PREFIXES = " or ".join(f"'{level}:'" for level in LEVELS[1:])
+_VALID = f"valid: {', '.join(f.form for f in METRICS)}, each optionally prefixed {_PREFIXES}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +162,14 @@ class Metric:
         base = self.family if self.k is None else f"{self.family}@{self.k}"
         return base if self.level == "doc" else f"{self.level}:{base}"
 
+    @property
+    def row(self) -> MetricFamily:
+        """Its row of :data:`METRICS`."""
+        return _FAMILIES[self.family]
+
     def measure(self) -> ir_measures.Measure:
         """The ir_measures measure that computes it (R@k for recall_all)."""
-        if self.family == "mrr":
-            return ir_measures.RR
-        if self.family == "bpref":
-            return ir_measures.Bpref
-        base = {
-            "recall": ir_measures.R,
-            "recall_all": ir_measures.R,
-            "success": ir_measures.Success,
-            "ndcg": ir_measures.nDCG,
-            "judged": ir_measures.Judged,
-        }[self.family]
-        return base @ self.k
+        return self.row.measure(self.k)
 
 
 def parse_metric(name: str) -> Metric:
@@ -89,10 +180,7 @@ def parse_metric(name: str) -> Metric:
     """
     m = _NAME.match(name.strip().lower())
     if not m:
-        raise ValueError(
-            f"unknown metric {name!r}; valid: recall@k, success@k, recall_all@k, ndcg@k, "
-            "judged@k, mrr, bpref, each optionally prefixed 'session:'"
-        )
+        raise ValueError(f"unknown metric {name!r}; {_VALID}")
     level = m.group(1) or "doc"
     if m.group(4):
         return Metric(m.group(4), None, level)
@@ -195,7 +283,7 @@ def _scored(
     for res in ir_measures.iter_calc(list(measures), qrels, run):
         m = res.measure
         values[(res.query_id, label[m] if m in label else str(m))] = float(res.value)
-    keys = [(m.name, str(m.measure()), m.family == "recall_all") for m in parsed]
+    keys = [(m.name, str(m.measure()), m.row.all_of) for m in parsed]
     ids, names, scores = [], [], []
     for q in judged["query_id"].to_list():
         for name, measure, all_of in keys:

@@ -2,10 +2,11 @@
 
 - :mod:`~convlab.index.vector`: :class:`VectorIndex`, units and their vectors, searchable, saved
   whole or not at all with a manifest.
-- :mod:`~convlab.index.kinds`: :data:`INDEX_KINDS` (flat, hnsw, ivf, ivfpq), one FAISS builder
-  per kind.
-- :mod:`~convlab.index.ivfpq`: the IVF-PQ parameters, the shard-by-shard build and the exact
-  re-scoring from float16 vectors on disk.
+- :mod:`~convlab.index.kinds`: :data:`INDEX_KINDS` (flat, hnsw, ivf, ivfpq), one module per kind
+  behind the :class:`~convlab.index.kinds.IndexKind` contract: how it builds, trains, keeps its
+  vectors, loads and searches.
+- :mod:`~convlab.index.shards`: vectors that come in shards (loaders, checks, the training
+  sample drawn across them).
 - :mod:`~convlab.index.bm25`: :class:`BM25Index` (bm25s), BM25 over the same units.
 - :mod:`~convlab.index.faisslib`: FAISS imported when used, and the :class:`FaissIndex` protocol.
 

@@ -9,7 +9,8 @@ Opening reads the footer and the last batch; a search reads only the batches of 
 the process's resident set; the whole frame is made only when a caller asks for it
 (:meth:`UnitTable.frame`: the searches over many rows at once, the notebooks).
 
-An index written before (``units.parquet``) is read whole when opened, as it always was.
+An index written before ``units.arrow`` (its units in ``units.parquet``) is refused with one line
+naming the repair: ``convlab index --rebuild``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ import polars as pl
 
 __all__ = [
     "BATCH_ROWS",
-    "LEGACY_UNITS_FILE",
     "UNITS_FILE",
     "UnitTable",
     "write_unit_shards",
@@ -31,7 +31,7 @@ __all__ = [
 ]
 
 UNITS_FILE = "units.arrow"
-LEGACY_UNITS_FILE = "units.parquet"
+_OLD_UNITS_FILE = "units.parquet"
 BATCH_ROWS = 512
 """Rows per batch of ``units.arrow``: what one hit costs to read (its whole batch)."""
 _ARROW = pl.CompatLevel.oldest()
@@ -99,7 +99,7 @@ class UnitTable:
     """The units of an index, row i <-> vector i: in memory, or read from its file on demand.
 
     Args:
-        frame: the units in memory (an index being built, or read from ``units.parquet``).
+        frame: the units in memory (an index being built).
         reader: an open ``pyarrow`` IPC file reader of ``units.arrow``.
 
     Example:
@@ -125,24 +125,27 @@ class UnitTable:
 
     @classmethod
     def open(cls, directory: Path) -> UnitTable:
-        """The units of the index in ``directory``: ``units.arrow``, else ``units.parquet`` whole.
+        """The units of the index in ``directory``, read from its ``units.arrow`` on demand.
 
         Raises:
-            FileNotFoundError: neither file is there.
-            ValueError: a ``units.arrow`` not written in batches of a known size.
+            FileNotFoundError: no ``units.arrow`` there.
+            ValueError: a ``units.arrow`` not written in batches of a known size, or an index
+                written before ``units.arrow`` (run ``convlab index --rebuild``).
         """
         path = directory / UNITS_FILE
-        if path.is_file():
-            import pyarrow as pa
-
-            reader = pa.ipc.open_file(pa.OSFile(str(path), "rb"))
-            if _KEY not in (reader.schema.metadata or {}):
-                raise ValueError(f"{path}: not written by convlab (no batch size recorded)")
-            return cls(reader=reader)
-        legacy = directory / LEGACY_UNITS_FILE
-        if not legacy.is_file():
+        if not path.is_file():
+            if (directory / _OLD_UNITS_FILE).is_file():
+                raise ValueError(
+                    f"{directory}: an index written by an older convlab ({_OLD_UNITS_FILE}, not "
+                    f"{UNITS_FILE}); run `convlab index --rebuild`"
+                )
             raise FileNotFoundError(f"no {UNITS_FILE} in {directory}")
-        return cls(frame=pl.read_parquet(legacy, glob=False))
+        import pyarrow as pa
+
+        reader = pa.ipc.open_file(pa.OSFile(str(path), "rb"))
+        if _KEY not in (reader.schema.metadata or {}):
+            raise ValueError(f"{path}: not written by convlab (no batch size recorded)")
+        return cls(reader=reader)
 
     @property
     def height(self) -> int:

@@ -1,14 +1,13 @@
 """``VectorIndex``: units and their vectors in FAISS, searchable, saved whole or not at all.
 
-The kind (a name of :data:`convlab.index.kinds.INDEX_KINDS`) is chosen at build time. ``flat``
-queries are answered by one BLAS matrix product over the stored vectors plus a partial sort:
-exact search is bound by memory bandwidth, and on this project's machines FAISS's single-query
-flat path measured about 2x slower than that product (eval/bench_search.py records both); the
-FAISS index is kept for saving and for tools that read FAISS files. ``ivfpq`` is built shard by
-shard with :meth:`VectorIndex.build_from_shards` (:mod:`convlab.index.ivfpq`).
+The kind (a name of :data:`convlab.index.kinds.INDEX_KINDS`) is chosen at build time; the kind
+decides how the FAISS index is made and trained, which vectors are kept and how a query over the
+whole index is answered (:class:`convlab.index.kinds.IndexKind`); this module runs the same
+steps for every kind. :meth:`VectorIndex.build_from_shards` builds an index of any kind shard by
+shard, at most one shard of vectors in memory (:mod:`convlab.index.shards`).
 
 A search restricted to a subset of rows (a conversation scope, filters) is exact over that subset
-with numpy, whatever the kind. ``save`` writes units (Arrow IPC, memory-mapped when loaded:
+with numpy, whatever the kind. ``save`` writes units (Arrow IPC, read batch by batch when loaded:
 :mod:`convlab.index.unit_table`), vectors (npy), the FAISS file and a manifest into a temporary
 directory beside the target, fsyncs them and renames it into place; no pickle. The manifest
 records the model id, the dimension, the kind and its parameters, the strategy, the content
@@ -24,9 +23,8 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 import polars as pl
@@ -34,37 +32,17 @@ import polars as pl
 from convlab._version import __version__
 from convlab.atomic import fsync_dir
 from convlab.files import CONFIG, read_text_regular
-from convlab.index.disk_rows import DiskRows
 from convlab.index.faisslib import FaissIndex, load_faiss
-from convlab.index.ivfpq import (
-    IVFPQParams,
-    ShardLoader,
-    TrainSample,
-    check_shard,
-    make_ivfpq,
-    rescore_into,
-    set_nprobe,
-)
-from convlab.index.kinds import INDEX_KINDS
+from convlab.index.kinds import INDEX_KINDS, IndexKind
+from convlab.index.kinds.base import StoredVectors
+from convlab.index.shards import ShardLoader, check_shard
+from convlab.index.topk import top_into as _top_into  # retrieval/retrievers.py imports it here
 from convlab.index.unit_table import UnitTable, write_unit_shards, write_units
+from convlab.specs import IndexSpec
 
 __all__ = ["VectorIndex"]
 
-_ADD_BATCH = 32_768  # rows per FAISS add: its assignment table is batch x nlist float32
-
-
-def _top_into(
-    sims: np.ndarray, k: int, subset: np.ndarray | None, scores: np.ndarray, ids: np.ndarray
-) -> None:
-    """Write the ``k`` best of one query's similarities into ``scores`` / ``ids`` (padded rows).
-
-    ``subset`` maps positions in ``sims`` to row numbers (None: positions are rows).
-    """
-    kk = min(k, sims.shape[0])
-    top = np.argpartition(-sims, kk - 1)[:kk] if kk < sims.shape[0] else np.arange(kk)
-    top = top[np.argsort(-sims[top], kind="stable")]
-    scores[:kk] = sims[top]
-    ids[:kk] = top if subset is None else subset[top]
+_ADD_BATCH = 32_768  # rows per FAISS add from shards: its assignment table is batch x nlist float32
 
 
 class VectorIndex:
@@ -77,7 +55,7 @@ class VectorIndex:
     def __init__(
         self,
         units: pl.DataFrame | UnitTable,
-        vectors: np.ndarray | DiskRows,
+        vectors: StoredVectors,
         faiss_index: FaissIndex,
         manifest: dict[str, Any],
     ) -> None:
@@ -86,6 +64,15 @@ class VectorIndex:
         self._faiss = faiss_index
         self.manifest = manifest
         self.dimension = int(vectors.shape[1])
+
+    @property
+    def kind(self) -> IndexKind:
+        """The index's kind, named by its manifest.
+
+        Raises:
+            ValueError: a kind that is not registered, listing the valid ones.
+        """
+        return INDEX_KINDS.get(self.manifest["kind"])
 
     @classmethod
     def build(
@@ -115,9 +102,11 @@ class VectorIndex:
             **params: the kind's parameters (``hnsw_m``, ``nprobe``, IVF-PQ fields, ...).
 
         Raises:
-            ValueError: an unknown kind (listing the valid ones) or mismatched sizes.
+            ValueError: an unknown kind (listing the valid ones), mismatched sizes, bad
+                parameters, or (a kind that needs them) vectors not of unit length.
         """
-        make_index = INDEX_KINDS.get(kind)  # an unknown kind fails here, listing the valid ones
+        spec = IndexSpec(kind, params)
+        index_kind = INDEX_KINDS.get(spec.kind)  # an unknown kind fails here, listing the valid
         origin = _Origin(model_id, strategy, policy, corpus_fingerprint, embedder)
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != units.height:
@@ -125,26 +114,20 @@ class VectorIndex:
                 f"{units.height} units but vectors of shape {vectors.shape}; they must match"
             )
         n, d = vectors.shape
-        if kind == "ivfpq":
-            resolved = IVFPQParams.from_dict(params).resolved(n, d)
+        resolved = index_kind.resolve(spec.params, n, d)
+        if index_kind.unit_norm:
             check_shard(units, vectors, d, "vectors")
-            index = make_ivfpq(d, resolved)
-            sample = TrainSample(int(resolved.train_size or n), seed=resolved.seed)
-            sample.add(vectors)
-            index.train(sample.vectors())
-            index.add(vectors)
-            return cls(
-                units,
-                vectors.astype(np.float16),
-                index,
-                origin.manifest(d, kind, asdict(resolved), n),
-            )
-        index = make_index(d, n, params)
+        index = index_kind.make(d, n, resolved)
         if n:
-            if kind == "ivf":
-                index.train(vectors)
+            sample = index_kind.sample(resolved, n)
+            if sample is not None:
+                if sample.size < n:
+                    sample.add(vectors)
+                # a sample of every row is every row, in row order
+                index.train(sample.vectors() if sample.size < n else vectors)
             index.add(vectors)
-        return cls(units, vectors, index, origin.manifest(d, kind, params, n))
+        kept = vectors.astype(index_kind.vector_dtype, copy=False)
+        return cls(units, kept, index, origin.manifest(d, spec.kind, resolved, n))
 
     @classmethod
     def build_from_shards(
@@ -153,77 +136,60 @@ class VectorIndex:
         directory: str | Path,
         *,
         model_id: str,
+        kind: str = "ivfpq",
         strategy: str | None = None,
         policy: dict[str, Any] | None = None,
         corpus_fingerprint: str | None = None,
         embedder: str | None = None,
         **params: Any,
     ) -> VectorIndex:
-        """Build an ``ivfpq`` index into ``directory`` shard by shard, then load it.
+        """Build an index into ``directory`` shard by shard, then load it.
 
-        Each shard is read three times (count, sample, add); at most one shard of float32
-        vectors is in memory at a time, the float16 vectors go straight to the file on disk.
-        Rows are numbered in shard order. The result equals :meth:`build` on the concatenated
-        shards with the same parameters. The directory appears whole or not at all.
+        Each shard is read up to three times (count, sample when the kind trains, add); at most
+        one shard of float32 vectors is in memory at a time, the vectors the kind keeps go
+        straight to the file on disk. Rows are numbered in shard order. The result equals
+        :meth:`build` on the concatenated shards with the same parameters. The directory
+        appears whole or not at all.
 
         Args:
             shards: loaders, each returning ``(units, vectors)`` (see
-                :func:`convlab.index.ivfpq.parquet_shards`).
+                :func:`convlab.index.shards.parquet_shards`).
             directory: where to write the index (replaced if it exists).
             model_id: the embedding model, checked by :meth:`load`.
+            kind: a name of :data:`convlab.index.kinds.INDEX_KINDS`.
             strategy: recorded in the manifest.
             policy: recorded in the manifest.
             corpus_fingerprint: recorded in the manifest.
             embedder: the embedder's registered name, recorded in the manifest.
-            **params: :class:`convlab.index.ivfpq.IVFPQParams` fields.
+            **params: the kind's parameters (:class:`convlab.index.kinds.ivfpq.IVFPQParams`
+                fields for ``ivfpq``).
 
         Raises:
-            ValueError: bad parameters, no rows, or a bad shard (naming it and the row).
+            ValueError: an unknown kind, bad parameters, no rows, or a bad shard (naming it and
+                the row).
         """
-        base = IVFPQParams.from_dict(params)
-        n, d = 0, None
-        for i, load in enumerate(shards):
-            units, vecs = load()
-            vecs = check_shard(units, vecs, d, f"shard {i}")
-            d = vecs.shape[1]
-            n += vecs.shape[0]
-        if n == 0 or d is None:
-            raise ValueError("the shards hold no rows; nothing to index")
-        resolved = base.resolved(n, d)
-        sample = TrainSample(int(resolved.train_size or n), seed=resolved.seed)
-        for load in shards:
-            sample.add(load()[1])
-        index = make_ivfpq(d, resolved)
-        index.train(sample.vectors())
-        del sample
+        spec = IndexSpec(kind, params)
+        index_kind = INDEX_KINDS.get(spec.kind)
+        n, d = _counted(shards, index_kind.unit_norm)
+        resolved = index_kind.resolve(spec.params, n, d)
+        index = index_kind.make(d, n, resolved)
+        sample = index_kind.sample(resolved, n)
+        if sample is not None:
+            for load in shards:
+                sample.add(load()[1])
+            index.train(sample.vectors())
+            del sample
+        origin = _Origin(model_id, strategy, policy, corpus_fingerprint, embedder)
+        manifest = origin.manifest(d, spec.kind, resolved, n)
 
         def write(tmp: Path) -> None:
             # plain writes, not a writable memory map: the written pages stay out of our RSS
-            stored = (tmp / "vectors.npy").open("wb")
-
-            def added() -> Iterator[pl.DataFrame]:
-                """Each shard added and its vectors stored; its units, written as they come."""
-                offset = 0
-                for i, load in enumerate(shards):
-                    units, vecs = load()
-                    vecs = check_shard(units, vecs, d, f"shard {i}")
-                    if offset + vecs.shape[0] > n:
-                        raise ValueError(f"shard {i} changed between passes (more rows)")
-                    for a in range(0, vecs.shape[0], _ADD_BATCH):  # bounds FAISS's temporaries
-                        index.add(vecs[a : a + _ADD_BATCH])
-                    stored.write(vecs.astype(np.float16).tobytes())
-                    offset += vecs.shape[0]
-                    yield units
-                if offset != n:
-                    raise ValueError(f"the shards changed between passes ({offset} rows, not {n})")
-
-            with stored:
-                header = {"descr": np.dtype(np.float16).str, "fortran_order": False}
+            with (tmp / "vectors.npy").open("wb") as stored:
+                header = {"descr": index_kind.vector_dtype.str, "fortran_order": False}
                 np.lib.format.write_array_header_1_0(stored, header | {"shape": (n, d)})
-                write_unit_shards(added(), tmp)  # one shard's units in memory at a time
+                added = _added(shards, index, index_kind, stored, n, d)
+                write_unit_shards(added, tmp)  # one shard's units in memory at a time
             load_faiss().write_index(index, str(tmp / "index.faiss"))
-            origin = _Origin(model_id, strategy, policy, corpus_fingerprint, embedder)
-            manifest = origin.manifest(d, "ivfpq", asdict(resolved), n)
             (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
 
         _write_atomically(Path(directory), write)
@@ -252,22 +218,21 @@ class VectorIndex:
         return np.asarray(self._vectors[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
 
     def set_search(self, *, nprobe: int | None = None, rescore: int | None = None) -> None:
-        """Change an ``ivfpq`` index's ``nprobe`` and re-scoring factor (kept in the manifest).
+        """Change search-time parameters, kept in the manifest (``ivfpq``: nprobe, rescore).
 
         Raises:
-            ValueError: not an ``ivfpq`` index, or a value below 1.
+            ValueError: a kind without these parameters (naming the kinds that have them), or
+                a value below 1.
         """
-        if self.manifest.get("kind") != "ivfpq":
+        changes = {k: v for k, v in (("nprobe", nprobe), ("rescore", rescore)) if v is not None}
+        wanted = {"nprobe", "rescore"}
+        if not wanted <= set(self.kind.tunable):
+            able = [name for name, k in INDEX_KINDS.items() if wanted <= set(k.tunable)]
             raise ValueError(
-                f"set_search applies to ivfpq indexes, not {self.manifest.get('kind')!r}"
+                f"set_search applies to {', '.join(able)} indexes, not {self.manifest['kind']!r}"
             )
-        params = dict(self.manifest["params"])
-        params.update(
-            {k: v for k, v in (("nprobe", nprobe), ("rescore", rescore)) if v is not None}
-        )
-        checked = IVFPQParams.from_dict(params)
-        set_nprobe(self._faiss, checked.nprobe)
-        self.manifest["params"] = asdict(checked)
+        params = dict(self.manifest["params"]) | changes
+        self.manifest["params"] = self.kind.tune(self._faiss, params)
 
     def search(
         self, queries: np.ndarray, k: int, *, rows: np.ndarray | None = None
@@ -287,43 +252,15 @@ class VectorIndex:
         if q.shape[1] != self.dimension:
             raise ValueError(f"queries have {q.shape[1]} dimensions, the index {self.dimension}")
         m = q.shape[0]
+        if rows is None and len(self):
+            return self.kind.search(self._faiss, self._vectors, q, k, self.manifest["params"])
         scores = np.full((m, k), -np.inf, dtype=np.float32)
         ids = np.full((m, k), -1, dtype=np.int64)
-        if (
-            rows is None
-            and isinstance(self._vectors, np.ndarray)
-            and self.manifest.get("kind") == "flat"
-        ):
-            # the whole index: one product, no subset bookkeeping (the hot path of exact search)
-            if len(self) == 0:
-                return scores, ids
-            if m == 1:  # matrix-vector (gemv), as a plain numpy scan does
-                _top_into(self._vectors @ q[0], k, None, scores[0], ids[0])
-            else:
-                for j, sims in enumerate(q @ self._vectors.T):
-                    _top_into(sims, k, None, scores[j], ids[j])
+        subset = np.asarray([] if rows is None else rows, dtype=np.int64)
+        if subset.size == 0:
             return scores, ids
-        if rows is not None:
-            subset = np.asarray(rows, dtype=np.int64)
-            if subset.size == 0:
-                return scores, ids
-            for j, sims in enumerate(q @ self.vectors(subset).T):
-                _top_into(sims, k, subset, scores[j], ids[j])
-            return scores, ids
-        if len(self) == 0:
-            return scores, ids
-        if self.manifest.get("kind") == "ivfpq":
-            pool = min(k * int(self.manifest["params"]["rescore"]), len(self))
-            candidates = self._faiss.search(q, pool)[1]
-            for j in range(m):
-                sims, cand = rescore_into(self._vectors, q[j], candidates[j])
-                if cand.size:
-                    _top_into(sims, k, cand, scores[j], ids[j])
-            return scores, ids
-        s, i = self._faiss.search(q, min(k, len(self)))
-        scores[:, : s.shape[1]] = s
-        ids[:, : i.shape[1]] = i
-        ids[ids < 0] = -1
+        for j, sims in enumerate(q @ self.vectors(subset).T):
+            _top_into(sims, k, subset, scores[j], ids[j])
         return scores, ids
 
     def save(self, directory: str | Path) -> None:
@@ -345,7 +282,8 @@ class VectorIndex:
 
         Raises:
             FileNotFoundError: no index there.
-            ValueError: the index was built with another model or dimension than expected.
+            ValueError: the index was built with another model or dimension than expected, by
+                an older convlab (run ``convlab index --rebuild``), or is of an unknown kind.
         """
         d = Path(directory)
         mpath = d / "manifest.json"
@@ -362,20 +300,61 @@ class VectorIndex:
                 f"the index at {d} has {manifest['dimension']} dimensions, not {dimension}: "
                 "rebuild it with this model"
             )
-        # ivfpq keeps its float16 vectors on disk, read row by row (not mapped: see
-        # convlab.index.disk_rows); the other kinds load them into memory
-        vectors: np.ndarray | DiskRows
-        if manifest.get("kind") == "ivfpq":
-            vectors = DiskRows(d / "vectors.npy")
-        else:
-            vectors = np.load(d / "vectors.npy", allow_pickle=False)
+        kind = INDEX_KINDS.get(manifest["kind"])
+        vectors = kind.open_vectors(d / "vectors.npy")
         units = UnitTable.open(d)
         index = load_faiss().read_index(str(d / "index.faiss"))
         if index.ntotal != units.height or vectors.shape[0] != units.height:
             raise ValueError(f"the index at {d} is inconsistent (units, vectors, FAISS differ)")
-        if manifest.get("kind") == "ivfpq":
-            set_nprobe(index, int(manifest["params"]["nprobe"]))
+        kind.tune(index, manifest["params"])
         return cls(units, vectors, index, manifest)
+
+
+def _counted(shards: Sequence[ShardLoader], unit_norm: bool) -> tuple[int, int]:
+    """The rows and dimension of the shards, each checked (the first pass).
+
+    Raises:
+        ValueError: no rows, or a bad shard (naming it and the row).
+    """
+    n, d = 0, None
+    for i, load in enumerate(shards):
+        units, vecs = load()
+        vecs = check_shard(units, vecs, d, f"shard {i}", unit_norm=unit_norm)
+        d = vecs.shape[1]
+        n += vecs.shape[0]
+    if n == 0 or d is None:
+        raise ValueError("the shards hold no rows; nothing to index")
+    return n, d
+
+
+def _added(
+    shards: Sequence[ShardLoader],
+    index: FaissIndex,
+    kind: IndexKind,
+    stored: BinaryIO,
+    n: int,
+    d: int,
+) -> Iterator[pl.DataFrame]:
+    """Add each shard to ``index``, write its kept vectors to ``stored``, yield its units.
+
+    The last pass over the shards.
+
+    Raises:
+        ValueError: a bad shard, or shards that changed since they were counted.
+    """
+    offset = 0
+    for i, load in enumerate(shards):
+        units, vecs = load()
+        vecs = check_shard(units, vecs, d, f"shard {i}", unit_norm=kind.unit_norm)
+        if offset + vecs.shape[0] > n:
+            raise ValueError(f"shard {i} changed between passes (more rows)")
+        for a in range(0, vecs.shape[0], _ADD_BATCH):  # bounds FAISS's temporaries
+            index.add(vecs[a : a + _ADD_BATCH])
+        stored.write(vecs.astype(kind.vector_dtype, copy=False).tobytes())
+        offset += vecs.shape[0]
+        yield units
+    if offset != n:
+        raise ValueError(f"the shards changed between passes ({offset} rows, not {n})")
 
 
 class _Origin(NamedTuple):

@@ -14,7 +14,8 @@ import pytest
 from convlab import schema
 from convlab.index import INDEX_KINDS, VectorIndex
 from convlab.index.disk_rows import DiskRows
-from convlab.index.ivfpq import IVFPQParams, TrainSample, parquet_shards
+from convlab.index.kinds.ivfpq import IVFPQParams
+from convlab.index.shards import TrainSample, parquet_shards
 
 N, D, K = 3000, 384, 10
 PARAMS = {"nlist": 16, "m": 48, "nbits": 8, "nprobe": 4, "rescore": 10}

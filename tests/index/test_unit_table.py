@@ -1,4 +1,4 @@
-"""A vector index's units on disk: mapped from Arrow IPC, rows read alone, old files still read."""
+"""A vector index's units on disk: mapped from Arrow IPC, rows read alone, old files refused."""
 
 from __future__ import annotations
 
@@ -61,18 +61,18 @@ def test_rows_outside_are_refused(tmp_path: Path) -> None:
         UnitTable(frame=_units(5)).rows([5])
 
 
-def test_index_written_before_still_loads(tmp_path: Path) -> None:
-    """An index written with ``units.parquet`` (before units.arrow) is read whole, as before."""
+def test_index_written_before_is_refused(tmp_path: Path) -> None:
+    """An index written with ``units.parquet`` (before units.arrow) is refused in one line
+    naming the repair; a folder with neither units file is not an index."""
     units = _units(20)
     VectorIndex.build(units, _vectors(20), model_id="m").save(tmp_path / "ix")
     old = tmp_path / "old"
     shutil.copytree(tmp_path / "ix", old)
     (old / UNITS_FILE).unlink()
     units.write_parquet(old / "units.parquet")
-    index = VectorIndex.load(old)
-    assert not UnitTable.open(old).on_disk
-    assert index.units.equals(units)
-    assert index.unit_rows([19])["unit_id"].to_list() == ["u19"]
+    with pytest.raises(ValueError, match=r"older convlab .*run `convlab index --rebuild`") as e:
+        VectorIndex.load(old)
+    assert "\n" not in str(e.value)
     (old / "units.parquet").unlink()
     with pytest.raises(FileNotFoundError, match=r"units\.arrow"):
         VectorIndex.load(old)
