@@ -13,7 +13,7 @@ units frame and their scores, in rank order; after grouping per doc, also the do
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -151,7 +151,6 @@ class RankContext:
         index: the stored vectors (for rankers that compare candidates with each other).
         now: the reference time of time-based rankers (None: no dated unit).
         k: how many docs the search returns.
-        fused: the candidates of further retrievers, for fusion (empty unless hybrid).
     """
 
     query: Query
@@ -162,7 +161,6 @@ class RankContext:
     index: VectorSource
     now: datetime | None
     k: int
-    fused: tuple[Candidates, ...] = field(default=())
 
 
 @runtime_checkable

@@ -12,6 +12,7 @@ rankers after fusion (recency, density, MMR) and the hits read that unit.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -27,7 +28,7 @@ def fused_docs(
     *,
     method: str,
     weights: Sequence[float] | None = None,
-    **params: object,
+    **params: Any,
 ) -> list[Candidates | None]:
     """Each query's docs, fused over the views by ``method``.
 

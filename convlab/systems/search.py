@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     from convlab.retrieval import SearchOptions
     from convlab.retrieval.search import Searcher
 
-__all__ = ["DEPTH", "HeldView", "OnceEmbedder", "missing_views", "search_system"]
+__all__ = [
+    "DEPTH",
+    "HeldView",
+    "OnceEmbedder",
+    "missing_views",
+    "search_system",
+    "system_scoring",
+]
 
 """Docs each view ranks before fusion: the evaluation's depth, so that a fused system's scores
 are normalised over the same lists as when it was measured."""
@@ -81,6 +88,24 @@ class OnceEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._memo[t] for t in texts])
+
+
+def system_scoring(system: System, options: SearchOptions) -> str:
+    """What the scores of ``system``'s hits are (:func:`convlab.retrieval.options.scoring_meaning`).
+
+    One view: its retrieval's scoring under ``options`` (``cosine``, ``bm25``, the hybrid
+    fusion method, ``mmr``, with ``+recency``/``+density``); several: the system's fusion
+    method (``convex``, ...).
+
+    Example:
+        >>> from convlab.retrieval import SearchOptions
+        >>> from convlab.systems import resolve_system
+        >>> system_scoring(resolve_system("hybrid:message"), SearchOptions(density=True))
+        'rrf+density'
+    """
+    if system.fused:
+        return system.fusion
+    return options.replace(retrieval=system.views[0].retrieval).scoring
 
 
 def missing_views(system: System, held: Mapping[str, HeldView]) -> list[str]:
