@@ -284,10 +284,14 @@ def describe(method: str) -> str:
 
 
 def check_params(method: str, params: Mapping[str, object]) -> None:
-    """Refuse a parameter that ``method`` does not take (its keyword-only parameters).
+    """Refuse a parameter ``method`` does not take, or a value it cannot use.
+
+    The parameters it takes are its keyword-only ones; a ``norm`` must be one of
+    :data:`NORMS`, any other value a finite number.
 
     Raises:
-        ValueError: an unknown method, or a parameter it does not take, naming those it takes.
+        ValueError: an unknown method, a parameter it does not take (naming those it takes), or
+            a bad value.
     """
     fn = FUSIONS.get(method)
     known = [
@@ -299,6 +303,12 @@ def check_params(method: str, params: Mapping[str, object]) -> None:
         if name not in known:
             takes = ", ".join(known) or "none"
             raise ValueError(f"fusion {method} takes no parameter {name!r}; it takes {takes}")
+        value = params[name]
+        if name == "norm" and value not in NORMS:
+            raise ValueError(f"fusion {method}: norm {value!r} is not one of {', '.join(NORMS)}")
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if name != "norm" and not (number and math.isfinite(float(value))):  # type: ignore[arg-type]
+            raise ValueError(f"fusion {method}: {name} {value!r} is not a finite number")
 
 
 def fuse_carrying(

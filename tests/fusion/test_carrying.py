@@ -61,5 +61,9 @@ def test_describe_and_check_params_read_the_method() -> None:
     check_params("convex", {"norm": "z-score"})
     with pytest.raises(ValueError, match="fusion rrf takes no parameter 'norm'; it takes k"):
         check_params("rrf", {"norm": "min-max"})
+    with pytest.raises(ValueError, match="norm 'l2' is not one of none, min-max, z-score"):
+        check_params("convex", {"norm": "l2"})
+    with pytest.raises(ValueError, match="k nan is not a finite number"):
+        check_params("rrf", {"k": float("nan")})
     with pytest.raises(ValueError, match="valid: " + ", ".join(FUSIONS.names())):
         check_params("nope", {})
