@@ -126,7 +126,7 @@ class SearchOptions:
     until: datetime | None = None
     retrieval: Retrieval = Retrieval.DENSE
     fusion: str = "rrf"
-    fusion_params: Mapping[str, Any] = field(default_factory=dict)
+    fusion_params: Mapping[str, Any] = field(default_factory=dict, hash=False)
     recency: bool = False
     recency_days: float = 14.0
     recency_max: float = 0.20

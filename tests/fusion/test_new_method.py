@@ -49,10 +49,11 @@ def test_the_options_a_system_and_describe_take_it(registered: str) -> None:
 
 def test_the_cli_and_the_panel_offer_it(registered: str) -> None:
     from convlab.app.cli.main import build_parser
+    from convlab.app.cli.search import search_options
     from convlab.app.widgets import SearchPanel
 
-    args = build_parser().parse_args(["search", "a query", "--fusion", registered])
-    assert args.fusion == registered
+    args = build_parser().parse_args(["search", "a query", "--hybrid", "--fusion", registered])
+    assert search_options(args).fusion == registered
     panel = SearchPanel(None)
     assert registered in panel.fusion.options
     assert set(panel.fusion.options) == set(FUSIONS.names())
