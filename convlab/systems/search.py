@@ -2,9 +2,10 @@
 
 :func:`search_system` searches each view of a :class:`~convlab.systems.system.System` with
 :func:`convlab.retrieval.search_many` (as ``eval.run`` does, to the evaluation's depth, with
-:func:`~convlab.evaluation.multiview.view_options`) and makes the system's ranking with
-:func:`~convlab.evaluation.multiview.system_hits`: the function ``eval.run`` calls for every
-system of fixed weights. There is no second implementation of a system.
+:func:`~convlab.systems.hits.view_options`) and makes the system's ranking with
+:func:`~convlab.systems.hits.system_hits`: the function ``eval.run`` calls for every system of
+fixed weights. There is no second implementation of a system. :func:`system_scoring` says what
+its scores are.
 """
 
 from __future__ import annotations
@@ -35,9 +36,6 @@ __all__ = [
     "search_system",
     "system_scoring",
 ]
-
-"""Docs each view ranks before fusion: the evaluation's depth, so that a fused system's scores
-are normalised over the same lists as when it was measured."""
 
 
 MEMO = 256
