@@ -16,7 +16,7 @@ no contract imports an implementation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -152,7 +152,6 @@ class RankContext:
         index: the stored vectors (for rankers that compare candidates with each other).
         now: the reference time of time-based rankers (None: no dated unit).
         k: how many docs the search returns.
-        fused: the candidates of further retrievers, for fusion (empty unless hybrid).
     """
 
     query: Query
@@ -163,7 +162,6 @@ class RankContext:
     index: VectorSource
     now: datetime | None
     k: int
-    fused: tuple[Candidates, ...] = field(default=())
 
 
 @runtime_checkable

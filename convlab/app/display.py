@@ -181,7 +181,7 @@ class HitRecord(TypedDict):
 
     rank: int
     score: float
-    score_kind: str | None  # what the score is: cosine, bm25, rrf, ... (SearchOptions.score_kind)
+    score_kind: str | None  # what the score is: cosine, bm25, rrf, ... (SearchOptions.scoring)
     unit_id: str
     doc_id: str
     conversation_id: str
@@ -216,7 +216,7 @@ def describe_hits(
     hits: pl.DataFrame,
     query: str | None = None,
     *,
-    score_kind: str | None = None,
+    scoring: str | None = None,
 ) -> list[HitRecord]:
     """One record per hit: rank, score, unit, where it is (file, line, message) and its text.
 
@@ -231,8 +231,8 @@ def describe_hits(
         store: the frames the hits were found in.
         hits: ranked hits (:data:`convlab.schema.HITS`).
         query: the query the hits answer.
-        score_kind: what the scores are (:attr:`convlab.retrieval.SearchOptions.score_kind`),
-            carried by every record.
+        scoring: what the scores are (:func:`convlab.systems.search.system_scoring`), carried
+            by every record as ``score_kind``.
     """
     hit_convs = hits.select("conversation_id").unique()
 
@@ -276,7 +276,7 @@ def describe_hits(
             {
                 "rank": r["rank"],
                 "score": round(float(r["score"]), 4),
-                "score_kind": score_kind,
+                "score_kind": scoring,
                 "unit_id": r["unit_id"],
                 "doc_id": r["doc_id"],
                 "conversation_id": r["conversation_id"],
@@ -362,18 +362,18 @@ def hit_lines(
     *,
     query: str | None = None,
     color: bool = False,
-    score_kind: str | None = None,
+    scoring: str | None = None,
 ) -> list[str]:
     """Hits for people: a header line per hit, then its question, match and place.
 
     The question (up to :data:`QUESTION_LINES` lines) and the match (the unit's chunk that best
     matches ``query`` and the rest of its message in the unit, up to :data:`MATCH_LINES` lines)
     are cut around the query's terms, which ``color`` highlights; with ``search --budget`` the
-    context the hit brings back follows, whole. With ``score_kind``, a last line says what the
+    context the hit brings back follows, whole. With ``scoring``, a last line says what the
     scores are (``scores: rrf (...)``): last, so ``convlab search ... | head -1`` still reads
     the first hit.
     """
-    from convlab.retrieval.options import SCORE_KINDS
+    from convlab.retrieval.options import scoring_meaning
 
     terms = query_terms(query) if query else frozenset()
     rank_w = max(len(str(r["rank"])) for r in rows)
@@ -402,11 +402,11 @@ def hit_lines(
         out.append(f"{indent}{'at:':<7}{short_path(place, room - len(where)) + where}")
         if "context" in r:
             out += _context_lines(r["context"], terms, width, indent, color)
-    if score_kind:
-        kind, *boosts = score_kind.split("+")
-        meaning = SCORE_KINDS.get(kind, "")
+    if scoring:
+        first, *boosts = scoring.split("+")
+        meaning = scoring_meaning(first)
         meaning += f"; boosted by {' and '.join(boosts)}" if boosts else ""
-        out.append(clip(f"scores: {score_kind}" + (f" ({meaning})" if meaning else ""), width))
+        out.append(clip(f"scores: {scoring}" + (f" ({meaning})" if meaning else ""), width))
     return out
 
 

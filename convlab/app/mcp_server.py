@@ -118,13 +118,13 @@ class StoreTools:
 
     def search(self, query: str, **filters: Any) -> dict[str, Any]:
         """Hits as ``convlab search --json`` describes them."""
-        from convlab.app.cli.search import system_score_kind
         from convlab.app.display import describe_hits
         from convlab.retrieval import SearchOptions
+        from convlab.systems.search import system_scoring
 
         hits = self.hits(query, **filters)
-        kind = system_score_kind(self.store.system(), SearchOptions())
-        rows = describe_hits(self.store, hits, query=query, score_kind=kind) if hits.height else []
+        scoring = system_scoring(self.store.system(), SearchOptions())
+        rows = describe_hits(self.store, hits, query=query, scoring=scoring) if hits.height else []
         return {"query": query, "hits": [dict(r) for r in rows]}
 
     def show(self, target: str, around: int = 0) -> dict[str, Any]:

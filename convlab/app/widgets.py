@@ -148,6 +148,9 @@ class SearchPanel:
     def __init__(self, data: PanelData | None) -> None:
         import ipywidgets as w
 
+        from convlab.fusion import FUSIONS
+        from convlab.retrieval import SearchOptions
+
         self.data = data
         self._bm25_of: dict[str, BM25Index | None] = dict(data.bm25) if data is not None else {}
         self._systems = data.systems() if data is not None else {}
@@ -163,6 +166,10 @@ class SearchPanel:
             options=list(self._systems),
             value=next(iter(self._systems), None),
             description="System",
+        )
+        # how a hybrid view fuses its dense and BM25 rankings: every method FUSIONS holds
+        self.fusion = w.Dropdown(
+            options=FUSIONS.names(), value=SearchOptions().fusion, description="Fusion"
         )
         self.k = w.BoundedIntText(value=10, min=1, max=100, description="k")
         self.recency = w.Checkbox(value=False, description="recency boost")
@@ -185,7 +192,7 @@ class SearchPanel:
         controls = w.VBox(
             [
                 w.HBox([self.query, self.button]),
-                w.HBox([self.system, self.k, self.budget]),
+                w.HBox([self.system, self.fusion, self.k, self.budget]),
                 w.HBox([self.recency, self.density, self.mmr]),
                 w.HBox([self.conversation, self.role, self.since, self.until]),
             ]
@@ -310,6 +317,7 @@ class SearchPanel:
             recency=bool(self.recency.value),
             density=bool(self.density.value),
             mmr=0.7 if self.mmr.value else None,
+            fusion=str(self.fusion.value),
             conversations=None if conv == "(all)" else (conv,),
             roles=None if role == "(any)" else (role,),
             since=day(self.since.value),
@@ -353,12 +361,12 @@ class SearchPanel:
             return None
         ms = (time.perf_counter() - started) * 1000
         self.last_hits = hits
-        from convlab.app.cli.search import system_score_kind
+        from convlab.systems.search import system_scoring
 
         name = html.escape(system.name)
-        kind = html.escape(system_score_kind(system, options))
+        scoring = html.escape(system_scoring(system, options))
         self.status.value = (
-            f"{hits.height} hits in {ms:.0f} ms &middot; system {name} &middot; scores: {kind}"
+            f"{hits.height} hits in {ms:.0f} ms &middot; system {name} &middot; scores: {scoring}"
         )
         self.results.children = tuple(self._render(hits, query))
         return hits

@@ -78,7 +78,8 @@ class _Options(_Strict):
     since: datetime | UnsetType = UNSET
     until: datetime | UnsetType = UNSET
     retrieval: Literal["dense", "lexical", "bm25", "hybrid"] | UnsetType = UNSET
-    rrf_k: Annotated[int, Meta(ge=0, le=1_000_000)] | UnsetType = UNSET
+    fusion: _Short | UnsetType = UNSET
+    fusion_params: dict[_Short, _Param] | UnsetType = UNSET
     recency: bool | UnsetType = UNSET
     recency_days: Annotated[float, Meta(gt=0.0, le=1e6)] | UnsetType = UNSET
     recency_max: _Real | UnsetType = UNSET

@@ -18,8 +18,9 @@ run retrieved them too.
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
@@ -32,8 +33,12 @@ __all__ = [
     "FusionMethod",
     "Runs",
     "aligned",
+    "carried",
+    "check_params",
     "check_weights",
+    "describe",
     "fuse",
+    "fuse_carrying",
     "normalised",
     "ranked",
     "summed",
@@ -41,7 +46,11 @@ __all__ = [
 
 FusionMethod = Callable[..., pl.DataFrame]
 FUSIONS: Registry[FusionMethod] = Registry("fusion")
-"""Fusion methods by name (``rrf``, ``convex``, ``combsum``, ``combmnz``)."""
+"""Fusion methods by name (``rrf``, ``convex``, ``combsum``, ``combmnz``): one module each.
+
+Everything that offers a fusion method reads this registry (a system's ``fusion``, hybrid
+search's :attr:`convlab.retrieval.SearchOptions.fusion`, ``convlab search --fusion``, the search
+panel), so a new method is one module that registers itself here."""
 
 NORMS = ("none", "min-max", "z-score")
 """Per-query score normalisations (see :func:`normalised`)."""
@@ -257,3 +266,113 @@ def fuse(
         raise ValueError(f"depth is {depth}; it must be >= 1 (or None for every doc)")
     out = FUSIONS.get(method)(runs, weights, **params)
     return out if depth is None else out.filter(pl.col("rank") <= depth)
+
+
+def describe(method: str) -> str:
+    """What the scores of ``method`` are: the first line of its module's docstring.
+
+    Example:
+        >>> describe("combsum")
+        "CombSUM: the (weighted) sum of a doc's scores over the runs that retrieved it"
+
+    Raises:
+        ValueError: an unknown method, listing the valid ones.
+    """
+    module = inspect.getmodule(FUSIONS.get(method))
+    doc = inspect.getdoc(module) if module is not None else None
+    return (doc or method).splitlines()[0].rstrip(".")
+
+
+def check_params(method: str, params: Mapping[str, object]) -> None:
+    """Refuse a parameter ``method`` does not take, or a value it cannot use.
+
+    The parameters it takes are its keyword-only ones; a ``norm`` must be one of
+    :data:`NORMS`, any other value a finite number.
+
+    Raises:
+        ValueError: an unknown method, a parameter it does not take (naming those it takes), or
+            a bad value.
+    """
+    fn = FUSIONS.get(method)
+    known = [
+        p.name
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    for name in params:
+        if name not in known:
+            takes = ", ".join(known) or "none"
+            raise ValueError(f"fusion {method} takes no parameter {name!r}; it takes {takes}")
+        value = params[name]
+        if name == "norm" and value not in NORMS:
+            raise ValueError(f"fusion {method}: norm {value!r} is not one of {', '.join(NORMS)}")
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if name != "norm" and not (number and math.isfinite(float(value))):  # type: ignore[arg-type]
+            raise ValueError(f"fusion {method}: {name} {value!r} is not a finite number")
+
+
+def fuse_carrying(
+    runs: Sequence[pl.DataFrame],
+    weights: Sequence[float] | None = None,
+    *,
+    method: str,
+    depth: int | None = None,
+    aligned_runs: Aligned | None = None,
+    **params: object,
+) -> pl.DataFrame:
+    """Fuse ``runs`` (:func:`fuse`); each doc carries the columns of the run that ranked it best.
+
+    The one way views are fused, for hybrid search (:mod:`convlab.retrieval.fused`) and for a
+    system's views (:mod:`convlab.systems.hits`): a run is one view's doc ranking, and its other
+    columns (the doc's unit) come with the doc. The run that ranked it best is the one of
+    non-zero weight with the lowest ``rank`` (ties: the run listed first).
+
+    Args:
+        runs: ``query_id, doc_id, score, rank`` and any further columns, one row per (query,
+            doc); every run has the same further columns.
+        weights: one per run (``None``: all 1).
+        method: a method of :data:`FUSIONS`.
+        depth: docs kept per query (``None``: all).
+        aligned_runs: the runs' rankings :class:`Aligned` once, when the same runs are fused
+            many times (tuning); the result is the same.
+        **params: the method's parameters.
+
+    Returns:
+        ``query_id, doc_id, score, rank`` (fused; ``rank`` Int32) and the carried columns,
+        sorted by ``query_id`` then ``rank``.
+
+    Example:
+        >>> a = pl.DataFrame({"query_id": ["q", "q"], "doc_id": ["d1", "d2"], "score": [2.0, 1.0],
+        ...                   "rank": [1, 2], "unit": ["a1", "a2"]})
+        >>> b = pl.DataFrame({"query_id": ["q"], "doc_id": ["d2"], "score": [9.0], "rank": [1],
+        ...                   "unit": ["b2"]})
+        >>> fuse_carrying([a, b], method="rrf", k=0).rows()  # d2: 1/2 + 1/1, b's unit
+        [('q', 'd2', 1.5, 1, 'b2'), ('q', 'd1', 1.0, 2, 'a1')]
+    """
+    ranking = aligned_runs or Aligned(
+        [r.select("query_id", "doc_id", "score", "rank") for r in runs]
+    )
+    return carried(fuse(ranking, weights, method=method, depth=depth, **params), runs, weights)
+
+
+def carried(
+    fused: pl.DataFrame, runs: Sequence[pl.DataFrame], weights: Sequence[float] | None
+) -> pl.DataFrame:
+    """A fused run with each doc's further columns from the run of ``runs`` that ranked it best.
+
+    The best run is the one of non-zero weight with the lowest ``rank`` for the doc (ties: the
+    run listed first); see :func:`fuse_carrying`.
+
+    Returns:
+        ``fused``'s columns then the runs' further columns, sorted by ``query_id``, ``rank``.
+    """
+    used = [i for i, w in enumerate(weights or [1.0] * len(runs)) if w > 0]
+    candidates = pl.concat(
+        [runs[i].with_columns(pl.lit(i, dtype=pl.Int32).alias("_run")) for i in used],
+        how="vertical_relaxed",
+    )
+    best = candidates.sort("query_id", "doc_id", "rank", "_run").unique(
+        ["query_id", "doc_id"], keep="first", maintain_order=True
+    )
+    out = fused.join(best.drop("score", "rank", "_run"), on=["query_id", "doc_id"], how="left")
+    return out.sort("query_id", "rank")

@@ -1,4 +1,4 @@
-"""Convex combination of normalised scores.
+"""Convex combination: the weighted mean of the runs' normalised scores.
 
 convex(d) = Σ_i (w_i / Σ_j w_j) · φ_i(d), with φ_i the per-query normalisation of run i's scores,
 min-max (s - min) / (max - min) or z-score (s - mean) / sd (see

@@ -1,4 +1,4 @@
-"""Weighted reciprocal rank fusion.
+"""Weighted reciprocal rank fusion: the sum over the runs of w / (k + rank).
 
 RRF(d) = Σ_i w_i / (k + rank_i(d)), summed over the runs i that retrieved d (a run that did not
 retrieve d adds nothing); rank 1 is a run's best doc, k (60 in the paper) damps the weight of the

@@ -1,21 +1,23 @@
-"""Several views' doc rankings fused into one per query, through :mod:`convlab.fusion`.
+"""Hybrid search's fusion: a strategy's dense and BM25 doc rankings fused by :mod:`convlab.fusion`.
 
-Hybrid search is a two-view fusion: the dense view and the BM25 view each rank docs by their
-best unit (:class:`~convlab.retrieval.rankers.BestPerDoc`), and :func:`fused_docs` fuses those
-doc rankings with a method of :data:`convlab.fusion.FUSIONS` (RRF for hybrid), the batch's
-queries in one call. Each fused doc keeps the unit of the view that ranked it best (ties: the
-view listed first), so the rankers after fusion (recency, density, MMR) and the hits read that
-unit.
+Hybrid search is two views of one strategy: the dense view and the BM25 view each rank docs by
+their best unit (:class:`~convlab.retrieval.rankers.BestPerDoc`), and :func:`fused_docs` fuses
+those doc rankings with :func:`convlab.fusion.fuse_carrying`, the function a system's views are
+fused with too (:mod:`convlab.systems.hits`), the batch's queries in one call. The method is
+:attr:`SearchOptions.fusion <convlab.retrieval.SearchOptions.fusion>` (RRF by default). Each
+fused doc keeps the unit of the view that ranked it best (ties: the view listed first), so the
+rankers after fusion (recency, density, MMR) and the hits read that unit.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
 
-from convlab.fusion import FUSIONS
+from convlab.fusion import fuse_carrying
 from convlab.protocols import Candidates
 
 __all__ = ["fused_docs"]
@@ -24,9 +26,9 @@ __all__ = ["fused_docs"]
 def fused_docs(
     views: Sequence[Sequence[Candidates | None]],
     *,
-    method: str = "rrf",
+    method: str,
     weights: Sequence[float] | None = None,
-    **params: object,
+    **params: Any,
 ) -> list[Candidates | None]:
     """Each query's docs, fused over the views by ``method``.
 
@@ -46,22 +48,14 @@ def fused_docs(
         c 1/62; b keeps BM25's unit (its rank 1 there beats its rank 2 in dense).
     """
     n = max((len(v) for v in views), default=0)
-    frames = [_run(v, per_query) for v, per_query in enumerate(views)]
-    every = pl.concat(frames)
+    frames = [_run(per_query) for per_query in views]
     out: list[Candidates | None] = [None] * n
-    if every.height == 0:
+    if not any(f.height for f in frames):
         return out
-    runs = [f.select("query_id", "doc_id", "score", "rank") for f in frames]
-    fused = FUSIONS.get(method)(runs, weights, **params)
-    # the unit of the view that ranked the doc best; on equal ranks, the view listed first
-    best = every.sort("query_id", "doc_id", "rank", "view").unique(
-        ["query_id", "doc_id"], keep="first", maintain_order=True
+    got = fuse_carrying(frames, weights, method=method, **params).with_columns(
+        pl.col("query_id").cast(pl.Int64).alias("q")
     )
-    got = (
-        fused.join(best.select("query_id", "doc_id", "row"), on=["query_id", "doc_id"])
-        .with_columns(pl.col("query_id").cast(pl.Int64).alias("q"))
-        .sort("q", "rank")
-    )
+    got = got.sort("q", "rank")
     q = got["q"].to_numpy()
     rows, scores, docs = got["row"].to_numpy(), got["score"].to_numpy(), got["doc_id"].to_list()
     starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]]) if q.size else np.zeros(0, np.int64)
@@ -71,7 +65,7 @@ def fused_docs(
     return out
 
 
-def _run(view: int, per_query: Sequence[Candidates | None]) -> pl.DataFrame:
+def _run(per_query: Sequence[Candidates | None]) -> pl.DataFrame:
     """One view's docs as a run: ``query_id`` (the query's position), doc, score, rank, row."""
     parts = [(q, c) for q, c in enumerate(per_query) if c is not None and len(c)]
     if not parts:
@@ -82,7 +76,6 @@ def _run(view: int, per_query: Sequence[Candidates | None]) -> pl.DataFrame:
                 "score": pl.Float64,
                 "rank": pl.Int64,
                 "row": pl.Int64,
-                "view": pl.Int64,
             }
         )
     return pl.DataFrame(
@@ -92,7 +85,6 @@ def _run(view: int, per_query: Sequence[Candidates | None]) -> pl.DataFrame:
             "score": np.concatenate([c.scores for _, c in parts]),
             "rank": np.concatenate([np.arange(1, len(c) + 1) for _, c in parts]),
             "row": np.concatenate([c.rows for _, c in parts]),
-            "view": np.full(sum(len(c) for _, c in parts), view, dtype=np.int64),
         },
         schema_overrides={"rank": pl.Int64, "row": pl.Int64},
     )

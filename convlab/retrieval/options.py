@@ -1,9 +1,10 @@
-"""How to search: the retrieval mode and :class:`SearchOptions` (filters and rankers)."""
+"""How to search: the retrieval mode and :class:`SearchOptions` (filters, fusion, rankers)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -11,31 +12,52 @@ from typing import Any
 import polars as pl
 
 from convlab import schema
+from convlab.fusion import FUSIONS, check_params, describe
 from convlab.protocols import Ranker
 from convlab.retrieval.rankers import RANKERS
 
-__all__ = ["SCORE_KINDS", "Retrieval", "SearchOptions", "conversations_in_projects"]
+__all__ = [
+    "SCORINGS",
+    "Retrieval",
+    "SearchOptions",
+    "conversations_in_projects",
+    "scoring_meaning",
+]
 
-SCORE_KINDS: dict[str, str] = {
+SCORINGS: dict[str, str] = {
     "cosine": "cosine similarity of the doc's best unit to the query",
     "bm25": "BM25 score of the doc's best unit",
-    "rrf": "reciprocal rank fusion of the doc's dense and BM25 ranks, sum of 1/(rrf_k + rank)",
     "mmr": "maximal marginal relevance: lambda * z-scored relevance - (1 - lambda) * redundancy",
-    "convex": "a system's views fused: the weighted sum of each view's normalised doc scores",
-    "combsum": "a system's views fused: the sum of each view's normalised doc scores",
-    "combmnz": "a system's views fused: CombSUM times the number of views that found the doc",
 }
-"""What a hit's score is, by the name :attr:`SearchOptions.score_kind` starts with; a boost
-(``+recency``, ``+density``) multiplies it."""
+"""What a hit's score is, by the name :attr:`SearchOptions.scoring` starts with, besides the
+fusion methods (:func:`scoring_meaning`); a boost (``+recency``, ``+density``) multiplies it."""
+
+
+def scoring_meaning(name: str) -> str:
+    """What the scores named ``name`` are (a key of :data:`SCORINGS` or a fusion method).
+
+    A fused score (hybrid search, a system of several views) is described by its method's
+    module (:func:`convlab.fusion.describe`); an unknown name gets ``""``.
+
+    Example:
+        >>> scoring_meaning("bm25")
+        "BM25 score of the doc's best unit"
+        >>> scoring_meaning("combmnz")
+        'CombMNZ: CombSUM times the number of runs that retrieved the doc'
+    """
+    if name in SCORINGS:
+        return SCORINGS[name]
+    return describe(name) if name in FUSIONS else ""
 
 
 class Retrieval(StrEnum):
     """How the first candidates are found.
 
     ``dense``: cosine similarity of the unit vectors; ``lexical``: BM25 alone (scores are
-    BM25's); ``hybrid``: both views rank docs, and the two doc rankings are fused by reciprocal
-    rank fusion (:mod:`convlab.fusion.rrf`). ``bm25`` is accepted for ``lexical`` (the name
-    reports give the lexical systems).
+    BM25's); ``hybrid``: two views of the strategy, dense and BM25, each rank docs, and the two
+    doc rankings are fused by :mod:`convlab.fusion` (:attr:`SearchOptions.fusion`: reciprocal
+    rank fusion by default; :func:`convlab.fusion.fuse_carrying`, as the views of a system are
+    fused). ``bm25`` is accepted for ``lexical`` (the name reports give the lexical systems).
 
     Example:
         >>> Retrieval("bm25"), Retrieval("hybrid").needs_bm25
@@ -63,11 +85,6 @@ class Retrieval(StrEnum):
         """Whether this mode searches the unit vectors."""
         return self is not Retrieval.LEXICAL
 
-    @property
-    def score_kind(self) -> str:
-        """The score this mode gives a doc: ``cosine``, ``bm25`` or ``rrf``."""
-        return {"dense": "cosine", "lexical": "bm25", "hybrid": "rrf"}[self.value]
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchOptions:
@@ -83,9 +100,12 @@ class SearchOptions:
         side: only ``question`` or ``answer`` units (qa_pair).
         since: only units at or after this time; until: at or before.
         retrieval: ``dense``, ``lexical`` (BM25 alone, the lexical baseline) or ``hybrid``
-            (the dense and BM25 doc rankings fused by reciprocal rank fusion); a
-            :class:`Retrieval` or its name.
-        rrf_k: the RRF constant (60 in Cormack et al.).
+            (the dense and BM25 doc rankings fused by ``fusion``); a :class:`Retrieval` or its
+            name.
+        fusion: how hybrid search fuses its two doc rankings: a method of
+            :data:`convlab.fusion.FUSIONS` (``rrf``: reciprocal rank fusion).
+        fusion_params: the method's parameters (none: its defaults, ``k`` 60 for RRF as in
+            Cormack et al.).
         recency: apply the recency boost; recency_days its horizon; recency_max its size.
         density: apply the session density boost; density_max its size.
         mmr: MMR lambda (None: off).
@@ -105,7 +125,8 @@ class SearchOptions:
     since: datetime | None = None
     until: datetime | None = None
     retrieval: Retrieval = Retrieval.DENSE
-    rrf_k: int = 60
+    fusion: str = "rrf"
+    fusion_params: Mapping[str, Any] = field(default_factory=dict, hash=False)
     recency: bool = False
     recency_days: float = 14.0
     recency_max: float = 0.20
@@ -129,8 +150,8 @@ class SearchOptions:
             raise ValueError("mmr lambda must be in [0, 1]")
         if self.recency_days <= 0:
             raise ValueError("recency_days must be positive")
-        if self.rrf_k < 0:
-            raise ValueError("rrf_k must not be negative")
+        object.__setattr__(self, "fusion_params", dict(self.fusion_params))
+        check_params(self.fusion, self.fusion_params)  # the errors name the valid choices
         if self.top_conversations < 1:
             raise ValueError("top_conversations must be at least 1")
         if self.depth is not None and self.depth < 1:
@@ -147,33 +168,39 @@ class SearchOptions:
         return max(5 * self.k, 50) if self.mmr is not None else self.k
 
     @property
-    def score_kind(self) -> str:
-        """What the hits' scores are (a key of :data:`SCORE_KINDS`, then the boosts).
+    def scoring(self) -> str:
+        """What the hits' scores are (:func:`scoring_meaning` of its first part, then boosts).
 
         Example:
-            >>> SearchOptions(retrieval="hybrid", recency=True).score_kind
+            >>> SearchOptions(retrieval="hybrid", recency=True).scoring
             'rrf+recency'
         """
         if self.mmr is not None:
             return "mmr"
-        boosts = [name for name, on in (("recency", self.recency), ("density", self.density)) if on]
-        return "+".join([self.retrieval.score_kind, *boosts])
+        first = {Retrieval.DENSE: "cosine", Retrieval.LEXICAL: "bm25"}.get(
+            self.retrieval, self.fusion
+        )
+        boosts = [name for name in self.ranker_names if name in ("recency", "density")]
+        return "+".join([first, *boosts])
 
-    def rankers(self) -> list[Ranker]:
-        """The doc rankers these options switch on, from :data:`RANKERS`, in search's order.
+    @property
+    def ranker_names(self) -> tuple[str, ...]:
+        """The doc rankers these options switch on, by their :data:`RANKERS` names, in order.
 
         Each view's units are grouped per doc (``best_per_doc``) and, in hybrid search, the
         views' doc rankings fused; then recency -> density -> MMR run on the docs, and the
         cut to ``k`` follows them.
+
+        Example:
+            >>> SearchOptions(mmr=0.5, recency=True).ranker_names
+            ('recency', 'mmr')
         """
-        chosen: list[tuple[str, tuple[float, ...]]] = []
-        if self.recency:
-            chosen.append(("recency", (self.recency_days, self.recency_max)))
-        if self.density:
-            chosen.append(("density", (self.density_max,)))
-        if self.mmr is not None:
-            chosen.append(("mmr", (self.mmr,)))
-        return [RANKERS.get(name)(*args) for name, args in chosen]
+        on = {"recency": self.recency, "density": self.density, "mmr": self.mmr is not None}
+        return tuple(name for name, wanted in on.items() if wanted)
+
+    def rankers(self) -> list[Ranker]:
+        """The doc rankers of :attr:`ranker_names`, each made by its :data:`RANKERS` class."""
+        return [RANKERS.get(name).from_options(self) for name in self.ranker_names]
 
     def replace(self, **changes: Any) -> SearchOptions:
         """A copy with ``changes`` (validated like a new one)."""

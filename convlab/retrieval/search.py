@@ -11,8 +11,9 @@ The order of the steps is fixed:
    a doc, a turn in chats or a message in dialogs, takes its best unit's score), doubling the
    depth until it has :attr:`SearchOptions.pool` docs or no rows are left, so ``k`` docs come
    back whenever ``k`` docs match, however many units a doc holds;
-4. **fuse** (hybrid): the dense and BM25 doc rankings fused by RRF, ``1/(rrf_k + rank)``
-   summed (:func:`~convlab.retrieval.fused.fused_docs` over :mod:`convlab.fusion`);
+4. **fuse** (hybrid): the dense and BM25 doc rankings fused by :attr:`SearchOptions.fusion`
+   (RRF by default: ``1/(k + rank)`` summed), through :func:`convlab.fusion.fuse_carrying`
+   (:func:`~convlab.retrieval.fused.fused_docs`), as a system's views are fused;
 5. the doc rankers :meth:`SearchOptions.rankers` composes, each
    ``(Candidates, RankContext) -> Candidates`` (:mod:`convlab.retrieval.rankers`):
 
@@ -24,8 +25,8 @@ The order of the steps is fixed:
      over the pool (the score becomes MMR's value);
 6. cut to ``k`` and rank from 1.
 
-The scores are on one scale per search, named by :attr:`SearchOptions.score_kind`: cosine
-(dense), bm25 (lexical) or rrf (hybrid), times the boosts; mmr when MMR is on.
+The scores are on one scale per search, named by :attr:`SearchOptions.scoring`: cosine
+(dense), bm25 (lexical) or the fusion method (hybrid: rrf), times the boosts; mmr when MMR is on.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from convlab import schema
 from convlab.protocols import Candidates, Embedder, Query, RankContext, Ranker, Retriever
 from convlab.retrieval.fused import fused_docs
 from convlab.retrieval.options import SearchOptions, conversations_in_projects
-from convlab.retrieval.rankers import BestPerDoc, ConversationFirst, conversation_centroids
+from convlab.retrieval.rankers import RANKERS, ConversationFirst, conversation_centroids
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class Searcher:
             self.retrievers.append(self.dense)
         if bm25 is not None and options.retrieval.needs_bm25:
             self.retrievers.append(LexicalRetriever(bm25))
-        self.group = BestPerDoc()
+        self.group = RANKERS.get("best_per_doc").from_options(options)
         self.rankers: list[Ranker] = options.rankers()
         # one chunk (frames read or concatenated come in several): each query's gather of its
         # hits is then one copy; at 120k units in 40 chunks it took most of a warm search's time
@@ -177,7 +178,7 @@ class Searcher:
             for v, docs in enumerate(self.views(queries[i], scopes[i])):
                 views[v][i] = docs
         if len(views) > 1:
-            found = fused_docs(views, method="rrf", k=float(self.options.rrf_k))
+            found = fused_docs(views, method=self.options.fusion, **self.options.fusion_params)
         else:
             found = views[0]
         return _hits(

@@ -1,10 +1,11 @@
 """A system's hits from its views' hits: one view as it is, several fused with fixed weights.
 
 Each view of a :class:`~convlab.systems.system.System` ranks docs (utterances or turns) by
-its own best unit; :func:`fused_hits` fuses those rankings with the system's method
-(:func:`convlab.fusion.fuse`), so a doc is scored from several unit sets at once. Each fused doc
-keeps the unit of the view that ranked it best (ties: the view listed first), so resurrection
-brings back what was embedded together for the view that found it.
+its own best unit; :func:`fused_hits` fuses those rankings with the system's method by
+:func:`convlab.fusion.fuse_carrying`, the function hybrid search fuses its dense and BM25 views
+with, so a doc is scored from several unit sets at once. Each fused doc keeps the unit of the
+view that ranked it best (ties: the view listed first), so resurrection brings back what was
+embedded together for the view that found it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from convlab.fusion import Aligned, fuse
+from convlab.fusion import Aligned, carried, fuse_carrying
 from convlab.retrieval import SearchOptions
 from convlab.systems.system import System, View
 
@@ -90,9 +91,10 @@ def fused_hits(
         The first view's columns: ``score`` and ``rank`` the fused ones, the unit columns
         (``unit_id``, ``text``, ...) of the view that ranked the doc best.
     """
-    runs = runs if runs is not None else rankings(view_hits)
-    fused = fuse(runs, weights, method=method, depth=depth, **params)
-    return with_units(fused, view_hits, weights)
+    fused = fuse_carrying(
+        view_hits, weights, method=method, depth=depth, aligned_runs=runs, **params
+    )
+    return _as_hits(fused, view_hits[0])
 
 
 def with_units(
@@ -101,20 +103,15 @@ def with_units(
     """A fused run (``query_id, doc_id, score, rank``) with each doc's unit columns.
 
     A doc's unit is that of the view of non-zero weight that ranked it best (ties: the view
-    listed first); the columns and their order are the first view's.
+    listed first: :func:`convlab.fusion.carried`, as in hybrid search); the columns and their
+    order are the first view's.
     """
-    used = [i for i, w in enumerate(weights or [1.0] * len(view_hits)) if w > 0]
-    candidates = pl.concat(
-        [view_hits[i].with_columns(pl.lit(i, dtype=pl.Int32).alias("_view")) for i in used],
-        how="vertical_relaxed",
-    )
-    best = candidates.sort("query_id", "doc_id", "rank", "_view").unique(
-        ["query_id", "doc_id"], keep="first", maintain_order=True
-    )
-    columns = view_hits[0].columns
-    out = fused.join(best.drop("score", "rank", "_view"), on=["query_id", "doc_id"], how="left")
-    out = out.with_columns(pl.col("rank").cast(view_hits[0].schema["rank"]))
-    return out.sort("query_id", "rank").select(columns)
+    return _as_hits(carried(fused, view_hits, weights), view_hits[0])
+
+
+def _as_hits(fused: pl.DataFrame, first: pl.DataFrame) -> pl.DataFrame:
+    """A fused run that carries the unit columns, as hits: the first view's columns and dtypes."""
+    return fused.with_columns(pl.col("rank").cast(first.schema["rank"])).select(first.columns)
 
 
 def rankings(view_hits: Sequence[pl.DataFrame]) -> Aligned:

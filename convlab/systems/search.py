@@ -2,9 +2,10 @@
 
 :func:`search_system` searches each view of a :class:`~convlab.systems.system.System` with
 :func:`convlab.retrieval.search_many` (as ``eval.run`` does, to the evaluation's depth, with
-:func:`~convlab.evaluation.multiview.view_options`) and makes the system's ranking with
-:func:`~convlab.evaluation.multiview.system_hits`: the function ``eval.run`` calls for every
-system of fixed weights. There is no second implementation of a system.
+:func:`~convlab.systems.hits.view_options`) and makes the system's ranking with
+:func:`~convlab.systems.hits.system_hits`: the function ``eval.run`` calls for every system of
+fixed weights. There is no second implementation of a system. :func:`system_scoring` says what
+its scores are.
 """
 
 from __future__ import annotations
@@ -27,10 +28,14 @@ if TYPE_CHECKING:
     from convlab.retrieval import SearchOptions
     from convlab.retrieval.search import Searcher
 
-__all__ = ["DEPTH", "HeldView", "OnceEmbedder", "missing_views", "search_system"]
-
-"""Docs each view ranks before fusion: the evaluation's depth, so that a fused system's scores
-are normalised over the same lists as when it was measured."""
+__all__ = [
+    "DEPTH",
+    "HeldView",
+    "OnceEmbedder",
+    "missing_views",
+    "search_system",
+    "system_scoring",
+]
 
 
 MEMO = 256
@@ -81,6 +86,24 @@ class OnceEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         return np.stack([self._memo[t] for t in texts])
+
+
+def system_scoring(system: System, options: SearchOptions) -> str:
+    """What the scores of ``system``'s hits are (:func:`convlab.retrieval.options.scoring_meaning`).
+
+    One view: its retrieval's scoring under ``options`` (``cosine``, ``bm25``, the hybrid
+    fusion method, ``mmr``, with ``+recency``/``+density``); several: the system's fusion
+    method (``convex``, ...).
+
+    Example:
+        >>> from convlab.retrieval import SearchOptions
+        >>> from convlab.systems import resolve_system
+        >>> system_scoring(resolve_system("hybrid:message"), SearchOptions(density=True))
+        'rrf+density'
+    """
+    if system.fused:
+        return system.fusion
+    return options.replace(retrieval=system.views[0].retrieval).scoring
 
 
 def missing_views(system: System, held: Mapping[str, HeldView]) -> list[str]:

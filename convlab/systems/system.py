@@ -1,10 +1,11 @@
 """Systems: named retrieval configurations that an evaluation compares, declared as data.
 
 A :class:`System` is one or more **views** (:class:`View`: a strategy's units searched densely,
-by BM25 or both), a **fusion** of the views' doc rankings (a method of
-:data:`convlab.fusion.FUSIONS`, with fixed per-view ``weights`` or weights chosen by grouped
-cross-validation, :class:`Tuning`), **rankers** and filters (:class:`SearchOptions`, applied in
-every view's search), a **resurrection policy** (a name of
+by BM25 or both: a hybrid view is that strategy's dense and BM25 views fused by
+:attr:`SearchOptions.fusion <convlab.retrieval.SearchOptions.fusion>`), a **fusion** of the
+views' doc rankings (a method of :data:`convlab.fusion.FUSIONS`, with fixed per-view ``weights``
+or weights chosen by grouped cross-validation, :class:`Tuning`), **rankers** and filters
+(:class:`SearchOptions`, applied in every view's search), a **resurrection policy** (a name of
 :data:`convlab.resurrection.POLICIES`) and a **text format** (how a dialog message is written
 before it is chunked: :data:`convlab.pipeline.policy.TEXT_FORMATS`; LoCoMo's own RAG format is
 ``locomo``).
@@ -48,7 +49,9 @@ class View:
 
     Attributes:
         strategy: whose units are searched.
-        retrieval: ``dense``, ``lexical`` (BM25) or ``hybrid`` (:class:`Retrieval`).
+        retrieval: ``dense``, ``lexical`` (BM25) or ``hybrid`` (:class:`Retrieval`: the dense
+            and BM25 rankings fused by the options' ``fusion``, through the same
+            :func:`convlab.fusion.fuse_carrying` as a system's views).
     """
 
     strategy: str

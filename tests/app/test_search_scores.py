@@ -53,7 +53,7 @@ def test_people_see_a_scores_line_and_mmr_scores_fall_with_rank(
     assert main([*argv, "--hybrid"]) == EXIT_OK
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("1. ")  # `| head -1` reads the first hit
-    assert out[-1].startswith("scores: rrf (reciprocal rank fusion")
+    assert out[-1].startswith("scores: rrf (Weighted reciprocal rank fusion")
     # MMR's value when picked never rises, so the printed scores fall with rank
     hits = _hits(capsys, *argv[1:], "--hybrid", "--mmr", "0.5")
     scores = [float(str(h["score"])) for h in hits]

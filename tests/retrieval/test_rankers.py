@@ -35,7 +35,6 @@ def context(
     vectors: np.ndarray | None = None,
     now: datetime | None = NOW,
     k: int = 10,
-    fused: tuple[Candidates, ...] = (),
 ) -> RankContext:
     n = len(conversations)
     return RankContext(
@@ -47,7 +46,6 @@ def context(
         index=Vectors(vectors if vectors is not None else np.eye(n, dtype=np.float32)),
         now=now,
         k=k,
-        fused=fused,
     )
 
 
@@ -135,6 +133,36 @@ def test_registry_and_composition_follow_the_options() -> None:
     every = SearchOptions(retrieval="hybrid", recency=True, density=True, mmr=0.5, recency_days=7)
     assert every.rankers() == [Recency(7.0, 0.2), Density(0.15), MMR(0.5)]
     assert every.retrieval is Retrieval.HYBRID
+
+
+def test_the_options_name_their_rankers_and_each_is_made_by_its_registered_class(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    every = SearchOptions(recency=True, density=True, mmr=0.0)  # lambda 0 is MMR on
+    assert every.ranker_names == ("recency", "density", "mmr")
+    assert SearchOptions(mmr=0.3).ranker_names == ("mmr",)
+    assert SearchOptions().ranker_names == ()
+
+    class Tagged:
+        """A density ranker that says which options made it."""
+
+        def __init__(self) -> None:
+            self.made_from: SearchOptions | None = None
+
+        @classmethod
+        def from_options(cls, options: SearchOptions) -> Tagged:
+            out = cls()
+            out.made_from = options
+            return out
+
+        def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
+            return candidates
+
+    monkeypatch.setitem(RANKERS._items, "density", Tagged)
+    options = SearchOptions(density=True, density_max=0.4)
+    (made,) = options.rankers()
+    assert isinstance(made, Tagged)
+    assert made.made_from is options
 
 
 def test_retrieval_is_an_enum_with_a_clear_error() -> None:

@@ -42,6 +42,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     """Add ``search`` to the subcommands ``sub``."""
     from convlab import schema
     from convlab.embed import BACKENDS
+    from convlab.fusion import FUSIONS
 
     se: argparse.ArgumentParser = sub.add_parser(
         NAME,
@@ -64,10 +65,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     mode.add_argument(
         "--hybrid",
         action="store_true",
-        help="dense and BM25 ranks of the store's first strategy fused (RRF)",
+        help="dense and BM25 ranks of the store's first strategy fused (by --fusion)",
     )
     mode.add_argument(
         "--lexical", action="store_true", help="BM25 alone over the store's first strategy"
+    )
+    se.add_argument(
+        "--fusion",
+        default=None,
+        choices=FUSIONS.names(),
+        help="how a hybrid view (--hybrid, hybrid:STRATEGY) fuses its dense and BM25 ranks "
+        "(default: rrf)",
     )
     se.add_argument(
         "--conversation", help="only this conversation: its id, or a unique start of it"
@@ -123,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     """Search ``args.store`` for ``args.query``; exit 1 when nothing matches."""
     from convlab.store import Store
     from convlab.store.search import StoreSearch
+    from convlab.systems.search import system_scoring
 
     if not args.query.strip():
         raise UsageError("the query is empty")
@@ -148,7 +157,7 @@ def run(args: argparse.Namespace) -> int:
     if conversations is not None:
         _check_projects(store, conversations, tuple(args.project))
     system = chosen_system(args, store)
-    score_kind = system_score_kind(system, options)
+    scoring = system_scoring(system, options)
     dense = any(v.retrieval.needs_vectors for v in system.views)
     embedder = embedder_for_vectors(manifest, args.embedder, args.backend) if dense else None
     try:
@@ -164,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     if hits.height == 0:
         print(f"convlab search: no results for {args.query!r}{_filters(args)}", file=sys.stderr)
         return EXIT_NO_RESULTS
-    rows = describe_hits(store, hits, query=args.query, score_kind=score_kind)
+    rows = describe_hits(store, hits, query=args.query, scoring=scoring)
     if args.budget is not None:
         for r, context in zip(
             rows, hit_contexts(store, hits, args.budget, args.policy), strict=True
@@ -179,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
             terminal_width(),
             query=args.query,
             color=color_wanted(),
-            score_kind=score_kind,
+            scoring=scoring,
         ):
             print(line)
     return EXIT_OK
@@ -286,17 +295,6 @@ def chosen_system(args: argparse.Namespace, store: Store) -> System:
         raise UsageError(f"--system: {exc}") from None
 
 
-def system_score_kind(system: System, options: SearchOptions) -> str:
-    """What the scores of ``system``'s hits are (a key of ``SCORE_KINDS``, then boosts).
-
-    One view: its retrieval's score under ``options`` (``cosine``, ``bm25``, ``rrf``, ``mmr``,
-    with ``+recency``/``+density``); several: the fusion method's score (``convex``, ...).
-    """
-    if system.fused:
-        return system.fusion or "fused"
-    return options.replace(retrieval=system.views[0].retrieval).score_kind
-
-
 def search_options(args: argparse.Namespace) -> SearchOptions:
     """The :class:`~convlab.retrieval.search.SearchOptions` of the command line.
 
@@ -324,6 +322,7 @@ def search_options(args: argparse.Namespace) -> SearchOptions:
             now=parse_date(args.now, "--now"),
             density=args.density,
             mmr=args.mmr,
+            **({"fusion": args.fusion} if args.fusion else {}),
         )
     except ValueError as exc:
         raise UsageError(str(exc)) from None

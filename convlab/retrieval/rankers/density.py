@@ -5,11 +5,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from convlab.protocols import Candidates, RankContext
 from convlab.retrieval.rankers.base import RANKERS
+
+if TYPE_CHECKING:
+    from convlab.retrieval.options import SearchOptions
 
 __all__ = ["Density", "density_boost"]
 
@@ -39,6 +43,11 @@ class Density:
     """
 
     max_boost: float = 0.15
+
+    @classmethod
+    def from_options(cls, options: SearchOptions) -> Density:
+        """``density_max`` of ``options``."""
+        return cls(options.density_max)
 
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """The boosted docs, best first."""

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from convlab.protocols import Candidates, RankContext
 from convlab.retrieval.rankers.base import RANKERS
+
+if TYPE_CHECKING:
+    from convlab.retrieval.options import SearchOptions
 
 __all__ = ["MMR", "mmr", "mmr_values", "z_scores"]
 
@@ -100,6 +104,17 @@ class MMR:
     def __post_init__(self) -> None:
         if not 0.0 <= self.lam <= 1.0:
             raise ValueError("mmr lambda must be in [0, 1]")
+
+    @classmethod
+    def from_options(cls, options: SearchOptions) -> MMR:
+        """``mmr`` of ``options``, its lambda.
+
+        Raises:
+            ValueError: options with MMR off.
+        """
+        if options.mmr is None:
+            raise ValueError("these search options have MMR off (mmr=None)")
+        return cls(options.mmr)
 
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """At most ``context.k`` candidates in pick order."""

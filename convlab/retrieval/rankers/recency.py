@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from convlab.protocols import Candidates, RankContext
 from convlab.retrieval.rankers.base import RANKERS
+
+if TYPE_CHECKING:
+    from convlab.retrieval.options import SearchOptions
 
 __all__ = ["Recency", "recency_boost"]
 
@@ -52,6 +56,11 @@ class Recency:
 
     horizon_days: float = 14.0
     max_boost: float = 0.20
+
+    @classmethod
+    def from_options(cls, options: SearchOptions) -> Recency:
+        """``recency_days`` and ``recency_max`` of ``options``."""
+        return cls(options.recency_days, options.recency_max)
 
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """The boosted candidates, best first (ties keep their order)."""
