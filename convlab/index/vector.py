@@ -36,7 +36,7 @@ from convlab.index.faisslib import FaissIndex, load_faiss
 from convlab.index.kinds import INDEX_KINDS, IndexKind
 from convlab.index.kinds.base import StoredVectors
 from convlab.index.shards import ShardLoader, check_shard
-from convlab.index.topk import top_into as _top_into  # retrieval/retrievers.py imports it here
+from convlab.index.topk import top_into
 from convlab.index.unit_table import UnitTable, write_unit_shards, write_units
 from convlab.specs import IndexSpec
 
@@ -260,7 +260,7 @@ class VectorIndex:
         if subset.size == 0:
             return scores, ids
         for j, sims in enumerate(q @ self.vectors(subset).T):
-            _top_into(sims, k, subset, scores[j], ids[j])
+            top_into(sims, k, subset, scores[j], ids[j])
         return scores, ids
 
     def save(self, directory: str | Path) -> None:

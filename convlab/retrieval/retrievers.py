@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from convlab.index.vector import _top_into
+from convlab.index.topk import top_into
 from convlab.protocols import Candidates, Embedder, Query
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class DenseRetriever:
             self._rows, self._vectors = rows, self.index.vectors(subset)
         scores = np.full(depth, -np.inf, dtype=np.float32)
         found = np.full(depth, -1, dtype=np.int64)
-        _top_into((q @ self._vectors.T)[0], depth, subset, scores, found)
+        top_into((q @ self._vectors.T)[0], depth, subset, scores, found)
         keep = found >= 0
         return Candidates.of(found[keep], scores[keep])
 
