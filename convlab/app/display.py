@@ -360,3 +360,4 @@ def _context_lines(
         out.append(f"{inner}[{head} · {short_path(place, max(20, room))}{line}]")
         for line in wrapped(inner, piece["text"], width):
             out.append(highlight(line, term_spans(line, terms), _BOLD, _PLAIN) if color else line)
+    return out
