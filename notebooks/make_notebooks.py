@@ -26,9 +26,9 @@ NOTEBOOKS = {
         ("code", CONFIG),
         (
             "code",
-            "import polars as pl\nimport convlab\nfrom convlab.evaluation.datasets import load_labelled\n"
-            "from convlab.pipeline.policy import policy_summary\nfrom convlab.pipeline.turns import turn_report\n\n"
-            "data = load_labelled(DATA)\ncorpus = data.corpus\ncorpus",
+            "import polars as pl\nimport convlab\n"
+            "from convlab.pipeline import policy_summary, turn_report\n\n"
+            "data = convlab.load_labelled(DATA)\ncorpus = data.corpus\ncorpus",
         ),
         ("code", "corpus.conversations.to_pandas()"),
         ("code", "corpus.messages.group_by('role').len().sort('role')"),
@@ -60,10 +60,9 @@ NOTEBOOKS = {
         (
             "code",
             "import polars as pl\nimport convlab\nfrom convlab.evaluation import plots\n"
-            "from convlab.pipeline.anatomy import turn_anatomy\nfrom convlab.evaluation.datasets import load_labelled\n"
-            "from convlab.build import derive\n"
+            "from convlab.pipeline import turn_anatomy\n"
             "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n\n"
-            "data = load_labelled(DATA)\ncorpus = data.corpus\n"
+            "data = convlab.load_labelled(DATA)\ncorpus = data.corpus\n"
             "chunks = convlab.chunks(corpus, convlab.ContentPolicy())\n"
             "TURN = chunks['conversation_id'][0] + ':t1'",
         ),
@@ -73,7 +72,7 @@ NOTEBOOKS = {
         ),
         (
             "code",
-            "units = {s: derive(corpus, s, chunks=chunks).units for s in STRATEGIES}\n"
+            "units = {s: convlab.units(chunks, s) for s in STRATEGIES}\n"
             "pl.DataFrame({'strategy': list(units), 'units': [u.height for u in units.values()],"
             " 'mean tokens': [u['n_tokens'].mean() for u in units.values()],"
             " 'max tokens': [u['n_tokens'].max() for u in units.values()]})",
@@ -101,12 +100,10 @@ NOTEBOOKS = {
         ("code", CONFIG),
         (
             "code",
-            "import polars as pl\nfrom convlab.evaluation import plots\nfrom convlab.evaluation.datasets import "
-            "load_labelled\nfrom convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
+            "import polars as pl\nfrom convlab import EvalConfig, evaluate, load_labelled\n"
+            "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
+            "from convlab.evaluation import plots\nfrom convlab.systems import default_systems\n"
             "pl.Config.set_tbl_rows(50)  # every system's row\n"
-            "from convlab.evaluation.config import EvalConfig\n"
-            "from convlab.evaluation.evaluate import evaluate\n"
-            "from convlab.systems.system import default_systems\n"
             "\n"
             "data = load_labelled(DATA)\n"
             "ev = evaluate(data, default_systems(STRATEGIES), "
@@ -146,7 +143,7 @@ NOTEBOOKS = {
         ),
         (
             "code",
-            "from convlab.systems.system import System\n\n"
+            "from convlab import System\n\n"
             "mine = [\n"
             "    System(name='bm25:sequential', strategy='sequential', retrieval='bm25'),\n"
             "    System(name='sequential', strategy='sequential'),\n"
@@ -168,12 +165,9 @@ NOTEBOOKS = {
         ("code", CONFIG),
         (
             "code",
-            "import polars as pl\nimport convlab\nfrom convlab.evaluation import plots\n"
-            "from convlab.evaluation.datasets import load_labelled\n"
+            "import polars as pl\nimport convlab\nfrom convlab import EvalConfig, evaluate, load_labelled\n"
             "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
-            "from convlab.evaluation.config import EvalConfig\n"
-            "from convlab.evaluation.evaluate import evaluate\n"
-            "from convlab.systems.system import default_systems\n\n"
+            "from convlab.evaluation import plots\nfrom convlab.systems import default_systems\n\n"
             "data = load_labelled(DATA)\n"
             "POLICIES = ('unit', 'doc', 'window', 'pair', 'unit+doc')\n"
             "ev = evaluate(data, default_systems(STRATEGIES), "
@@ -204,8 +198,7 @@ NOTEBOOKS = {
         ),
         (
             "code",
-            "from convlab.evaluation.policy_grid import grid_means, grid_significance, "
-            "plot_systems\n\n"
+            "from convlab.evaluation import grid_means, grid_significance, plot_systems\n\n"
             "means = grid_means(ev.policy_budgets)\n"
             "plots.policy_grid(means, systems=plot_systems(ev.policy_budgets, "
             "baseline='message'));",
@@ -248,8 +241,8 @@ NOTEBOOKS = {
         ("code", CONFIG),
         (
             "code",
-            "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n"
-            "from convlab.paths import sample_data_path\nfrom convlab.app.widgets import SearchPanel\n\n"
+            "from convlab import sample_data_path\nfrom convlab.app import SearchPanel\n"
+            "from convlab.embed import MiniLMEmbedder\n\n"
             "source = DATA or sample_data_path() / 'transcripts'\n"
             "panel = SearchPanel.from_data(source, strategies=('turn_pair', 'isolated'), "
             "embedder=MiniLMEmbedder(), cache_dir=CACHE)\npanel",

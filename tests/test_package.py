@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
+import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -13,16 +17,68 @@ import pytest
 import convlab
 
 
+def _packages() -> list[str]:
+    """Every package of convlab, the root first."""
+    root = Path(convlab.__file__).parent
+    inner = (
+        p.parent.relative_to(root).parts for p in root.rglob("__init__.py") if p.parent != root
+    )
+    return ["convlab", *sorted(".".join(("convlab", *parts)) for parts in inner)]
+
+
+def _lazy_packages() -> list[str]:
+    """The packages whose names are imported on first use (read, not imported)."""
+    root = Path(convlab.__file__).parent.parent
+    return [
+        p
+        for p in _packages()
+        if "lazy_exports(" in (root / p.replace(".", "/") / "__init__.py").read_text()
+    ]
+
+
 def test_every_public_name_resolves_to_its_module_object():
     from convlab.loaders import load
     from convlab.pipeline.turns import turns
 
-    assert set(convlab.__all__) == set(convlab._EXPORTS)
+    assert convlab.__all__ == list(convlab._EXPORTS)  # one list
     for name in convlab.__all__:
         assert getattr(convlab, name) is not None
     assert convlab.load is load
     assert convlab.turns is turns
     assert convlab.evaluation.datasets.__name__ == "convlab.evaluation.datasets"
+
+
+@pytest.mark.parametrize("package", _packages())
+def test_every_package_has_one_export_list_of_names_that_resolve(package: str) -> None:
+    module = importlib.import_module(package)
+    assert isinstance(module.__all__, list), f"{package} has no __all__"
+    assert len(set(module.__all__)) == len(module.__all__), f"{package}: a name listed twice"
+    for name in module.__all__:
+        assert getattr(module, name) is not None, f"{package}.{name}"
+
+
+@pytest.mark.parametrize("package", _lazy_packages())
+def test_lazy_exports_are_what_type_checkers_see(package: str) -> None:
+    # a package whose names are imported on first use (convlab._lazy) re-exports each of them,
+    # from the module its _EXPORTS names, under `if TYPE_CHECKING:`; and no export is hidden by
+    # a submodule of the same name (importing `convlab.pipeline.chunks` would replace it)
+    module = importlib.import_module(package)
+    tree = ast.parse(Path(module.__file__ or "").read_text(encoding="utf-8"))
+    block = next(
+        n for n in tree.body if isinstance(n, ast.If) and ast.unparse(n.test) == "TYPE_CHECKING"
+    )
+    seen = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom)
+        for alias in node.names:
+            assert alias.asname == alias.name, f"{package}: {alias.name} is not re-exported"
+            seen[alias.name] = node.module
+    # an export whose module is the package's submodule of its own name is that submodule
+    exports = module._EXPORTS.items()
+    assert seen == {n: package if m == f"{package}.{n}" else m for n, m in exports}
+    submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+    for name, target in module._EXPORTS.items():
+        assert name not in submodules or target == f"{package}.{name}", f"{package}.{name}"
 
 
 def test_unknown_attribute_raises_attribute_error():
@@ -108,7 +164,6 @@ def test_importing_a_submodule_keeps_the_function_of_the_same_name():
 
 def test_the_package_never_asserts() -> None:
     # checks of input raise errors that name what is wrong; `python -O` would drop an assert
-    import ast
     from pathlib import Path
 
     root = Path(convlab.__file__).parent

@@ -9,7 +9,7 @@ import html
 from collections.abc import Mapping
 from typing import Any
 
-from convlab.app.display import clip
+from convlab.app.text import clip
 from convlab.app.widgets import highlight
 
 __all__ = ["JudgePanel"]

@@ -21,9 +21,17 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from convlab.systems.system import System, View
+from convlab.systems.system import System, Tuning, View, default_systems
 
-__all__ = ["DEFAULT_FILE", "default_system", "resolve_system"]
+__all__ = [
+    "DEFAULT_FILE",
+    "System",
+    "Tuning",
+    "View",
+    "default_system",
+    "default_systems",
+    "resolve_system",
+]
 
 DEFAULT_FILE = Path(__file__).with_name("default.toml")
 """The experiment file of the default system."""

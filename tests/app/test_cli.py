@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from convlab.app.cli import main
-from convlab.app.display import columns, hit_lines, short_path, skip_report, with_skip_report
+from convlab.app.display import hit_lines, skip_report, with_skip_report
 from convlab.app.exits import EXIT_NO_RESULTS, EXIT_OK, EXIT_USAGE
+from convlab.app.text import columns, short_path
 from convlab.paths import sample_data_path
 from tests.helpers import locomo_file
 

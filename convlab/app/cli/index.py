@@ -35,15 +35,6 @@ INCLUDES = {"tool-output": "tool_results", "thinking": "thinking"}
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add ``index`` to the subcommands ``sub`` (argparse's ``add_subparsers()`` object)."""
-    from convlab.embed import BACKENDS
-    from convlab.engines import ENGINES
-    from convlab.index import INDEX_KINDS
-    from convlab.pipeline.policy import TEXT_FORMATS, ContentPolicy
-    from convlab.pipeline.redact import REDACT_MODES
-    from convlab.store import StoreConfig
-    from convlab.strategies import STRATEGIES
-
-    defaults = StoreConfig()  # one source of the defaults: the store's own config
     ix: argparse.ArgumentParser = sub.add_parser(
         NAME,
         help="load transcripts, build units, embed and write the store (incremental)",
@@ -53,6 +44,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     )
     ix.add_argument("paths", nargs="*", type=Path, metavar="PATH")
     add_store(ix)
+    _add_held(ix)
+    _add_running(ix)
+    return ix
+
+
+def _add_held(ix: argparse.ArgumentParser) -> None:
+    """The options of what the store holds: its system, units, index, redaction, content."""
+    from convlab.index import INDEX_KINDS
+    from convlab.pipeline.policy import TEXT_FORMATS, ContentPolicy
+    from convlab.pipeline.redact import REDACT_MODES
+    from convlab.store import StoreConfig
+    from convlab.strategies import STRATEGIES
+
+    defaults = StoreConfig()  # one source of the defaults: the store's own config
     held = ix.add_mutually_exclusive_group()
     held.add_argument(
         "--system",
@@ -104,6 +109,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         help="also embed tool output (then `search --role tool` finds it) or thinking; "
         "repeatable (default: prompts, replies and tool calls)",
     )
+
+
+def _add_running(ix: argparse.ArgumentParser) -> None:
+    """The options of how an indexing run goes: rebuild, wait, embedder, device, engine, watch."""
+    from convlab.embed import BACKENDS
+    from convlab.engines import ENGINES
+
     ix.add_argument("--rebuild", action="store_true", help="start the store from scratch")
     ix.add_argument("--wait", action="store_true", help="wait for another indexer to finish")
     ix.add_argument(
@@ -141,7 +153,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         default=None,
         help="a running Ray cluster to join (with --engine ray; default: a local instance)",
     )
-    return ix
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,9 +17,9 @@ from convlab.app.display import (
     describe_hits,
     hit_lines,
     json_line,
-    terminal_width,
 )
 from convlab.app.exits import EXIT_NO_RESULTS, EXIT_OK, UsageError
+from convlab.app.text import terminal_width
 from convlab.embed.factory import EMBEDDERS
 
 if TYPE_CHECKING:

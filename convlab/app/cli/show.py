@@ -11,8 +11,8 @@ import polars as pl
 
 from convlab import schema
 from convlab.app.cli.options import add_store, resolve_conversation
-from convlab.app.display import clip, printable, short_path, terminal_width, wrapped
 from convlab.app.exits import EXIT_OK, UsageError
+from convlab.app.text import clip, printable, short_path, terminal_width, wrapped
 
 if TYPE_CHECKING:
     from convlab.store import Store
