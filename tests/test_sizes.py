@@ -24,7 +24,6 @@ WAITING = frozenset(
         "build.py",
         "evaluation/evaluate.py",
         "evaluation/fusion_study.py",
-        "loaders/base.py",
         "store/store.py",
         "store/update.py",
     }
