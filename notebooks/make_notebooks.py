@@ -61,7 +61,7 @@ NOTEBOOKS = {
             "code",
             "import polars as pl\nimport convlab\nfrom convlab.evaluation import plots\n"
             "from convlab.pipeline.anatomy import turn_anatomy\nfrom convlab.evaluation.datasets import load_labelled\n"
-            "from convlab.build import derive\n"
+            "from convlab.build import derive\nfrom convlab.built import Given\n"
             "from convlab.embed import CachedEmbedder, MiniLMEmbedder\n\n"
             "data = load_labelled(DATA)\ncorpus = data.corpus\n"
             "chunks = convlab.chunks(corpus, convlab.ContentPolicy())\n"
@@ -82,7 +82,7 @@ NOTEBOOKS = {
         (
             "code",
             "emb = CachedEmbedder(MiniLMEmbedder(), CACHE)\n"
-            "built = convlab.build_index(corpus, 'turn_pair', embedder=emb, chunks=chunks)\n"
+            "built = convlab.build_index(corpus, 'turn_pair', embedder=emb, given=Given(chunks))\n"
             "u, vectors, index = built.units, built.vectors, built.index\n"
             "query = data.queries['text'][0]\n"
             "hits = convlab.search(index, query, 5, embedder=emb)\n"
