@@ -36,7 +36,7 @@ class UnitSpec:
         policy: what text each block contributes (:class:`ContentPolicy`).
 
     Raises:
-        ValueError: no strategy, or ``max_tokens`` outside ``[8, MAX_TOKENS]``.
+        ValueError: no strategy, or ``max_tokens`` not an integer in ``[8, MAX_TOKENS]``.
     """
 
     strategy: str
@@ -46,8 +46,10 @@ class UnitSpec:
     def __post_init__(self) -> None:
         if not self.strategy:
             raise ValueError("a unit spec needs a strategy")
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int):
+            raise ValueError(f"max_tokens must be an integer, not {self.max_tokens!r}")
         if not 8 <= self.max_tokens <= MAX_TOKENS:
-            raise ValueError(f"max_tokens must be in [8, {MAX_TOKENS}], got {self.max_tokens}")
+            raise ValueError(f"max_tokens must be between 8 and {MAX_TOKENS} tokens")
 
 
 @dataclass(frozen=True, slots=True)

@@ -132,7 +132,7 @@ class PanelData:
         """
         frames = {
             "conversations": self.conversations,
-            "sentences": self.chunks,
+            "chunks": self.chunks,
             "turns": self.turns,
         }
         return frames[name]
@@ -273,7 +273,7 @@ class SearchPanel:
         held = found.held(list(store.strategies()))
         data = PanelData(
             {s: h.vector_index for s, h in held.items()},
-            store.frame("sentences"),
+            store.frame("chunks"),
             store.frame("conversations"),
             store.frame("turns"),
             found.embedder(),

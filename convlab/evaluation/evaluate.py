@@ -23,6 +23,7 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from convlab.build import BuiltIndex, build_indexes
+from convlab.built import BuildManifest
 from convlab.embed.device import device_of
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
@@ -218,7 +219,7 @@ def _costs(
     from convlab.pipeline.unit_costs import messages_with_text, unit_costs
 
     rows: list[dict[str, Any]] = []
-    passes: dict[str | None, dict[str, Any]] = {}
+    passes: dict[str | None, BuildManifest] = {}
     for text in dict.fromkeys(t for t, _ in built):
         mine = {_label(text, s): b for (t, s), b in built.items() if t == text}
         first = next(iter(mine.values()))
