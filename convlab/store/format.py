@@ -172,7 +172,9 @@ def decode_manifest(store: Path, path: Path, data: bytes | str) -> StoreManifest
         raise damaged(store, path, f"unreadable ({type(exc).__name__})", rebuild=True) from exc
     if not isinstance(raw, dict):
         raise damaged(store, path, "not a JSON object", rebuild=True)
-    fmt = raw.get("format", 1)  # format 1 wrote none
+    fmt = raw.get("format", 1 if "model_id" in raw else None)  # format 1 wrote none
+    if fmt is None:
+        raise damaged(store, path, "not a convlab manifest (no format)", rebuild=True)
     if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt < STORE_FORMAT:
         raise StoreOutdated(
             f"{path}: a store of format {fmt}, older than this convlab's ({STORE_FORMAT}); "
