@@ -268,19 +268,19 @@ def test_killed_first_index_keeps_the_flushed_segments(history: Path, tmp_path: 
 def test_a_file_gone_or_turned_into_a_fifo_after_the_walk_is_a_skip(
     history: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import convlab.store.update as store_module
+    import convlab.store.scan as scan_module
 
     gone = tmp_path / "gone.jsonl"
     fifo = tmp_path / "late.jsonl"
     os.mkfifo(fifo)  # the walk would skip it; here it is listed as if swapped in afterwards
-    walk = store_module._candidate_files
+    walk = scan_module.candidate_files
 
     def listed_then_changed(roots, skipped=None):  # type: ignore[no-untyped-def]
         yield from walk(roots, skipped)
         yield gone
         yield fifo
 
-    monkeypatch.setattr(store_module, "_candidate_files", listed_then_changed)
+    monkeypatch.setattr(scan_module, "candidate_files", listed_then_changed)
     summary = Store(tmp_path / "store").update([history], config=CONFIG, embedder=HashEmbedder())
     reasons = {Path(p).name: r for p, _, r in summary.skipped}
     assert reasons["gone.jsonl"].startswith("cannot read file")

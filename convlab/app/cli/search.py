@@ -352,11 +352,6 @@ def _check_projects(store: Store, conversations: pl.DataFrame, projects: tuple[s
     """
     from convlab.retrieval.options import conversations_in_projects
 
-    if "project" not in conversations.columns:
-        raise UsageError(
-            f"--project: {store.directory} was written before projects were stored; "
-            "run `convlab index --rebuild` on it"
-        )
     if conversations_in_projects(conversations, projects):
         return
     known = sorted(conversations["project"].drop_nulls().unique().to_list())
