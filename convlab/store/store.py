@@ -101,7 +101,8 @@ class Store:
     def _pinned_manifest(self) -> StoreManifest:
         """The pinned version's manifest itself (not a copy: for this class's own reads)."""
         self._pin()
-        assert self._manifest is not None  # set with the pin
+        if self._manifest is None:  # pragma: no cover - _pin sets both or raises
+            raise RuntimeError(f"{self.directory}: pinned without a manifest")
         return self._manifest
 
     def frame(self, name: str) -> pl.DataFrame:

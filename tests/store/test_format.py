@@ -1,7 +1,7 @@
 """One store format (issue 24): a typed manifest, ``chunks`` at the store boundary, older
 formats refused with one line saying to rebuild.
 
-On the code before (commit 030be8a) these failed: a store of format 2 opened, searched and
+On the code before (commit cfe53aa) these failed: a store of format 2 opened, searched and
 updated (no refusal); the store's frame was ``sentences`` (no ``chunks``); the manifest was a
 plain dict (no :class:`StoreManifest`).
 """
