@@ -27,12 +27,15 @@ _EXPORTS = {
     "ContentPolicy": "convlab.pipeline.policy",
     "Corpus": "convlab.loaders",
     "EvalConfig": "convlab.evaluation.config",
+    "Given": "convlab.built",
     "HashEmbedder": "convlab.embed",
+    "IndexSpec": "convlab.specs",
     "LoadError": "convlab.loaders",
     "MiniLMEmbedder": "convlab.embed",
     "SearchOptions": "convlab.retrieval.options",
     "System": "convlab.systems.system",
     "Tuning": "convlab.systems.system",
+    "UnitSpec": "convlab.specs",
     "VectorIndex": "convlab.index",
     "View": "convlab.systems.system",
     "build_index": "convlab.build",
@@ -55,6 +58,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, re-exported
     from convlab.build import build_index as build_index
+    from convlab.built import Given as Given
     from convlab.embed import CachedEmbedder as CachedEmbedder
     from convlab.embed import HashEmbedder as HashEmbedder
     from convlab.embed import MiniLMEmbedder as MiniLMEmbedder
@@ -76,6 +80,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, re-exporte
     from convlab.resurrection import resurrect as resurrect
     from convlab.retrieval.options import SearchOptions as SearchOptions
     from convlab.retrieval.search import search as search
+    from convlab.specs import IndexSpec as IndexSpec
+    from convlab.specs import UnitSpec as UnitSpec
     from convlab.store import open_store as open_store
     from convlab.strategies import STRATEGIES as STRATEGIES
     from convlab.systems.system import System as System

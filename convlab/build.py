@@ -1,19 +1,16 @@
 """``build_index``: the one build recipe, corpus -> turns -> chunks -> units -> embed -> index.
 
 Every caller that turns transcripts into something searchable goes through here: the store's
-incremental update (:mod:`convlab.store.update`), the notebook panel
-(:meth:`convlab.app.widgets.SearchPanel.from_data`) and the notebooks. The result,
-:class:`BuiltIndex`, holds the units, their vectors, the dense :class:`VectorIndex`, the
-:class:`BM25Index` over the same rows, and a manifest of what made them.
+incremental update, the notebook panel and the notebooks. What is built is named by two typed
+specs (:mod:`convlab.specs`): a :class:`UnitSpec` (strategy, max_tokens, content policy) and an
+:class:`IndexSpec` (index kind and parameters). The result, :class:`BuiltIndex`, holds the units,
+their vectors, the dense :class:`VectorIndex`, the :class:`BM25Index` over the same rows, and a
+typed :class:`convlab.built.BuildManifest` of what made them.
 
-The embedding step runs on an engine (:mod:`convlab.engines`): ``"local"`` (this process, the
-default) or ``"ray"`` (Ray Data, the ``convlab-memory[ray]`` extra); the recipe and its result are
-the same whichever engine embeds. Every text goes through a
-:class:`convlab.embed.CachedEmbedder`, so a text embedded once (by any strategy, any earlier
-build) is not embedded again.
-
-An incremental build passes ``keep``: units embedded before (with their vectors), placed first,
-so only the new corpus is chunked, unitised and embedded.
+The embedding runs on an engine (:mod:`convlab.engines`), the result the same whichever embeds;
+every text goes through a :class:`convlab.embed.CachedEmbedder`: a text embedded once (by any
+strategy, any earlier build) is not embedded again. An incremental build passes ``keep``: units
+embedded before (with their vectors), placed first, so only the new corpus is embedded.
 """
 
 from __future__ import annotations
@@ -29,34 +26,20 @@ import numpy as np
 import polars as pl
 
 from convlab._version import __version__
+from convlab.built import BuildCounts, BuildManifest, Derived, Embedded, Given
 from convlab.embed import CachedEmbedder, embed_texts, embedder_name
 from convlab.index import VectorIndex
 from convlab.loaders import Corpus
-from convlab.model import MAX_TOKENS
-from convlab.pipeline.policy import ContentPolicy
 from convlab.progress import current as current_progress
 from convlab.protocols import Embedder
+from convlab.specs import IndexSpec, UnitSpec
 
 if TYPE_CHECKING:
     from convlab.engines import Engine
     from convlab.index.bm25 import BM25Index
+    from convlab.pipeline.policy import ContentPolicy
 
-__all__ = ["BuiltIndex", "Derived", "Embedded", "build_index", "build_indexes", "derive"]
-
-
-class Embedded(NamedTuple):
-    """Units embedded before, kept by an incremental build: row i of ``units`` is ``vectors[i]``."""
-
-    units: pl.DataFrame
-    vectors: np.ndarray
-
-
-class Derived(NamedTuple):
-    """The frames :func:`derive` makes from a corpus: turns, chunks and the strategy's units."""
-
-    turns: pl.DataFrame
-    chunks: pl.DataFrame
-    units: pl.DataFrame
+__all__ = ["BuiltIndex", "build_index", "build_indexes", "derive"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +56,7 @@ class BuiltIndex:
             with ``lexical=False`` or when there is no unit: BM25 needs a document).
         turns: the :data:`convlab.schema.TURNS` frame of the new corpus.
         chunks: the :data:`convlab.schema.CHUNKS` frame of the new corpus.
-        manifest: what made it (strategy, max_tokens, policy, model, kind, engine, counts, times).
+        manifest: what made it (:class:`BuildManifest`).
     """
 
     units: pl.DataFrame
@@ -82,7 +65,18 @@ class BuiltIndex:
     bm25: BM25Index | None
     turns: pl.DataFrame
     chunks: pl.DataFrame
-    manifest: dict[str, Any]
+    manifest: BuildManifest
+
+
+class _Pass(NamedTuple):
+    """What the embedding pass tells every index built from it."""
+
+    model_id: str
+    embedder: str | None
+    engine: dict[str, Any] | None
+    embedding: dict[str, int]
+    seconds: dict[str, float]
+    corpus_fingerprint: str | None = None
 
 
 def units_fingerprint(units: pl.DataFrame) -> str:
@@ -98,21 +92,17 @@ def units_fingerprint(units: pl.DataFrame) -> str:
 
 def derive(
     corpus: Corpus,
-    strategy: str,
+    unit: UnitSpec | str,
     *,
-    policy: ContentPolicy | None = None,
-    max_tokens: int = MAX_TOKENS,
     chunks: pl.DataFrame | None = None,
     turns: pl.DataFrame | None = None,
 ) -> Derived:
-    """Turns, chunks and the units of ``strategy`` over ``corpus``: no embedding.
+    """Turns, chunks and the units of ``unit`` over ``corpus``: no embedding.
 
     Args:
         corpus: the loaded corpus.
-        strategy: a key of :data:`convlab.STRATEGIES`.
-        policy: what text each block contributes (default :class:`ContentPolicy`).
-        max_tokens: the unit's token limit, [CLS] and [SEP] included.
-        chunks: the corpus's chunks when already made with ``policy`` (several strategies
+        unit: what a unit is (a strategy's name: its defaults).
+        chunks: the corpus's chunks when already made with ``unit.policy`` (several strategies
             over one corpus chunk it once).
         turns: the corpus's turns when already made (likewise).
 
@@ -124,66 +114,53 @@ def derive(
     from convlab.pipeline.turns import turns as make_turns
     from convlab.pipeline.units import units as make_units
 
+    unit = UnitSpec(unit) if isinstance(unit, str) else unit
     if turns is None:
         turns = make_turns(corpus)
     if chunks is None:
-        chunks = make_chunks(corpus, policy or ContentPolicy())
-    units = make_units(chunks, strategy, max_tokens=max_tokens)
+        chunks = make_chunks(corpus, unit.policy)
+    units = make_units(chunks, unit.strategy, max_tokens=unit.max_tokens)
     if units["unit_id"].is_duplicated().any():
-        raise RuntimeError(f"strategy {strategy!r} produced duplicate unit ids")
+        raise RuntimeError(f"strategy {unit.strategy!r} produced duplicate unit ids")
     return Derived(turns, chunks, units)
 
 
 def build_index(
     corpus: Corpus | str | Path,
-    strategy: str,
+    unit: UnitSpec | str,
     *,
     embedder: Embedder,
-    policy: ContentPolicy | None = None,
-    kind: str = "flat",
+    index: IndexSpec | None = None,
     engine: str | Engine = "local",
-    max_tokens: int = MAX_TOKENS,
     cache_dir: str | Path | None = None,
-    chunks: pl.DataFrame | None = None,
-    turns: pl.DataFrame | None = None,
     keep: Embedded | None = None,
+    given: Given | None = None,
     dense: bool = True,
     lexical: bool = True,
-    vectors: np.ndarray | None = None,
-    corpus_fingerprint: str | None = None,
-    **index_params: Any,
 ) -> BuiltIndex:
-    """Build the units of ``strategy`` over ``corpus``, embed them on ``engine`` and index them.
+    """Build the units of ``unit`` over ``corpus``, embed them on ``engine`` and index them.
 
     Args:
         corpus: a loaded corpus, or a path :func:`convlab.load` reads.
-        strategy: a key of :data:`convlab.STRATEGIES`.
+        unit: what a unit is: strategy, max_tokens, content policy (a strategy's name: its
+            defaults).
         embedder: a :class:`convlab.embed.CachedEmbedder`, or any embedder (then wrapped in a
             cache under ``cache_dir``, which is required).
-        policy: what text each block contributes (default :class:`ContentPolicy`).
-        kind: the index kind (a key of :data:`convlab.index.INDEX_KINDS`).
+        index: the index kind and its parameters (default: flat).
         engine: ``"local"``, ``"ray"`` (a local Ray instance, stopped after the build) or an
             engine object (e.g. ``RayEngine(address=...)``; the caller closes it).
-        max_tokens: the unit's token limit, [CLS] and [SEP] included.
         cache_dir: the embedding cache root, when ``embedder`` is not cached already.
-        chunks: ``corpus``'s chunks, when already made with ``policy`` (see :func:`derive`).
-        turns: ``corpus``'s turns, when already made (see :func:`derive`).
         keep: units embedded before and their vectors, placed before the new units (an
             incremental build: only ``corpus`` is embedded).
+        given: chunks, turns or vectors of the new corpus already made (see :class:`Given`).
         dense: embed the units; False leaves zero vectors (a BM25-only system).
         lexical: build the BM25 index over the units.
-        vectors: the new units' vectors, already computed (an evaluation embeds the texts of
-            several strategies in one pass); nothing is embedded then. Row i is unit i of
-            :func:`derive` for the same corpus, strategy, policy and max_tokens.
-        corpus_fingerprint: recorded in the index's manifest (default: a hash of the unit ids
-            and texts).
-        **index_params: passed to :meth:`VectorIndex.build` (e.g. ``ef_search``).
 
     Raises:
         ValueError: an unknown strategy, kind or engine (listing the valid ones), or an
             uncached embedder without ``cache_dir``.
-        RuntimeError: duplicate unit ids (within the new units or against ``keep``), or
-            ``vectors`` of another shape than the new units.
+        RuntimeError: duplicate unit ids (within the new units or against ``keep``), or given
+            vectors of another shape than the new units.
         ImportError: ``engine="ray"`` without the ``convlab-memory[ray]`` extra.
 
     Example:
@@ -192,26 +169,28 @@ def build_index(
         >>> built.index.search(query_vectors, 5)  # doctest: +SKIP
     """
     from convlab.engines import get_engine
-    from convlab.index import INDEX_KINDS
     from convlab.loaders import load
 
-    if kind not in INDEX_KINDS:
-        raise ValueError(f"unknown index kind {kind!r}; valid: {', '.join(INDEX_KINDS)}")
+    unit = UnitSpec(unit) if isinstance(unit, str) else unit
+    index = _checked(index)
+    given = given or Given()
     cached = _cached(embedder, cache_dir)
     eng = get_engine(engine)
-    policy = policy or ContentPolicy()
     started = time.perf_counter()
     if not isinstance(corpus, Corpus):
         corpus = load(corpus)
     current_progress().phase("chunk")
-    derived = derive(
-        corpus, strategy, policy=policy, max_tokens=max_tokens, chunks=chunks, turns=turns
-    )
+    derived = derive(corpus, unit, chunks=given.chunks, turns=given.turns)
     derive_done = time.perf_counter()
     stats: dict[str, int] = {}
     try:
-        if vectors is not None:
-            new_vectors = _given(vectors, derived.units.height, cached.dimension)
+        if given.vectors is not None:  # their shape checked
+            new_vectors = np.asarray(given.vectors, dtype=np.float32)
+            if new_vectors.shape != (rows := derived.units.height, cached.dimension):
+                raise RuntimeError(
+                    f"vectors of shape {new_vectors.shape} for {rows} units of "
+                    f"{cached.dimension} dims"
+                )
         else:
             new_vectors, stats = _embed(derived.units["text"].to_list(), cached, eng, dense=dense)
     finally:
@@ -220,194 +199,185 @@ def build_index(
     embed_done = time.perf_counter()
     current_progress().phase("index")
     units, all_vectors = _with_kept(keep, derived.units, new_vectors, cached.dimension)
-    return _assemble(
-        corpus,
-        strategy,
-        derived._replace(units=units),
-        all_vectors,
+    done = _Pass(
         model_id=cached.model_id,
         embedder=embedder_name(cached),
-        policy=policy,
-        max_tokens=max_tokens,
-        kind=kind,
-        lexical=lexical,
-        corpus_fingerprint=corpus_fingerprint,
-        kept_units=0 if keep is None else keep.units.height,
+        engine=eng.describe(),
+        embedding=stats,
         seconds={"derive": derive_done - started, "embed": embed_done - derive_done},
-        extra={"engine": eng.describe(), "embedding": stats, "dense": dense},
-        index_params=index_params,
     )
+    kept = 0 if keep is None else keep.units.height
+    derived = derived._replace(units=units)
+    return _assemble(corpus, unit, index, derived, all_vectors, done, (dense, lexical), kept)
 
 
 def build_indexes(
     corpus: Corpus,
-    strategies: Sequence[str],
+    units: Sequence[UnitSpec],
     *,
     embedder: Embedder,
-    policy: ContentPolicy | None = None,
-    max_tokens: int = MAX_TOKENS,
+    index: IndexSpec | None = None,
     dense: Collection[str] | None = None,
     lexical: Collection[str] = (),
-    kind: str = "flat",
     engine: str | Engine | None = None,
     keep: Mapping[str, Embedded] | None = None,
     corpus_fingerprint: str | None = None,
 ) -> dict[str, BuiltIndex]:
     """Several strategies over one corpus: the views of a system (an evaluation, a store).
 
-    The recipe of :func:`build_index`, with the work shared: the corpus is chunked once, and the
-    texts of every ``dense`` strategy are embedded in one pass, each distinct text once (a text
-    two strategies share is embedded once, whatever the embedder). Each strategy is then indexed
-    as :func:`build_index` indexes it.
+    The recipe of :func:`build_index`, with the work shared: the corpus is chunked once per
+    content policy, and the texts of every ``dense`` strategy are embedded in one pass, each
+    distinct text once (a text two strategies share is embedded once, whatever the embedder).
+    Each strategy is then indexed as :func:`build_index` indexes it.
 
     Args:
         corpus: the loaded corpus.
-        strategies: keys of :data:`convlab.STRATEGIES`, in the order of the result.
+        units: one spec per strategy, in the order of the result (keyed by strategy).
         embedder: any embedder (wrap it in :class:`convlab.embed.CachedEmbedder` to reuse work
             across runs).
-        policy: what text each block contributes (default :class:`ContentPolicy`).
-        max_tokens: the unit's token limit, [CLS] and [SEP] included.
+        index: the index kind and its parameters of every strategy (default: flat).
         dense: the strategies searched densely (None: all); the others get zero vectors.
         lexical: the strategies that get a BM25 index.
-        kind: the index kind (a key of :data:`convlab.index.INDEX_KINDS`).
         engine: where the texts are embedded (see :func:`build_index`; ``embedder`` must then
-            be a :class:`convlab.embed.CachedEmbedder`); None embeds in this process. Each
-            manifest's ``embedding`` holds the pass's cache counts when ``embedder`` is a
-            :class:`convlab.embed.CachedEmbedder`, and ``seconds.embed`` the pass's time.
+            be a :class:`CachedEmbedder`); None embeds in this process. Each manifest's
+            ``embedding`` holds the pass's cache counts (a :class:`CachedEmbedder`).
         keep: per strategy, units embedded before and their vectors, placed before its new
             units (an incremental build, see :func:`build_index`).
-        corpus_fingerprint: recorded in each index's manifest (see :func:`build_index`).
+        corpus_fingerprint: recorded in each index's manifest (default: a hash of its unit ids
+            and texts).
 
     Raises:
-        ValueError: an unknown strategy or kind.
+        ValueError: an unknown strategy or kind, or a strategy named twice.
     """
-    from convlab.index import INDEX_KINDS
-
-    if kind not in INDEX_KINDS:
-        raise ValueError(f"unknown index kind {kind!r}; valid: {', '.join(INDEX_KINDS)}")
-    policy = policy or ContentPolicy()
+    index = _checked(index)
+    strategies = [u.strategy for u in units]
+    if len(set(strategies)) != len(strategies):
+        raise ValueError(f"a strategy named twice in {', '.join(strategies)}")
     dense = set(strategies if dense is None else dense)
     started = time.perf_counter()
-    derived: dict[str, Derived] = {}
-    chunks = turns = None
     current_progress().phase("chunk")
-    for strategy in strategies:
-        derived[strategy] = derive(
-            corpus, strategy, policy=policy, max_tokens=max_tokens, chunks=chunks, turns=turns
-        )
-        chunks, turns = derived[strategy].chunks, derived[strategy].turns
+    derived = _derive_all(corpus, units)
     derive_done = time.perf_counter()
     texts = [t for s in strategies if s in dense for t in derived[s].units["text"].to_list()]
-    extra: dict[str, Any] = {}
-    if engine is None:
-        if isinstance(embedder, CachedEmbedder):  # what the pass took from the cache, embedded
-            before = asdict(embedder.stats)
-            vectors = embed_texts(texts, embedder)
-            extra = {"embedding": _counts_since(before, embedder)}
-        else:
-            vectors = embed_texts(texts, embedder)
-    else:
-        from convlab.engines import get_engine
-
-        eng = get_engine(engine)
-        try:
-            vectors, stats = _embed(texts, _cached(embedder, None), eng, dense=True)
-        finally:
-            if isinstance(engine, str):  # an engine made here is stopped here
-                eng.close()
-        extra = {"engine": eng.describe(), "embedding": stats}
-    seconds = {"derive": derive_done - started, "embed": time.perf_counter() - derive_done}
+    vectors, engine_record, embedding = _embed_pass(texts, embedder, engine)
     name = getattr(embedder, "name", None)
+    done = _Pass(
+        model_id=embedder.model_id,
+        embedder=name if isinstance(name, str) else None,
+        engine=engine_record,
+        embedding=embedding,
+        seconds={"derive": derive_done - started, "embed": time.perf_counter() - derive_done},
+        corpus_fingerprint=corpus_fingerprint,
+    )
     out: dict[str, BuiltIndex] = {}
     offset = 0
     current_progress().phase("index")
-    for strategy in strategies:
-        d = derived[strategy]
-        if strategy in dense:
+    for unit in units:
+        d = derived[unit.strategy]
+        if unit.strategy in dense:
             v = vectors[offset : offset + d.units.height]
             offset += d.units.height
         else:
             v = np.zeros((d.units.height, embedder.dimension), dtype=np.float32)
-        kept = (keep or {}).get(strategy)
-        units, v = _with_kept(kept, d.units, v, embedder.dimension)
-        out[strategy] = _assemble(
-            corpus,
-            strategy,
-            d._replace(units=units),
-            v,
-            model_id=embedder.model_id,
-            embedder=name if isinstance(name, str) else None,
-            policy=policy,
-            max_tokens=max_tokens,
-            kind=kind,
-            lexical=strategy in lexical,
-            extra={**extra, "dense": strategy in dense},
-            index_params={},
-            corpus_fingerprint=corpus_fingerprint,
-            kept_units=0 if kept is None else kept.units.height,
-            seconds=seconds,
+        kept = (keep or {}).get(unit.strategy)
+        all_units, v = _with_kept(kept, d.units, v, embedder.dimension)
+        switches = (unit.strategy in dense, unit.strategy in lexical)
+        n_kept = 0 if kept is None else kept.units.height
+        out[unit.strategy] = _assemble(
+            corpus, unit, index, d._replace(units=all_units), v, done, switches, n_kept
         )
     return out
 
 
+def _derive_all(corpus: Corpus, units: Sequence[UnitSpec]) -> dict[str, Derived]:
+    """Each unit spec's frames, the corpus turned once and chunked once per content policy."""
+    chunked: dict[ContentPolicy, pl.DataFrame] = {}
+    turns = None
+    out: dict[str, Derived] = {}
+    for unit in units:
+        out[unit.strategy] = derive(corpus, unit, chunks=chunked.get(unit.policy), turns=turns)
+        chunked[unit.policy], turns = out[unit.strategy].chunks, out[unit.strategy].turns
+    return out
+
+
+def _embed_pass(
+    texts: list[str], embedder: Embedder, engine: str | Engine | None
+) -> tuple[np.ndarray, dict[str, Any] | None, dict[str, int]]:
+    """The texts' vectors in one pass, the engine's description and the cache's counts.
+
+    Without an engine the texts are embedded in this process (no engine recorded); the counts
+    are empty when ``embedder`` is not a :class:`CachedEmbedder`.
+    """
+    if engine is None:
+        if not isinstance(embedder, CachedEmbedder):
+            return embed_texts(texts, embedder), None, {}
+        before = asdict(embedder.stats)  # what the pass took from the cache, embedded
+        vectors = embed_texts(texts, embedder)
+        return vectors, None, _counts_since(before, embedder)
+    from convlab.engines import get_engine
+
+    eng = get_engine(engine)
+    try:
+        vectors, stats = _embed(texts, _cached(embedder, None), eng, dense=True)
+    finally:
+        if isinstance(engine, str):  # an engine made here is stopped here
+            eng.close()
+    return vectors, eng.describe(), stats
+
+
 def _assemble(
     corpus: Corpus,
-    strategy: str,
+    unit: UnitSpec,
+    spec: IndexSpec,
     derived: Derived,
     vectors: np.ndarray,
-    *,
-    model_id: str,
-    embedder: str | None,
-    policy: ContentPolicy,
-    max_tokens: int,
-    kind: str,
-    lexical: bool,
-    extra: dict[str, Any],
-    index_params: dict[str, Any],
-    corpus_fingerprint: str | None = None,
-    kept_units: int = 0,
-    seconds: dict[str, float] | None = None,
+    done: _Pass,
+    switches: tuple[bool, bool],
+    kept_units: int,
 ) -> BuiltIndex:
     """The last step of the recipe: the dense index, BM25 and the manifest over embedded units.
 
-    ``extra`` goes into the manifest as it is (engine, embedding counts, dense).
+    ``switches``: whether the units were embedded (dense) and whether BM25 is built (lexical).
     """
+    dense, lexical = switches
     started = time.perf_counter()
     units = derived.units
     fingerprint = units_fingerprint(units)
     index = VectorIndex.build(
         units,
         vectors,
-        model_id=model_id,
-        embedder=embedder,
-        kind=kind,
-        strategy=strategy,
-        policy=policy.as_dict(),
-        corpus_fingerprint=corpus_fingerprint or fingerprint,
-        **index_params,
+        model_id=done.model_id,
+        embedder=done.embedder,
+        kind=spec.kind,
+        strategy=unit.strategy,
+        policy=unit.policy.as_dict(),
+        corpus_fingerprint=done.corpus_fingerprint or fingerprint,
+        **spec.params,
     )
     bm25 = _bm25(units) if lexical else None
-    manifest = {
-        "convlab_version": __version__,
-        "strategy": strategy,
-        "max_tokens": max_tokens,
-        "policy": policy.as_dict(),
-        "model_id": model_id,
-        "embedder": embedder,
-        "dimension": int(vectors.shape[1]),
-        "kind": kind,
-        "index_params": index_params,
-        "counts": {
-            "conversations": corpus.conversations.height,
-            "chunks": derived.chunks.height,
-            "units": units.height,
-            "kept_units": kept_units,
-        },
-        **extra,
-        "bm25": bm25 is not None,
-        "units_fingerprint": fingerprint,
-        "seconds": {**(seconds or {}), "index": time.perf_counter() - started},
-    }
+    manifest = BuildManifest(
+        convlab_version=__version__,
+        strategy=unit.strategy,
+        max_tokens=unit.max_tokens,
+        policy=unit.policy.as_dict(),
+        model_id=done.model_id,
+        embedder=done.embedder,
+        dimension=int(vectors.shape[1]),
+        kind=spec.kind,
+        index_params=dict(spec.params),
+        counts=BuildCounts(
+            conversations=corpus.conversations.height,
+            chunks=derived.chunks.height,
+            units=units.height,
+            kept_units=kept_units,
+        ),
+        engine=done.engine,
+        embedding=done.embedding,
+        dense=dense,
+        bm25=bm25 is not None,
+        units_fingerprint=fingerprint,
+        seconds={**done.seconds, "index": time.perf_counter() - started},
+    )
     return BuiltIndex(
         units=units,
         vectors=vectors,
@@ -417,6 +387,16 @@ def _assemble(
         chunks=derived.chunks,
         manifest=manifest,
     )
+
+
+def _checked(index: IndexSpec | None) -> IndexSpec:
+    """The index spec (default flat), its kind checked against the registry."""
+    from convlab.index import INDEX_KINDS
+
+    index = index or IndexSpec()
+    if index.kind not in INDEX_KINDS:
+        raise ValueError(f"unknown index kind {index.kind!r}; valid: {', '.join(INDEX_KINDS)}")
+    return index
 
 
 def _cached(embedder: Embedder, cache_dir: str | Path | None) -> CachedEmbedder:
@@ -443,14 +423,6 @@ def _embed(
 def _counts_since(before: dict[str, int], cached: CachedEmbedder) -> dict[str, int]:
     """The cache's counts (requested, distinct, from_cache, embedded, ...) since ``before``."""
     return {k: v - before[k] for k, v in asdict(cached.stats).items()}
-
-
-def _given(vectors: np.ndarray, rows: int, dimension: int) -> np.ndarray:
-    """Vectors passed in for the new units, their shape checked."""
-    out = np.asarray(vectors, dtype=np.float32)
-    if out.shape != (rows, dimension):
-        raise RuntimeError(f"vectors of shape {out.shape} for {rows} units of {dimension} dims")
-    return out
 
 
 def _with_kept(

@@ -36,7 +36,8 @@ class UnitSpec:
         policy: what text each block contributes (:class:`ContentPolicy`).
 
     Raises:
-        ValueError: no strategy, or ``max_tokens`` outside ``[MIN_TOKENS, MAX_TOKENS]``.
+        ValueError: no strategy, or ``max_tokens`` not an integer in
+            ``[MIN_TOKENS, MAX_TOKENS]``.
     """
 
     strategy: str
@@ -46,10 +47,10 @@ class UnitSpec:
     def __post_init__(self) -> None:
         if not self.strategy:
             raise ValueError("a unit spec needs a strategy")
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int):
+            raise ValueError(f"max_tokens must be an integer, not {self.max_tokens!r}")
         if not MIN_TOKENS <= self.max_tokens <= MAX_TOKENS:
-            raise ValueError(
-                f"max_tokens must be in [{MIN_TOKENS}, {MAX_TOKENS}], got {self.max_tokens}"
-            )
+            raise ValueError(f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS} tokens")
 
 
 @dataclass(frozen=True, slots=True)

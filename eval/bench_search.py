@@ -125,6 +125,7 @@ def tiled_views(system: object, units: int) -> dict:
     from convlab.embed import HashEmbedder
     from convlab.index.bm25 import BM25Index
     from convlab.loaders import load
+    from convlab.specs import UnitSpec
     from convlab.store.search import units_only_index
     from convlab.systems.search import HeldView
 
@@ -132,7 +133,8 @@ def tiled_views(system: object, units: int) -> dict:
     strategies = list(dict.fromkeys(v.strategy for v in views))
     dense = {v.strategy for v in views if v.retrieval.needs_vectors}
     emb = HashEmbedder(384)
-    built = build_indexes(load(locomo_path()), strategies, embedder=emb, dense=dense)
+    units = [UnitSpec(s) for s in strategies]
+    built = build_indexes(load(locomo_path()), units, embedder=emb, dense=dense)
     per_copy = sum(b.units.height for b in built.values())
     copies = max(1, -(-units // per_copy))  # at least ``units`` in all
     held = {}

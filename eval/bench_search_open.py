@@ -28,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from convlab.atomic import write_text_atomic
 from convlab.embed import HashEmbedder
 from convlab.index import VectorIndex
@@ -71,11 +73,10 @@ def _build(root: Path, units: int, sessions: int, turns: int) -> Path:
         frames["units"],
         _unit_vectors(frames["units"].height),
         model_id=embedder.model_id,
-        kind=config.index_kind,
+        kind=config.index.kind,
     )
-    base = {k: v for k, v in manifest.items() if k not in ("version_files", "checksum")}
-    base["counts"] = {n: f.height for n, f in frames.items()}
-    base["bm25"] = False
+    counts = {n: f.height for n, f in frames.items()}
+    base = msgspec.structs.replace(manifest, counts=counts, bm25=False)
     store.write_version(base, frames, index, None)
     store.refresh()
     return store_dir
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         store_dir = _build(Path(tmp), args.units, args.sessions, args.turns)
         store = Store(store_dir)
         version, manifest = store.version, store.manifest()
-        files = manifest["version_files"]
+        files = manifest.version_files
         rels = [f"index/{name}" for name in mf.INDEX_FILES]
 
         def sample() -> None:
@@ -106,9 +107,9 @@ def main(argv: list[str] | None = None) -> int:
         checked = mf.check_sample
         opened()  # the page cache warm for every timing
         results: dict[str, Any] = {
-            "units": int(manifest["counts"]["units"]),
+            "units": manifest.counts["units"],
             "search_blocks": mf.SEARCH_BLOCKS,
-            "index_file_bytes": {k: files[k]["size"] for k in rels},
+            "index_file_bytes": {k: files[k].size for k in rels},
             "sample_check_seconds": _median(sample, args.repeat),
             "index_open_seconds": _median(opened, args.repeat),
         }

@@ -87,8 +87,8 @@ def measure_point(path: Path, strategy: str, embedder: str, cache: Path) -> dict
     hay_units = int(hay["units"].fill_null(0).sum())
     hay_messages = int(hay["messages"].fill_null(0).sum())
     questions = data.queries.height
-    embedding = dict(built.manifest.get("embedding", {}))
-    embed_s = float(built.manifest.get("seconds", {}).get("embed", 0.0))
+    embedding: dict[str, float] = dict(built.manifest.embedding)
+    embed_s = float(built.manifest.seconds.get("embed", 0.0))
     if embedding.get("embedded") and embed_s > 0:
         embedding["texts_per_second"] = round(embedding["embedded"] / embed_s, 1)
     return {
@@ -112,9 +112,7 @@ def measure_point(path: Path, strategy: str, embedder: str, cache: Path) -> dict
         "load_seconds": round(load_s, 2),
         "model_load_seconds": round(model_s, 2),
         "build_seconds": round(build_s, 2),
-        "build_parts_seconds": {
-            k: round(float(v), 2) for k, v in built.manifest.get("seconds", {}).items()
-        },
+        "build_parts_seconds": {k: round(float(v), 2) for k, v in built.manifest.seconds.items()},
         "search_seconds": round(search_s, 3),
         "search_ms_per_question": round(1000 * search_s / max(questions, 1), 2),
         "peak_rss_mb_after_load": rss_load,

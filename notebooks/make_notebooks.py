@@ -81,7 +81,7 @@ NOTEBOOKS = {
         (
             "code",
             "emb = CachedEmbedder(MiniLMEmbedder(), CACHE)\n"
-            "built = convlab.build_index(corpus, 'turn_pair', embedder=emb, chunks=chunks)\n"
+            "built = convlab.build_index(corpus, 'turn_pair', embedder=emb, given=convlab.Given(chunks))\n"
             "u, vectors, index = built.units, built.vectors, built.index\n"
             "query = data.queries['text'][0]\n"
             "hits = convlab.search(index, query, 5, embedder=emb)\n"

@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 import convlab.pipeline.chunks as chunks_module
-from convlab.build import Embedded, build_index, derive
+from convlab.build import build_index, derive
+from convlab.built import Embedded, Given
 from convlab.embed import CachedEmbedder, HashEmbedder, embed_texts
 from convlab.index.bm25 import BM25Index
 from convlab.pipeline.policy import ContentPolicy
+from convlab.specs import UnitSpec
 from convlab.store.update import load_empty
 from tests.helpers import CountingHash, corpus
 
@@ -51,10 +53,10 @@ def test_kept_units_come_first_and_only_the_new_corpus_is_embedded(tmp_path: Pat
     assert np.array_equal(step.vectors, whole.vectors)
     # only b's two texts reached the model
     assert sorted(emb.seen) == ["The deploy wiped it.", "Why is the cache cold?"]
-    assert step.manifest["embedding"]["embedded"] == 2
-    assert step.manifest["counts"]["kept_units"] == 2
-    assert step.manifest["counts"]["units"] == 4
-    assert step.manifest["counts"]["conversations"] == 1
+    assert step.manifest.embedding["embedded"] == 2
+    assert step.manifest.counts.kept_units == 2
+    assert step.manifest.counts.units == 4
+    assert step.manifest.counts.conversations == 1
     assert len(step.index) == 4
     assert step.bm25 is not None
     assert step.bm25.n == 4
@@ -95,11 +97,10 @@ def test_chunks_made_once_serve_every_strategy(
     monkeypatch.setattr(chunks_module, "chunks", refuse)
     second = build_index(
         CORPUS,
-        "turn_pair",
+        UnitSpec("turn_pair", policy=policy),
         embedder=HashEmbedder(16),
         cache_dir=tmp_path,
-        policy=policy,
-        chunks=first.chunks,
+        given=Given(chunks=first.chunks),
     )
     assert second.chunks is first.chunks
     assert second.units.height == 4
@@ -113,10 +114,10 @@ def test_bm25_only_and_dense_only_builds(tmp_path: Path) -> None:
     assert lexical.vectors.shape == (4, 16)
     assert not lexical.vectors.any()
     assert lexical.bm25 is not None
-    assert lexical.manifest["dense"] is False
+    assert lexical.manifest.dense is False
     dense = build_index(CORPUS, "turn_pair", embedder=emb, lexical=False)
     assert dense.bm25 is None
-    assert dense.manifest["bm25"] is False
+    assert dense.manifest.bm25 is False
     np.testing.assert_allclose(
         dense.vectors, embed_texts(dense.units["text"].to_list(), HashEmbedder(16))
     )
@@ -141,9 +142,13 @@ def test_vectors_computed_beforehand_are_used_as_given(tmp_path: Path) -> None:
     emb = CountingHash(16)
     texts = derive(CORPUS, "message").units["text"].to_list()
     given = embed_texts(texts, HashEmbedder(16))[::-1].copy()  # any unit-length rows will do
-    built = build_index(CORPUS, "message", embedder=emb, cache_dir=tmp_path, vectors=given)
+    built = build_index(
+        CORPUS, "message", embedder=emb, cache_dir=tmp_path, given=Given(vectors=given)
+    )
     assert emb.texts == 0
     assert np.array_equal(built.vectors, given)
-    assert built.manifest["embedding"] == {}
+    assert built.manifest.embedding == {}
     with pytest.raises(RuntimeError, match=r"vectors of shape \(3, 16\) for 4 units of 16 dims"):
-        build_index(CORPUS, "message", embedder=emb, cache_dir=tmp_path, vectors=given[:3])
+        build_index(
+            CORPUS, "message", embedder=emb, cache_dir=tmp_path, given=Given(vectors=given[:3])
+        )

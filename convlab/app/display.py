@@ -121,7 +121,7 @@ class FrameSource(Protocol):
     """
 
     def frame(self, name: str) -> pl.DataFrame:
-        """The frame called ``name`` (``conversations``, ``sentences``, ``turns``, ``messages``)."""
+        """The frame called ``name`` (``conversations``, ``chunks``, ``turns``, ``messages``)."""
         ...
 
 
@@ -156,15 +156,15 @@ def describe_hits(
     convs = of_hits("conversations").select(
         "conversation_id", "title", pl.col("source_path").alias("conversation_path")
     )
-    sentences = of_hits("sentences")
+    chunks = of_hits("chunks")
     chunk_of = {
         cid: (text, msg, role)
-        for cid, text, msg, role in sentences.select(
+        for cid, text, msg, role in chunks.select(
             "chunk_id", "text", "message_index", "role"
         ).iter_rows()
     }
     questions = (
-        sentences.filter(pl.col("role") == "user")
+        chunks.filter(pl.col("role") == "user")
         .sort("position")
         .group_by("conversation_id", "turn_index", maintain_order=True)
         .agg(pl.col("text").str.join(" ").alias("question"))

@@ -69,7 +69,9 @@ class StoreTools:
                 if self._embedder is None and any(v.retrieval.needs_vectors for v in system.views):
                     from convlab.app.cli.options import embedder_for_vectors
 
-                    self._embedder = embedder_for_vectors(self.store.manifest(), None, None)
+                    m = self.store.manifest()
+                    vectors = {"embedder": m.embedder, "model_id": m.model_id}
+                    self._embedder = embedder_for_vectors(vectors, None, None)
                 self._searcher = StoreSearch(self.store, self._embedder)
                 self._loaded = version
             return self._searcher
@@ -141,7 +143,7 @@ class StoreTools:
         self._fresh()
         store = self.store
         where = resolve(store, target)
-        chunks = store.frame("sentences").filter(pl.col("conversation_id") == where.conversation)
+        chunks = store.frame("chunks").filter(pl.col("conversation_id") == where.conversation)
         hit_docs: set[str] = set()
         if where.doc is not None:
             chunks, hit_docs = docs_around(chunks, where.doc, around)

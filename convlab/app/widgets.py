@@ -132,7 +132,7 @@ class PanelData:
         """
         frames = {
             "conversations": self.conversations,
-            "sentences": self.chunks,
+            "chunks": self.chunks,
             "turns": self.turns,
         }
         return frames[name]
@@ -233,6 +233,8 @@ class SearchPanel:
         from convlab.build import build_indexes
         from convlab.embed import CachedEmbedder, MiniLMEmbedder
         from convlab.loaders import load
+        from convlab.pipeline.policy import ContentPolicy
+        from convlab.specs import IndexSpec, UnitSpec
         from convlab.systems import default_system, resolve_system
 
         system = default_system() if strategies is None else None
@@ -242,13 +244,12 @@ class SearchPanel:
             raise ValueError("pass at least one strategy")
         corpus = load(path)
         emb = CachedEmbedder(embedder or MiniLMEmbedder(), cache_dir)
+        policy = policy or ContentPolicy()
         built = build_indexes(
             corpus,
-            list(strategies),
+            [UnitSpec(s, max_tokens, policy) for s in strategies],
             embedder=emb,
-            policy=policy,
-            max_tokens=max_tokens,
-            kind=kind,
+            index=IndexSpec(kind),
             lexical=strategies,
         )
         first = built[strategies[0]]
@@ -279,7 +280,7 @@ class SearchPanel:
         held = found.held(list(store.strategies()))
         data = PanelData(
             {s: h.vector_index for s, h in held.items()},
-            store.frame("sentences"),
+            store.frame("chunks"),
             store.frame("conversations"),
             store.frame("turns"),
             found.embedder(),

@@ -23,6 +23,7 @@ import polars as pl
 from tqdm.auto import tqdm
 
 from convlab.build import BuiltIndex, build_indexes
+from convlab.built import BuildManifest
 from convlab.embed.device import device_of
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
@@ -34,6 +35,7 @@ from convlab.evaluation.significance import compare
 from convlab.protocols import Embedder
 from convlab.resurrection import budget_measures
 from convlab.retrieval import SearchOptions, search_haystacks, search_many
+from convlab.specs import UnitSpec
 from convlab.systems.hits import system_hits, view_options
 from convlab.systems.system import System
 
@@ -164,12 +166,12 @@ def _build(
     for text in dict.fromkeys(s.text for s in systems):
         views = [v for s in systems if s.text == text for v in s.views]
         policy = config.policy if text is None else config.policy.with_text_format(text)
+        strategies = dict.fromkeys(v.strategy for v in views)
+        units = [UnitSpec(s, config.max_tokens, policy) for s in strategies]
         made = build_indexes(
             data.corpus,
-            list(dict.fromkeys(v.strategy for v in views)),
+            units,
             embedder=embedder,
-            policy=policy,
-            max_tokens=config.max_tokens,
             dense={v.strategy for v in views if v.retrieval.needs_vectors},
             lexical={v.strategy for v in views if v.retrieval.needs_bm25},
         )
@@ -217,22 +219,22 @@ def _costs(
     from convlab.pipeline.unit_costs import messages_with_text, unit_costs
 
     rows: list[dict[str, Any]] = []
-    passes: dict[str | None, dict[str, Any]] = {}
+    passes: dict[str | None, BuildManifest] = {}
     for text in dict.fromkeys(t for t, _ in built):
         mine = {_label(text, s): b for (t, s), b in built.items() if t == text}
         first = next(iter(mine.values()))
         costs = unit_costs(
             {label: b.units for label, b in mine.items()},
             messages_with_text(first.chunks),
-            dense={label for label, b in mine.items() if b.manifest["dense"]},
+            dense={label for label, b in mine.items() if b.manifest.dense},
             total=_label(text, "all"),
         )
         rows += costs.to_dicts()
         passes[text] = first.manifest
     counts: dict[str, Any] = {"seconds": 0.0}
     for m in passes.values():
-        counts["seconds"] += m["seconds"]["embed"]
-        for k, v in m.get("embedding", {}).items():
+        counts["seconds"] += m.seconds["embed"]
+        for k, v in m.embedding.items():
             counts[k] = counts.get(k, 0) + v
     counts["seconds"] = round(counts["seconds"], 1)
     return rows, counts

@@ -5,10 +5,11 @@ Layout of a store directory::
     DIR/
       convlab-store.json       the marker: this folder is a store (format, store id)
       current -> v<N>          symlink to the live version, swapped atomically
-      v<N>/manifest.json       settings, files seen (size, mtime, sha256), conversation
+      v<N>/manifest.json       the typed manifest (convlab.store.format.StoreManifest, format 3):
+                               settings, files seen (size, mtime, sha256), conversation
                                fingerprints, size and sha256 of every file of the version and
                                a checksum of itself
-      v<N>/conversations.parquet, messages.parquet, turns.parquet, sentences.parquet,
+      v<N>/conversations.parquet, messages.parquet, turns.parquet, chunks.parquet,
            units.parquet       (messages: where each message is in its source file)
       v<N>/index/              convlab.index.VectorIndex (FAISS + units + its manifest) of the
                                first strategy held
@@ -21,7 +22,7 @@ Layout of a store directory::
 
 An update (:meth:`Store.update`, :mod:`convlab.store.update`) reads only files whose size, mtime
 or content hash changed, keeps the rows of conversations whose content fingerprint is unchanged,
-rebuilds units for the others with the one build recipe (:func:`convlab.build.build_index`; the
+rebuilds units for the others with the one build recipe (:func:`convlab.build.build_indexes`; the
 embedding cache means only new texts are embedded: the idea of the design documents'
 ``last_embedded_turn_number`` and content hash, at the level of unit texts), drops conversations
 whose files are gone, and writes a new version beside the old one before switching ``current`` to
@@ -54,24 +55,23 @@ views, chunked once, the units of dense views embedded in one pass, BM25 over ea
 panel, :func:`open_store`) runs a system with the code ``eval.run`` runs
 (:func:`convlab.systems.search.search_system`).
 
-The modules: :mod:`~convlab.store.config` (:class:`StoreConfig`, :class:`IndexSummary`, the
-errors), :mod:`~convlab.store.marker` (the store marker), :mod:`~convlab.store.manifest` (checksums,
-version files, checks),
+**One format.** A version of an older format than
+:data:`convlab.store.format.STORE_FORMAT` is refused with :class:`StoreOutdated`, one line
+saying to run ``convlab index --rebuild`` (exit 2); ``update(rebuild=True)`` replaces it.
+
+The modules: :mod:`~convlab.store.config` (:class:`StoreConfig`, :class:`IndexSummary`),
+:mod:`~convlab.store.errors` (the errors), :mod:`~convlab.store.marker` (the store marker),
+:mod:`~convlab.store.format` (the typed manifest, encoded and decoded in one place),
+:mod:`~convlab.store.manifest` (checksums of the version's files, checks),
 :mod:`~convlab.store.versions` (writing, switching, pinning locks, removal),
-:mod:`~convlab.store.update` (the incremental update), :mod:`~convlab.store.store` (the
-:class:`Store` object) and :mod:`~convlab.store.search` (searching with a system).
+:mod:`~convlab.store.scan` (which transcript files changed), :mod:`~convlab.store.update` (the
+incremental update, through the store's public writer interface), :mod:`~convlab.store.store`
+(the :class:`Store` object) and :mod:`~convlab.store.search` (searching with a system).
 """
 
-from convlab.store.config import (
-    REDACT_CHOICES,
-    IndexSummary,
-    StoreConfig,
-    StoreDamaged,
-    StoreFull,
-    StoreLocked,
-    StoreMismatch,
-    default_history_paths,
-)
+from convlab.store.config import REDACT_CHOICES, IndexSummary, StoreConfig, default_history_paths
+from convlab.store.errors import StoreDamaged, StoreFull, StoreLocked, StoreMismatch, StoreOutdated
+from convlab.store.format import StoreManifest
 from convlab.store.manifest import Verified
 from convlab.store.marker import NotAStore
 from convlab.store.store import Store, open_store
@@ -85,7 +85,9 @@ __all__ = [
     "StoreDamaged",
     "StoreFull",
     "StoreLocked",
+    "StoreManifest",
     "StoreMismatch",
+    "StoreOutdated",
     "Verified",
     "default_history_paths",
     "open_store",

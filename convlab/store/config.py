@@ -1,50 +1,22 @@
-"""What a store is built with (:class:`StoreConfig`), what an update did, and the store's errors."""
+"""What a store is built with (:class:`StoreConfig`) and what an update did (IndexSummary)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.redact import REDACT_MODES
+from convlab.specs import IndexSpec, UnitSpec
+from convlab.store.format import StoreSettings
 from convlab.systems.system import System
 
-__all__ = [
-    "REDACT_CHOICES",
-    "IndexSummary",
-    "StoreConfig",
-    "StoreDamaged",
-    "StoreFull",
-    "StoreLocked",
-    "StoreMismatch",
-    "default_history_paths",
-]
+__all__ = ["REDACT_CHOICES", "IndexSummary", "StoreConfig", "default_history_paths"]
 
 REDACT_CHOICES: tuple[str, ...] = tuple(REDACT_MODES)
-MIN_TOKENS = 8
-"""The smallest unit token limit a store accepts."""
-
-
-class StoreLocked(RuntimeError):
-    """Another indexer holds the store's lock."""
-
-
-class StoreMismatch(ValueError):
-    """The store was built with another model or other settings (``--rebuild`` starts over)."""
-
-
-class StoreDamaged(RuntimeError):
-    """A file of the live version is missing, truncated or fails its content hash.
-
-    The message is one line naming the file and what to do (``convlab index`` repairs it).
-    """
-
-
-class StoreFull(RuntimeError):
-    """The disk filled up (ENOSPC) while ``index`` wrote; the previous version is intact."""
 
 
 def default_history_paths() -> list[Path]:
@@ -64,6 +36,9 @@ def default_history_paths() -> list[Path]:
 class StoreConfig:
     """What a store is built with; changing any of these needs ``rebuild=True``.
 
+    The unit and index fields are those of :class:`convlab.specs.UnitSpec` and
+    :class:`convlab.specs.IndexSpec` (one spec per strategy held: :meth:`units`).
+
     Attributes:
         system: the system the store is searched with by default, whose views it holds: a
             :class:`convlab.systems.system.System` of fixed weights or a name
@@ -71,30 +46,23 @@ class StoreConfig:
             ``"turn_pair"``, an experiment file). The store holds every strategy of its views
             (:attr:`strategies`), with BM25 over each and vectors for those searched densely
             (:attr:`dense`; the first strategy always).
-        max_tokens: the unit's token limit, [CLS] and [SEP] included, :data:`MIN_TOKENS` to
-            the model's
-            :data:`convlab.model.MAX_TOKENS` (256).
-        index_kind: a key of ``convlab.index.INDEX_KINDS`` (``flat`` exact, ``hnsw``, ``ivf``,
-            ``ivfpq``).
+        max_tokens: the unit's token limit, [CLS] and [SEP] included (see ``UnitSpec``).
+        policy: the :class:`ContentPolicy` (what text each block contributes).
+        index: the index kind and its parameters (``flat`` exact, ``hnsw``, ``ivf``, ``ivfpq``).
         redact: a key of :data:`convlab.pipeline.redact.REDACT_MODES`: ``all`` (every text stored or
             embedded, titles included; the default), ``tool-output`` or ``none``.
-        policy: the content policy as a dict of the fields that differ from the default
-            (``ContentPolicy`` field names, e.g. ``{"text_format": "date"}`` from ``convlab index
-            --text-format date``; empty = the default). A whole ``ContentPolicy.as_dict()``
-            loads too, with or without ``text_format`` (dicts saved before it existed).
 
     Raises:
         ValueError: an unknown system (or a system whose weights are still to be chosen by
-            cross-validation), index kind or redaction mode (listing the valid names), a
-            max_tokens out of its range, or a policy field :class:`ContentPolicy` does not have
-            (listing its fields) or rejects.
+            cross-validation), index kind or redaction mode (listing the valid names), or a
+            max_tokens :class:`UnitSpec` refuses.
     """
 
     system: System | str = "default"
-    max_tokens: int = 256
-    index_kind: str = "flat"
+    max_tokens: int = MAX_TOKENS
+    policy: ContentPolicy = field(default_factory=ContentPolicy)
+    index: IndexSpec = field(default_factory=IndexSpec)
     redact: str = "all"
-    policy: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         from convlab.index import INDEX_KINDS
@@ -107,21 +75,11 @@ class StoreConfig:
                 "systems.chosen.toml instead"
             )
         object.__setattr__(self, "system", system)
-        if self.index_kind not in INDEX_KINDS:
+        if self.index.kind not in INDEX_KINDS:
             raise ValueError(f"index_kind must be one of {', '.join(INDEX_KINDS)}")
         if self.redact not in REDACT_CHOICES:
             raise ValueError(f"redact must be one of {', '.join(REDACT_CHOICES)}")
-        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int):
-            raise ValueError(f"max_tokens must be an integer, not {self.max_tokens!r}")
-        if not MIN_TOKENS <= self.max_tokens <= MAX_TOKENS:
-            raise ValueError(f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS} tokens")
-        valid = [f.name for f in fields(ContentPolicy)]
-        unknown = sorted(set(self.policy) - set(valid))
-        if unknown:
-            raise ValueError(
-                f"policy has unknown field(s) {', '.join(unknown)}; valid: {', '.join(valid)}"
-            )
-        self.content_policy()  # the policy's own checks (ValueError)
+        self.units()  # UnitSpec's checks of max_tokens (ValueError)
 
     @property
     def strategies(self) -> tuple[str, ...]:
@@ -141,28 +99,26 @@ class StoreConfig:
         """Per strategy held, whether its units are embedded (every one has BM25)."""
         return {s: s in self.dense for s in self.strategies}
 
-    def as_dict(self) -> dict[str, Any]:
-        """What must match for an update to build on a store (its manifest's ``config``).
+    def units(self) -> list[UnitSpec]:
+        """One :class:`UnitSpec` per strategy held, in :attr:`strategies` order."""
+        return [UnitSpec(s, self.max_tokens, self.policy) for s in self.strategies]
 
-        The system's fusion and weights are not in it: a store holding the same views is
-        searched with another system without a rebuild.
-        """
-        return {
-            "strategies": list(self.strategies),  # a list: JSON objects lose their order
-            "dense": list(self.dense),
-            "max_tokens": self.max_tokens,
-            "index_kind": self.index_kind,
-            "redact": self.redact,
-            "policy": dict(self.policy),
-        }
+    def settings(self) -> StoreSettings:
+        """What must match for an update to build on a store (its manifest's ``config``)."""
+        default = ContentPolicy().as_dict()
+        return StoreSettings(
+            strategies=list(self.strategies),
+            dense=list(self.dense),
+            max_tokens=self.max_tokens,
+            policy={k: v for k, v in self.policy.as_dict().items() if v != default[k]},
+            index_kind=self.index.kind,
+            index_params=dict(self.index.params),
+            redact=self.redact,
+        )
 
     def resolved_system(self) -> System:
         """The system (a name given is resolved when the config is made)."""
         return cast("System", self.system)  # resolved in __post_init__
-
-    def content_policy(self) -> ContentPolicy:
-        """The :class:`ContentPolicy` that :attr:`policy` describes."""
-        return ContentPolicy(**self.policy) if self.policy else ContentPolicy()
 
 
 @dataclass(slots=True)

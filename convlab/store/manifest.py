@@ -1,4 +1,4 @@
-"""A version's manifest: checksums of itself and of every file, and the checks that read them.
+"""A version's files: their checksums, read from its manifest, and the checks that read them.
 
 A file's digest is the SHA-256 of its 1 MiB blocks' digests (one read of the file); files of more
 than :data:`SAMPLED_BLOCKS` blocks (the index files: more than :data:`SEARCH_BLOCKS`) also keep
@@ -11,15 +11,14 @@ what to do.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from convlab.store.config import StoreDamaged
+from convlab.store.errors import damaged
+from convlab.store.format import StoreManifest, VersionFile, decode_manifest
 
 __all__ = [
     "CHECKS",
@@ -31,16 +30,13 @@ __all__ = [
     "check_files",
     "check_norms",
     "check_sample",
-    "damaged",
-    "manifest_checksum",
     "read_manifest",
     "version_files",
 ]
 
-STORE_FORMAT = 2
 MANIFEST = "manifest.json"
 READERS = ".readers"
-FRAMES = ("conversations", "messages", "turns", "sentences", "units")
+FRAMES = ("conversations", "messages", "turns", "chunks", "units")
 """The frames a version stores, one parquet file each (messages: source file and line)."""
 NORM_TOLERANCE = 1e-3
 """How far from 1 a stored vector's length may be before the index counts as damaged."""
@@ -79,10 +75,6 @@ def index_file(rel: str) -> bool:
     return name in INDEX_FILES and (head == "index" or head.endswith("/index"))
 
 
-REQUIRED: dict[str, type] = {"model_id": str, "config": dict, "counts": dict, "files": dict}
-"""Keys every manifest has had since format 1, and their types: without them it is damaged."""
-
-
 @dataclass(frozen=True, slots=True)
 class Verified:
     """What :meth:`Store.verify` checked.
@@ -91,7 +83,7 @@ class Verified:
         version: the version directory checked.
         files: how many files were checked.
         bytes: their total size.
-        hashed: False for a store written before checksums (sizes and hashes unknown).
+        hashed: whether every byte was hashed (else sizes, and what ``check`` sampled).
     """
 
     version: Path
@@ -101,31 +93,7 @@ class Verified:
 
     def line(self) -> str:
         """One line for ``convlab stats --verify``."""
-        if not self.hashed:
-            return (
-                f"not verified: {self.version.name} was written before stores recorded "
-                "checksums; `convlab index` adds them"
-            )
         return f"verified: all {self.files} files OK ({self.bytes:,} bytes hashed)"
-
-
-def damaged(store: Path, path: Path, what: str, *, rebuild: bool = False) -> StoreDamaged:
-    """The one-line error for a damaged ``path`` of the store in directory ``store``.
-
-    ``rebuild``: the repair to name is ``convlab index --rebuild`` (the manifest, which says
-    how the store was built, is what is damaged).
-    """
-    if rebuild:
-        return StoreDamaged(
-            f"{path}: {what}; run `convlab index PATH --store {store} --rebuild` to repair"
-        )
-    return StoreDamaged(f"{path}: {what}; run `convlab index --store {store}` to repair")
-
-
-def manifest_checksum(manifest: dict[str, Any]) -> str:
-    """The SHA-256 of a manifest's canonical JSON, its ``checksum`` key left out."""
-    body = {k: v for k, v in manifest.items() if k != "checksum"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
 
 
 def block_digests(path: Path, blocks: Iterable[int] | None = None) -> list[str]:
@@ -147,59 +115,42 @@ def tree_digest(blocks: list[str]) -> str:
     return hashlib.sha256("".join(blocks).encode()).hexdigest()
 
 
-def version_files(version: Path) -> dict[str, dict[str, Any]]:
+def version_files(version: Path) -> dict[str, VersionFile]:
     """Size and digest of every file of a version but its manifest and the readers' lock."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, VersionFile] = {}
     for p in sorted(version.rglob("*")):
         rel = p.relative_to(version).as_posix()
         if p.is_file() and rel not in (MANIFEST, READERS):
             blocks = block_digests(p)
-            rec: dict[str, Any] = {"size": p.stat().st_size, "sha256": tree_digest(blocks)}
-            if len(blocks) > (SEARCH_BLOCKS if index_file(rel) else SAMPLED_BLOCKS):
-                rec["blocks"] = blocks  # the index files': search samples them at any size
-            out[rel] = rec
+            # the index files' blocks are kept at any size: search samples them
+            kept = len(blocks) > (SEARCH_BLOCKS if index_file(rel) else SAMPLED_BLOCKS)
+            out[rel] = VersionFile(
+                size=p.stat().st_size, sha256=tree_digest(blocks), blocks=blocks if kept else None
+            )
     return out
 
 
-def read_manifest(store: Path, version: Path) -> dict[str, Any]:
-    """A version's manifest, its checksum checked (manifests of format 1 have none).
+def read_manifest(store: Path, version: Path) -> StoreManifest:
+    """A version's manifest, its format and checksum checked.
 
     Raises:
-        StoreDamaged: unreadable, not a JSON object, or not matching its checksum.
+        StoreOutdated: a manifest of an older format (saying to run ``convlab index --rebuild``).
+        StoreDamaged: unreadable, not a manifest of this format, or not matching its checksum.
     """
     from convlab.errors import LoadError
     from convlab.files import read_regular
 
     path = version / MANIFEST
     try:  # a FIFO or a device in its place is refused, never opened or read
-        manifest = json.loads(read_regular(path))
+        data = read_regular(path)
     except LoadError as exc:
         raise damaged(store, path, exc.reason, rebuild=True) from None
-    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError included
+    except OSError as exc:
         raise damaged(store, path, f"unreadable ({type(exc).__name__})", rebuild=True) from exc
-    if not isinstance(manifest, dict):
-        raise damaged(store, path, "not a JSON object", rebuild=True)
-    missing = [k for k in REQUIRED if k not in manifest]
-    wrong = [k for k, t in REQUIRED.items() if k in manifest and not isinstance(manifest[k], t)]
-    fmt = manifest.get("format", 1)
-    if missing or wrong or isinstance(fmt, bool) or not isinstance(fmt, int):
-        what = (
-            f"no {', '.join(missing)}"
-            if missing
-            else f"{', '.join(wrong)} of the wrong type"
-            if wrong
-            else "a format that is not a number"
-        )
-        raise damaged(store, path, f"not a convlab manifest ({what})", rebuild=True)
-    legacy = manifest.get("format", 1) < 2 and "checksum" not in manifest
-    if not legacy and manifest.get("checksum") != manifest_checksum(manifest):
-        raise damaged(
-            store, path, "does not match its checksum (edited or corrupted)", rebuild=True
-        )
-    return manifest
+    return decode_manifest(store, path, data)
 
 
-def check_files(store: Path, version: Path, manifest: dict[str, Any], *, check: str) -> Verified:
+def check_files(store: Path, version: Path, manifest: StoreManifest, *, check: str) -> Verified:
     """Check every file's size, and its content as ``check`` says (see :data:`CHECK_ON_INDEX`).
 
     Raises:
@@ -208,9 +159,7 @@ def check_files(store: Path, version: Path, manifest: dict[str, Any], *, check: 
     """
     if check not in CHECKS:
         raise ValueError(f"check must be one of {', '.join(CHECKS)}")
-    files: dict[str, dict[str, Any]] | None = manifest.get("version_files")
-    if files is None:
-        return Verified(version=version, files=0, bytes=0, hashed=False)
+    files = manifest.version_files
     total = 0
     for rel, rec in files.items():
         path = version / rel
@@ -218,12 +167,12 @@ def check_files(store: Path, version: Path, manifest: dict[str, Any], *, check: 
             size = path.stat().st_size
         except FileNotFoundError:
             raise damaged(store, path, "missing") from None
-        if size != rec["size"]:
-            raise damaged(store, path, f"{size} bytes, {rec['size']} expected (truncated?)")
+        if size != rec.size:
+            raise damaged(store, path, f"{size} bytes, {rec.size} expected (truncated?)")
         total += size
         if check == "sizes":
             continue
-        blocks = rec.get("blocks")
+        blocks = rec.blocks
         if check == "sample" and blocks and len(blocks) > SAMPLED_BLOCKS:
             rng = np.random.default_rng()
             picked = {0, len(blocks) - 1}
@@ -232,14 +181,14 @@ def check_files(store: Path, version: Path, manifest: dict[str, Any], *, check: 
             digests = block_digests(path, order)
             ok = all(d == blocks[b] for b, d in zip(order, digests, strict=True))
         else:
-            ok = tree_digest(block_digests(path)) == rec["sha256"]
+            ok = tree_digest(block_digests(path)) == rec.sha256
         if not ok:
             raise damaged(store, path, "content does not match its SHA-256 (corrupted)")
     return Verified(version=version, files=len(files), bytes=total, hashed=check == "full")
 
 
 def check_sample(
-    store: Path, version: Path, manifest: dict[str, Any], rels: Iterable[str], *, blocks: int
+    store: Path, version: Path, manifest: StoreManifest, rels: Iterable[str], *, blocks: int
 ) -> None:
     """Check ``blocks`` random 1 MiB blocks of each of ``rels`` (a small file whole).
 
@@ -250,22 +199,20 @@ def check_sample(
     Raises:
         StoreDamaged: a checked block (or small file) does not match its SHA-256.
     """
-    files: dict[str, dict[str, Any]] | None = manifest.get("version_files")
-    if files is None:
-        return  # written before checksums: nothing to check against
+    files = manifest.version_files
     rng = np.random.default_rng()
     for rel in rels:
         rec = files.get(rel)
         if rec is None:
             continue
         path = version / rel
-        digests = rec.get("blocks")
+        digests = rec.blocks
         if digests:
             picked = sorted(rng.choice(len(digests), min(blocks, len(digests)), replace=False))
             found = block_digests(path, [int(b) for b in picked])
             ok = all(d == digests[b] for b, d in zip(picked, found, strict=True))
         else:
-            ok = tree_digest(block_digests(path)) == rec["sha256"]
+            ok = tree_digest(block_digests(path)) == rec.sha256
         if not ok:
             raise damaged(store, path, "content does not match its SHA-256 (corrupted)")
 

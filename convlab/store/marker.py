@@ -1,10 +1,9 @@
 """A store knows it is a store: the marker file written when a store is created.
 
 ``DIR/convlab-store.json`` holds the marker's format and the store's id. ``convlab index`` writes
-into a folder only when it is a store (the marker is there), a store written before markers (its
-``current`` symlink names a ``v<digits>`` folder with a ``manifest.json``: the marker is added), a
-new folder or an empty one. Any other folder is refused with :class:`NotAStore` before anything
-in it is touched, so a user's ``v2/`` folder or ``current`` symlink is never removed or replaced.
+into a folder only when it is a store (the marker is there), a new folder or an empty one. Any
+other folder is refused with :class:`NotAStore` before anything in it is touched, so a user's
+``v2/`` folder or ``current`` symlink is never removed or replaced.
 """
 
 from __future__ import annotations
@@ -33,9 +32,8 @@ __all__ = [
 
 MARKER = "convlab-store.json"
 MARKER_FORMAT = 1
-"""The marker's own format (not the versions' :data:`convlab.store.manifest.STORE_FORMAT`)."""
+"""The marker's own format (not the versions' :data:`convlab.store.format.STORE_FORMAT`)."""
 _TMP = re.compile(r"^\.tmp-marker-[0-9a-f]{32}$")
-_VERSION = re.compile(r"^v\d+$")
 
 
 class NotAStore(ValueError):
@@ -88,15 +86,6 @@ def read_marker(directory: Path) -> Marker | None:
     return Marker(int(data["format"]), data["id"], float(created) if created else 0.0)
 
 
-def _legacy_store(directory: Path) -> bool:
-    """A store written before markers: ``current`` links to ``v<digits>`` holding a manifest."""
-    link = directory / "current"
-    if not link.is_symlink():
-        return False
-    target = os.readlink(link)
-    return bool(_VERSION.match(target)) and (directory / target / "manifest.json").is_file()
-
-
 def _empty(directory: Path) -> bool:
     """No entry but the marker's temporary files (another process creating the store now)."""
     return all(_TMP.match(name) for name in os.listdir(directory))
@@ -105,8 +94,7 @@ def _empty(directory: Path) -> bool:
 def claim(directory: Path) -> Marker:
     """Make sure ``directory`` is a store before anything is written in it; returns its marker.
 
-    A missing or empty folder becomes a store (its marker written); a store written before
-    markers is recognised by its ``current`` link and manifest and gets one.
+    A missing or empty folder becomes a store (its marker written).
 
     Raises:
         NotAStore: ``directory`` is a file, or a folder that holds other things and no marker,
@@ -128,8 +116,7 @@ def check_folder(directory: Path) -> Marker | None:
     if os.path.lexists(directory) and not directory.is_dir():
         raise NotAStore(f"{directory} is not a folder; give --store a new or empty folder")
     marker = read_marker(directory) if directory.is_dir() else None
-    other = marker is None and directory.is_dir() and not _empty(directory)
-    if other and not _legacy_store(directory):
+    if marker is None and directory.is_dir() and not _empty(directory):
         raise NotAStore(
             f"{directory} is not empty and is not a convlab store (no {MARKER}); "
             "give --store a new or empty folder"

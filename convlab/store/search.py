@@ -8,7 +8,7 @@ version), so it is a class; the search itself is
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import polars as pl
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from convlab.protocols import Embedder
     from convlab.retrieval import SearchOptions
     from convlab.retrieval.search import Searcher
+    from convlab.store.format import StoreManifest
     from convlab.systems.system import System
 
 __all__ = ["StoreSearch", "ViewSource", "units_only_index"]
@@ -55,7 +56,7 @@ class ViewSource(Protocol):
         """A stored frame."""
         ...
 
-    def manifest(self) -> dict[str, Any]:
+    def manifest(self) -> StoreManifest:
         """The live version's manifest."""
         ...
 
@@ -106,11 +107,11 @@ class StoreSearch:
     def embedder(self) -> OnceEmbedder:
         """The query embedder, loaded on first use (queries embedded once each)."""
         if self._embedder is None:
-            from convlab.embed import make_embedder, manifest_embedder
+            from convlab.embed import make_embedder
 
             manifest = self.store.manifest()
             self._embedder = OnceEmbedder(
-                make_embedder(manifest_embedder(manifest), model_id=str(manifest["model_id"]))
+                make_embedder(manifest.embedder, model_id=manifest.model_id)
             )
         return self._embedder
 

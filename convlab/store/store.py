@@ -8,18 +8,20 @@ and the index of one ``Store`` come from that one directory, however many writer
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
+import msgspec
 import polars as pl
 from filelock import FileLock, Timeout
 
 from convlab.atomic import disk_full
 from convlab.protocols import Embedder
 from convlab.store import manifest as mf
-from convlab.store.config import IndexSummary, StoreConfig, StoreDamaged, StoreFull, StoreLocked
+from convlab.store.config import IndexSummary, StoreConfig
+from convlab.store.errors import StoreDamaged, StoreFull, StoreLocked, StoreOutdated
+from convlab.store.format import StoreManifest
 from convlab.store.manifest import (
     CHECK_ON_INDEX,
     FRAMES,
@@ -64,7 +66,7 @@ class Store:
         self.directory = Path(directory).expanduser()
         self._pinned: Path | None = None
         self._pin_handle: IO[bytes] | None = None
-        self._manifest: dict[str, Any] = {}
+        self._manifest: StoreManifest | None = None
         self._searcher: StoreSearch | None = None
 
     # -- reading ------------------------------------------------------------------------------
@@ -86,54 +88,43 @@ class Store:
         """Whether the store holds a complete version."""
         return self.current is not None
 
-    def manifest(self) -> dict[str, Any]:
-        """The pinned version's manifest.
+    def manifest(self) -> StoreManifest:
+        """The pinned version's manifest (a copy: callers cannot edit the pin).
 
         Raises:
             FileNotFoundError: the store is empty or missing.
+            StoreOutdated: the store was written in an older format (``--rebuild`` it).
             StoreDamaged: the manifest or the size of a file of the version is wrong.
         """
+        return msgspec.convert(msgspec.to_builtins(self._pinned_manifest()), StoreManifest)
+
+    def _pinned_manifest(self) -> StoreManifest:
+        """The pinned version's manifest itself (not a copy: for this class's own reads)."""
         self._pin()
-        return json.loads(json.dumps(self._manifest))  # a copy: callers cannot edit the pin
+        if self._manifest is None:  # pragma: no cover - _pin sets both or raises
+            raise RuntimeError(f"{self.directory}: pinned without a manifest")
+        return self._manifest
 
     def frame(self, name: str) -> pl.DataFrame:
-        """One of the stored frames: conversations, messages, turns, sentences, units."""
+        """One of the stored frames: conversations, messages, turns, chunks, units."""
         if name not in FRAMES:
             raise ValueError(f"unknown frame {name!r}; valid: {', '.join(FRAMES)}")
         path = self._pin() / f"{name}.parquet"
         try:
-            frame = pl.read_parquet(path, glob=False)
+            return pl.read_parquet(path, glob=False)
         except Exception as exc:  # polars reports corruption with several exception types
             raise self._damaged(path, f"unreadable ({type(exc).__name__})") from exc
-        if "parent_id" in frame.columns and "parent_conversation_id" not in frame.columns:
-            frame = frame.rename({"parent_id": "parent_conversation_id"})  # its name until 2026-11
-        return frame
 
     def strategies(self) -> dict[str, bool]:
-        """Per strategy held, whether its units are embedded (the first one always is).
-
-        A store written before stores held several strategies holds its one ``strategy``.
-        """
-        self._pin()
-        config = self._manifest.get("config", {})
-        if "strategies" in config:
-            return {str(k): k in config["dense"] for k in config["strategies"]}
-        return {str(config.get("strategy", "turn_pair")): True}
+        """Per strategy held, whether its units are embedded (the first one always is)."""
+        config = self._pinned_manifest().config
+        return {s: s in config.dense for s in config.strategies}
 
     def system(self) -> System:
-        """The system this store is searched with unless another is named.
-
-        The one ``convlab index --system`` chose; for a store written before stores held
-        systems, its one strategy searched densely.
-        """
-        from convlab.systems import resolve_system
+        """The system this store is searched with unless another is named (``--system``'s)."""
         from convlab.systems.system import System
 
-        self._pin()
-        record = self._manifest.get("system")
-        if record is not None:
-            return System.from_dict(record)
-        return resolve_system(next(iter(self.strategies())))
+        return System.from_dict(self._pinned_manifest().system)
 
     def search(
         self,
@@ -184,7 +175,8 @@ class Store:
         # this index's vectors, in slices: no copy of them
         mf.check_norms(self.directory, version, rows=None, index=directory)
         rels = [(directory / name).relative_to(version).as_posix() for name in INDEX_FILES]
-        mf.check_sample(self.directory, version, self._manifest, rels, blocks=SEARCH_BLOCKS)
+        manifest = self._pinned_manifest()
+        mf.check_sample(self.directory, version, manifest, rels, blocks=SEARCH_BLOCKS)
         try:
             return VectorIndex.load(directory)
         except Exception as exc:  # numpy, FAISS and polars each raise their own types
@@ -203,8 +195,7 @@ class Store:
     def bm25(self, strategy: str | None = None) -> BM25Index | None:
         """The stored :class:`convlab.index.bm25.BM25Index` over a strategy's units.
 
-        A store written before stores kept BM25 gets one built here, in memory, from its units
-        (the next ``convlab index`` writes it); None for a store without units.
+        None for a store without units.
 
         Args:
             strategy: a strategy of :meth:`strategies` (None: the first).
@@ -215,12 +206,8 @@ class Store:
         """
         from convlab.index.bm25 import BM25Index
 
-        self._pin()
         directory = self._part(strategy, "bm25", embedded=False)
-        if "bm25" not in self._manifest:
-            units = self.frame("units")
-            return BM25Index.build(units) if units.height else None
-        if not self._manifest["bm25"] or not directory.exists():
+        if not self._pinned_manifest().bm25 or not directory.exists():
             return None  # no unit to index (checked files are all there: see _pin)
         try:
             return BM25Index.load(directory)
@@ -249,7 +236,7 @@ class Store:
             StoreDamaged: the first file that is missing, of the wrong size or content.
         """
         version = self._pin()
-        verified = mf.check_files(self.directory, version, self._manifest, check="full")
+        verified = mf.check_files(self.directory, version, self._pinned_manifest(), check="full")
         mf.check_norms(self.directory, version, rows=None)
         return verified
 
@@ -257,7 +244,7 @@ class Store:
         """Release the pinned version: the next read pins the version live then."""
         if self._pin_handle is not None:
             self._pin_handle.close()
-        self._pinned, self._pin_handle, self._manifest = None, None, {}
+        self._pinned, self._pin_handle, self._manifest = None, None, None
         self._searcher = None
 
     close = refresh
@@ -326,10 +313,10 @@ class Store:
 
         The live version is checked first: its manifest and file sizes always, its contents as
         :data:`convlab.store.manifest.CHECK_ON_INDEX` says (by default every small file whole,
-        sampled blocks of the vectors and the FAISS file). A damaged version (or one written
-        before checksums) is rebuilt from the transcripts, its vectors taken from the embedding
-        cache; a version written before stores kept BM25 gets it, nothing embedded again.
-        Afterwards this object reads the version written (or the live one if nothing changed).
+        sampled blocks of the vectors and the FAISS file). A damaged version is rebuilt from the
+        transcripts, its vectors taken from the embedding cache; a version of an older format
+        is refused (:class:`StoreOutdated`) unless ``rebuild``. Afterwards this object reads
+        the version written (or the live one if nothing changed).
 
         Args:
             paths: files or directories to index.
@@ -345,6 +332,7 @@ class Store:
         Raises:
             StoreLocked: another indexer is writing this store and ``wait`` is False.
             StoreMismatch: the store was built with other settings (pass ``rebuild=True``).
+            StoreOutdated: the store is of an older format (pass ``rebuild=True``).
             NotAStore: ``directory`` is a file, or a folder of other things (nothing touched).
             StoreFull: the disk filled up; the previous version is intact and still live.
         """
@@ -375,35 +363,42 @@ class Store:
 
     # -- the writer interface (convlab.store.update.StoreWriter): what an update calls ---------
 
-    def open_for_update(self, log: Callable[[str], None]) -> tuple[dict[str, Any] | None, str]:
-        """The live manifest (None: none or unreadable) and what is damaged ('' if nothing)."""
+    def open_for_update(
+        self, log: Callable[[str], None], *, rebuild: bool
+    ) -> tuple[StoreManifest | None, str]:
+        """The live manifest (None: none, unreadable or ``rebuild``) and what is damaged ('').
+
+        Raises:
+            StoreOutdated: a store of an older format, and not ``rebuild``.
+        """
         self.refresh()
         try:
             version = self._pin()
-            mf.check_files(self.directory, version, self._manifest, check=CHECK_ON_INDEX)
-            if self._manifest.get("version_files") is not None and CHECK_ON_INDEX != "sizes":
+            manifest = self._pinned_manifest()
+            mf.check_files(self.directory, version, manifest, check=CHECK_ON_INDEX)
+            if CHECK_ON_INDEX != "sizes":
                 rows = None if CHECK_ON_INDEX == "full" else NORM_ROWS
                 mf.check_norms(self.directory, version, rows=rows)
         except FileNotFoundError:
             return None, ""
+        except StoreOutdated as exc:
+            if not rebuild:
+                raise
+            log(f"rebuilding: {str(exc).split('; run `convlab index')[0]}")
+            return None, ""
         except StoreDamaged as exc:
             log(f"repairing: {exc}")
             try:
-                manifest: dict[str, Any] | None = mf.read_manifest(self.directory, self._live())
+                found: StoreManifest | None = mf.read_manifest(self.directory, self._live())
             except (StoreDamaged, FileNotFoundError):
-                manifest = None
+                found = None
             self.refresh()
-            return manifest, str(exc).split("; run `convlab index")[0]
-        manifest = self._manifest
-        if manifest.get("version_files") is None:
-            what = f"{self._pinned}: written before stores recorded checksums; rebuilding"
-            log(what)
-            return manifest, what
+            return found, str(exc).split("; run `convlab index")[0]
         return manifest, ""
 
     def write_version(
         self,
-        manifest: dict[str, Any],
+        manifest: StoreManifest,
         frames: dict[str, pl.DataFrame],
         index: VectorIndex,
         bm25: BM25Index | None,
@@ -415,9 +410,9 @@ class Store:
         self._pin()
         self.remove_leftovers()
 
-    def write_manifest_only(self, manifest: dict[str, Any], files: dict[str, Any]) -> None:
-        """Record ``files`` in the live version's manifest (nothing else changed)."""
-        self._manifest = write_manifest(self._pin(), {**manifest, "files": files})
+    def write_manifest(self, manifest: StoreManifest) -> None:
+        """Replace the live version's manifest (its files unchanged: files seen, system)."""
+        self._manifest = write_manifest(self._pin(), manifest)
 
     def remove_leftovers(self) -> None:
         """Delete temporary versions of killed runs and versions no longer live nor being read."""
@@ -426,14 +421,6 @@ class Store:
         except (FileNotFoundError, StoreDamaged):
             live = None
         remove_leftovers(self.directory, (live, self._pinned))
-
-    def fill_counts(self, summary: IndexSummary) -> None:
-        """Copy the live version's counts of conversations, turns and units into ``summary``."""
-        if self.exists():
-            counts = self.manifest().get("counts", {})
-            summary.conversations = int(counts.get("conversations", 0))
-            summary.turns = int(counts.get("turns", 0))
-            summary.units = int(counts.get("units", 0))
 
 
 def open_store(directory: str | Path) -> Store:

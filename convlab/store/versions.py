@@ -12,7 +12,6 @@ the previous version live, and the leftovers are removed by the next run.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import re
 import shutil
@@ -20,13 +19,15 @@ import signal
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
+import msgspec
 import polars as pl
 
 from convlab.atomic import disk_full, fsync_dir, nearly_full, write_text_atomic
-from convlab.store.config import StoreDamaged
-from convlab.store.manifest import MANIFEST, READERS, damaged, manifest_checksum, version_files
+from convlab.store.errors import StoreDamaged, damaged
+from convlab.store.format import StoreManifest, encode_manifest
+from convlab.store.manifest import MANIFEST, READERS, version_files
 from convlab.store.marker import is_store
 
 if TYPE_CHECKING:
@@ -185,7 +186,7 @@ def fsync_tree(path: Path) -> None:
 
 def write_version(
     directory: Path,
-    manifest: dict[str, Any],
+    manifest: StoreManifest,
     frames: dict[str, pl.DataFrame],
     index: VectorIndex,
     bm25: BM25Index | None,
@@ -226,7 +227,7 @@ def write_version(
 
 def _write_files(
     tmp: Path,
-    manifest: dict[str, Any],
+    manifest: StoreManifest,
     frames: dict[str, pl.DataFrame],
     index: VectorIndex,
     bm25: BM25Index | None,
@@ -245,9 +246,8 @@ def _write_files(
         if view_bm25 is not None:
             view_bm25.save(tmp / "views" / strategy / "bm25")
     (tmp / READERS).touch()
-    manifest = {**manifest, "version_files": version_files(tmp)}
-    manifest["checksum"] = manifest_checksum(manifest)
-    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
+    _, data = encode_manifest(msgspec.structs.replace(manifest, version_files=version_files(tmp)))
+    (tmp / MANIFEST).write_text(data)
     fsync_tree(tmp)
 
 
@@ -264,10 +264,8 @@ def full_message(directory: Path, live: Path | None, exc: BaseException) -> str:
     )
 
 
-def write_manifest(version: Path, manifest: dict[str, Any]) -> dict[str, Any]:
-    """Replace a version's manifest (its checksum renewed when it has one); returns it."""
-    updated = dict(manifest)
-    if "checksum" in updated:
-        updated["checksum"] = manifest_checksum(updated)
-    write_text_atomic(version / MANIFEST, json.dumps(updated, indent=1, sort_keys=True))
-    return updated
+def write_manifest(version: Path, manifest: StoreManifest) -> StoreManifest:
+    """Replace a version's manifest (its checksum renewed); returns it as written."""
+    sealed, data = encode_manifest(manifest)
+    write_text_atomic(version / MANIFEST, data)
+    return sealed

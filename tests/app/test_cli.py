@@ -419,7 +419,7 @@ def test_lexical_search_finds_exactly_the_turns_holding_the_term(
 
     # BM25 leaves out rows without a query term, so --lexical returns exactly the turns whose
     # text holds it (counted here from the stored chunks), while dense search fills k
-    sents = Store(sample_store).frame("sentences")
+    sents = Store(sample_store).frame("chunks")
     holding = sents.filter(pl.col("text").str.to_lowercase().str.contains("indexhnswflat"))
     expected = {f"{c}:t{t}" for c, t in holding.select("conversation_id", "turn_index").rows()}
     argv = ["search", "IndexHNSWFlat", "--store", str(sample_store), "-k", "10", "--json"]
@@ -447,7 +447,7 @@ def test_show_budget_resurrects_the_turns_units(
         (pl.col("conversation_id") == "amp-faiss-choice") & (pl.col("turn_index") == 1)
     )
     chunks = set(units["chunk_ids"].explode().to_list())
-    sents = store.frame("sentences").filter(pl.col("chunk_id").is_in(sorted(chunks)))
+    sents = store.frame("chunks").filter(pl.col("chunk_id").is_in(sorted(chunks)))
     total = int(sents["n_tokens"].sum())  # every chunk once: a budget this size fits them all
     argv = ["show", "amp-faiss-choice", "--turn", "1", "--store", str(sample_store)]
     assert main([*argv, "--budget", str(total)]) == EXIT_OK
@@ -472,10 +472,10 @@ def test_index_text_format_writes_dialogs_in_that_format(
         '(1:56 pm on 8 May, 2023) Ann said, "Hi there."',
         '(1:56 pm on 8 May, 2023) Bo said, "Yo."',
     )
-    assert store.frame("sentences")["text"].to_list() == [ann, bo]
+    assert store.frame("chunks")["text"].to_list() == [ann, bo]
     # turn_pair (the default strategy) embeds each of the two messages with the other
     assert store.frame("units")["text"].to_list() == [f"{ann} {bo}", f"{ann} {bo}"]
-    assert store.manifest()["config"]["policy"] == {"text_format": "locomo"}
+    assert store.manifest().config.policy == {"text_format": "locomo"}
     capsys.readouterr()
     # the default writes no policy, so a store built before --text-format keeps matching it;
     # another format is another setting
@@ -483,8 +483,8 @@ def test_index_text_format_writes_dialogs_in_that_format(
     assert "other settings (policy)" in capsys.readouterr().err
     default = ["index", str(src), "--store", str(tmp_path / "d"), "--embedder", "hash", "-q"]
     assert main(default) == EXIT_OK
-    assert Store(tmp_path / "d").manifest()["config"]["policy"] == {}
-    assert Store(tmp_path / "d").frame("sentences")["text"].to_list() == [
+    assert Store(tmp_path / "d").manifest().config.policy == {}
+    assert Store(tmp_path / "d").frame("chunks")["text"].to_list() == [
         "Ann: Hi there.",
         "Bo: Yo.",
     ]

@@ -58,7 +58,7 @@ def test_a_changed_file_is_indexed_again(
     assert main([*argv, "--watch", "--watch-cycles", "1"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "conversations: 0 added, 1 changed, 0 removed" in out
-    texts = Store(tmp_path / "s").frame("sentences")["text"].to_list()
+    texts = Store(tmp_path / "s").frame("chunks")["text"].to_list()
     assert any("Hello there, again." in t for t in texts)
 
 

@@ -22,10 +22,10 @@ class _Manifest:
     def __init__(self, model_id: str | None) -> None:
         self.model_id = model_id
 
-    def manifest(self) -> dict[str, str]:
+    def manifest(self) -> _Manifest:  # the store's typed manifest: only model_id is read
         if self.model_id is None:
             raise FileNotFoundError("no index at ...")
-        return {"model_id": self.model_id}
+        return self
 
 
 def test_a_new_store_embeds_with_onnx_int8_and_an_old_one_with_its_own() -> None:
@@ -58,8 +58,8 @@ def test_a_new_minilm_store_is_onnx_int8_and_searches(tmp_path: Path) -> None:
     store = tmp_path / "s"
     argv = ["index", str(SAMPLE), "--store", str(store), "-q", "--system", "turn_pair"]
     assert main(argv) == EXIT_OK
-    assert Store(store).manifest()["model_id"].endswith("@onnx-int8")
+    assert Store(store).manifest().model_id.endswith("@onnx-int8")
     hits = Store(store).search("which FAISS index for 384-dimension vectors", k=3)
     assert hits.height == 3
     assert main(argv) == EXIT_OK  # the update keeps the store's backend: nothing to redo
-    assert Store(store).manifest()["model_id"].endswith("@onnx-int8")
+    assert Store(store).manifest().model_id.endswith("@onnx-int8")

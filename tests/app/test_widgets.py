@@ -108,6 +108,7 @@ def test_the_panel_builds_with_the_callers_policy_and_budget(
     from convlab.build import build_index
     from convlab.index.bm25 import BM25Index
     from convlab.pipeline.policy import ContentPolicy
+    from convlab.specs import UnitSpec
 
     source = sample_data_path() / "transcripts"
     policy = ContentPolicy(tool_calls=False)
@@ -122,12 +123,7 @@ def test_the_panel_builds_with_the_callers_policy_and_budget(
     assert panel.data is not None
     units = panel.data.indexes["whole_turn"].units
     want = build_index(
-        source,
-        "whole_turn",
-        embedder=HashEmbedder(64),
-        cache_dir=tmp_path,
-        policy=policy,
-        max_tokens=64,
+        source, UnitSpec("whole_turn", 64, policy), embedder=HashEmbedder(64), cache_dir=tmp_path
     ).units
     assert units.equals(want)
     assert units["n_tokens"].max() <= 64

@@ -170,13 +170,13 @@ def test_a_store_refuses_to_mix_backends(tmp_path: Path) -> None:
 
     store = Store(tmp_path / "store")
     store.update([src], config=StoreConfig(), embedder=fake("torch"), progress=False)
-    assert store.manifest()["model_id"] == MODEL_ID
+    assert store.manifest().model_id == MODEL_ID
     with pytest.raises(ValueError, match=r"onnx-int8.*--rebuild"):
         store.update([src], config=StoreConfig(), embedder=fake("onnx-int8"), progress=False)
     store.update(
         [src], config=StoreConfig(), embedder=fake("onnx-int8"), rebuild=True, progress=False
     )
-    assert store.manifest()["model_id"] == f"{MODEL_ID}@onnx-int8"
+    assert store.manifest().model_id == f"{MODEL_ID}@onnx-int8"
 
 
 def test_cli_accepts_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,6 +18,7 @@ from convlab.embed import CachedEmbedder, HashEmbedder, MiniLMEmbedder, embed_te
 from convlab.engines import ENGINES, get_engine, register_engine
 from convlab.engines.local import LocalEngine
 from convlab.paths import sample_data_path
+from convlab.specs import IndexSpec
 from convlab.store import Store
 
 TEXTS = [
@@ -255,15 +256,15 @@ def test_build_index_local(tmp_path: Path) -> None:
     assert built.units["unit_id"].to_list() == want["unit_id"].to_list()
     np.testing.assert_allclose(built.vectors, embed_texts(want["text"].to_list(), HashEmbedder(32)))
     assert len(built.index) == want.height
-    assert built.manifest["engine"] == {"name": "local"}
-    assert built.manifest["embedding"]["embedded"] == want["text"].n_unique()
+    assert built.manifest.engine == {"name": "local"}
+    assert built.manifest.embedding["embedded"] == want["text"].n_unique()
     # a unit finds itself first
     _, rows = built.index.search(built.vectors[:1], 1)
     assert built.vectors[rows[0, 0]] @ built.vectors[0] == pytest.approx(1.0)
     again = convlab.build_index(
         corpus, "turn_pair", embedder=HashEmbedder(32), cache_dir=tmp_path / "cache"
     )
-    assert again.manifest["embedding"]["embedded"] == 0
+    assert again.manifest.embedding["embedded"] == 0
 
 
 def test_build_index_needs_a_cache(tmp_path: Path) -> None:
@@ -271,7 +272,11 @@ def test_build_index_needs_a_cache(tmp_path: Path) -> None:
         convlab.build_index(sample_data_path(), "turn_pair", embedder=HashEmbedder(8))
     with pytest.raises(ValueError, match="unknown index kind"):
         convlab.build_index(
-            sample_data_path(), "turn_pair", embedder=HashEmbedder(8), cache_dir=tmp_path, kind="x"
+            sample_data_path(),
+            "turn_pair",
+            embedder=HashEmbedder(8),
+            cache_dir=tmp_path,
+            index=IndexSpec("x"),
         )
 
 
@@ -349,7 +354,7 @@ def test_ray_actor_killed_mid_job_gives_the_same_result(ray_engine: object, tmp_
 
 @pytest.mark.slow
 def test_build_index_on_ray_equals_local(ray_engine: object, tmp_path: Path) -> None:
-    kw = {"embedder": HashEmbedder(32), "kind": "flat"}
+    kw = {"embedder": HashEmbedder(32), "index": IndexSpec("flat")}
     local = convlab.build_index(sample_data_path(), "turn_pair", cache_dir=tmp_path / "l", **kw)
     on_ray = convlab.build_index(
         sample_data_path(), "turn_pair", cache_dir=tmp_path / "r", engine=ray_engine, **kw
@@ -358,8 +363,8 @@ def test_build_index_on_ray_equals_local(ray_engine: object, tmp_path: Path) -> 
     assert ids.to_list() == local.units["unit_id"].to_list()
     assert not ids.is_duplicated().any()
     np.testing.assert_allclose(on_ray.vectors, local.vectors, atol=1e-6)
-    assert on_ray.manifest["engine"]["name"] == "ray"
-    assert on_ray.manifest["embedding"]["embedded"] == local.manifest["embedding"]["embedded"]
+    assert on_ray.manifest.engine["name"] == "ray"
+    assert on_ray.manifest.embedding["embedded"] == local.manifest.embedding["embedded"]
 
 
 @pytest.mark.slow

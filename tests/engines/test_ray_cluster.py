@@ -170,7 +170,7 @@ def test_index_on_two_nodes_spreads_actors_and_equals_local(
     assert main([*on_ray, "--address", cluster["address"]]) == 0
     assert main([*base, "--store", str(tmp_path / "local")]) == 0
 
-    engine = Store(tmp_path / "ray").manifest()["engine"]
+    engine = Store(tmp_path / "ray").manifest().engine
     assert (engine["name"], engine["address"]) == ("ray", cluster["address"])
     job = engine["last_job"]
     assert job["actors"] == 2  # the cluster's two CPUs, one per actor
@@ -183,11 +183,11 @@ def test_index_on_two_nodes_spreads_actors_and_equals_local(
     # a second job from this process, after the first one disconnected (`index --watch` does so)
     again = [*base, "--store", str(tmp_path / "again"), "--engine", "ray"]
     assert main([*again, "--address", cluster["address"]]) == 0
-    assert Store(tmp_path / "again").manifest()["engine"]["last_job"]["texts"] == job["texts"]
+    assert Store(tmp_path / "again").manifest().engine["last_job"]["texts"] == job["texts"]
 
     local, ray_store = Store(tmp_path / "local"), Store(tmp_path / "ray")
-    assert ray_store.manifest()["counts"] == local.manifest()["counts"]
-    for strategy in local.manifest()["config"]["dense"]:
+    assert ray_store.manifest().counts == local.manifest().counts
+    for strategy in local.manifest().config.dense:
         a, b = local.index(strategy), ray_store.index(strategy)
         assert b.units["unit_id"].to_list() == a.units["unit_id"].to_list()
         rows = np.arange(len(a))
@@ -210,8 +210,8 @@ def test_index_on_two_nodes_with_the_real_model_equals_local(
     assert set(job["nodes"]) == set(cluster["nodes"].values())
     assert manifest["device"] == job["device"] == "cpu"
     local, ray_store = Store(tmp_path / "local"), Store(tmp_path / "ray")
-    assert ray_store.manifest()["model_id"] == local.manifest()["model_id"]
-    for strategy in local.manifest()["config"]["dense"]:
+    assert ray_store.manifest().model_id == local.manifest().model_id
+    for strategy in local.manifest().config.dense:
         a, b = local.index(strategy), ray_store.index(strategy)
         assert b.units["unit_id"].to_list() == a.units["unit_id"].to_list()
         rows = np.arange(len(a))

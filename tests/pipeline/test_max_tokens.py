@@ -6,10 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from convlab.embed import HashEmbedder
 from convlab.pipeline.units import units
-from convlab.store import StoreConfig, StoreMismatch
-from convlab.store.update import check_settings
+from convlab.store import StoreConfig
 from tests.helpers import chunks_frame
 
 ROWS = [(0, 0, "user", 0, 0, "U0", 10), (0, 1, "assistant", 0, 0, "A0", 30)]
@@ -32,18 +30,6 @@ def test_units_refuse_a_chunk_over_the_limit() -> None:
 def test_store_config_validates_max_tokens(max_tokens: int) -> None:
     with pytest.raises(ValueError, match="max_tokens must be between 8 and 256 tokens"):
         StoreConfig(max_tokens=max_tokens)
-
-
-def test_a_store_written_before_the_rename_still_matches_its_settings(tmp_path: Path) -> None:
-    emb = HashEmbedder()
-    old = StoreConfig().as_dict()
-    old["budget"] = old.pop("max_tokens")  # how stores of earlier versions saved the setting
-    where = tmp_path / "s"
-    check_settings(where, {"model_id": emb.model_id, "config": old}, StoreConfig(), emb)
-    with pytest.raises(StoreMismatch, match=r"other settings \(max_tokens\)"):
-        check_settings(
-            where, {"model_id": emb.model_id, "config": old}, StoreConfig(max_tokens=128), emb
-        )
 
 
 def test_cli_index_takes_max_tokens_and_the_old_budget_alias(

@@ -166,9 +166,7 @@ def test_saved_policies_load_old_and_new() -> None:
     for name in TEXT_FORMATS:
         p = ContentPolicy(text_format=name)
         assert ContentPolicy(**json.loads(json.dumps(p.as_dict()))) == p
-    assert StoreConfig(policy={"speaker_labels": False}).content_policy().text_format == "plain"
-    with pytest.raises(ValueError, match="text_format must be one of"):
-        StoreConfig(policy={"text_format": "iso"})
+    assert StoreConfig(policy=ContentPolicy(speaker_labels=False)).policy.text_format == "plain"
 
 
 def _digest(frame: pl.DataFrame) -> str:

@@ -350,7 +350,7 @@ def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 EVERYTHING = ContentPolicy(
     thinking=True, tool_results=True, system=True, tool_call_value_chars=5000
-).as_dict()
+)
 
 
 def _store_text(directory: Path) -> str:
@@ -381,7 +381,7 @@ def test_no_secret_reaches_the_store_or_the_cache(history: Path, tmp_path: Path)
     plain.update(
         [history], config=StoreConfig(policy=EVERYTHING, redact="none"), embedder=HashEmbedder()
     )
-    assert redacted.manifest()["config"]["redact"] == "all"
+    assert redacted.manifest().config.redact == "all"
     stored, control = _store_text(redacted.directory), _store_text(plain.directory)
     assert "[REDACTED:" in stored
     for item in [*CORPUS_SECRETS, *FIELD_SECRETS]:
@@ -422,7 +422,7 @@ def test_a_change_of_mode_needs_rebuild(history: Path, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"other settings \(redact\).*--rebuild"):
         store.update([history], config=StoreConfig(), embedder=HashEmbedder())
     store.update([history], config=StoreConfig(), embedder=HashEmbedder(), rebuild=True)
-    assert store.manifest()["config"]["redact"] == "all"
+    assert store.manifest().config.redact == "all"
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,5 @@
 """BM25 saved and loaded with the store (issue 12): written in each version, checked like every
-file of it, loaded by ``convlab search --hybrid`` instead of being rebuilt on every call, and added
-to an old store by its next ``index`` without embedding anything again.
+file of it, loaded by ``convlab search --hybrid`` instead of being rebuilt on every call.
 
 On the code before (commit 27e5fc6) every test here failed: a store had no ``bm25/``, ``Store``
 had no ``bm25()`` and ``--hybrid`` built BM25 from the units on every search.
@@ -9,7 +8,6 @@ had no ``bm25()`` and ``--hybrid`` built BM25 from the units on every search.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +19,6 @@ from convlab.embed import HashEmbedder
 from convlab.index.bm25 import BM25Index
 from convlab.paths import sample_data_path
 from convlab.store import Store, StoreConfig
-from convlab.store import manifest as store_manifest
-from tests.helpers import CountingHash
 
 CONFIG = StoreConfig(system="turn_pair")
 QUERIES = ("postgres index concurrently", "docker layer cache npm", "sqlite database is locked")
@@ -48,9 +44,9 @@ def _forbid_build(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_each_version_holds_bm25_covered_by_its_checksums(built: Path) -> None:
     store = Store(built)
     manifest = store.manifest()
-    assert manifest["bm25"] is True
+    assert manifest.bm25 is True
     on_disk = sorted(p.name for p in (store.version / "bm25").iterdir())
-    recorded = sorted(r.removeprefix("bm25/") for r in manifest["version_files"] if "bm25/" in r)
+    recorded = sorted(r.removeprefix("bm25/") for r in manifest.version_files if "bm25/" in r)
     assert recorded == on_disk
     assert len(on_disk) == 5  # bm25s: data, indices, indptr, params, vocab
 
@@ -82,59 +78,6 @@ def test_hybrid_search_loads_bm25_instead_of_building_it(
     assert json.loads(out.splitlines()[0])["conversation_id"] == "cc-pg-index"
 
 
-def _strip_bm25(directory: Path) -> None:
-    """Make the live version look like one written before stores kept BM25 (re-signed)."""
-    version = Store(directory).version
-    shutil.rmtree(version / "bm25")
-    path = version / "manifest.json"
-    m = json.loads(path.read_text())
-    del m["bm25"]
-    m["version_files"] = store_manifest.version_files(version)
-    m["checksum"] = store_manifest.manifest_checksum(m)
-    path.write_text(json.dumps(m))
-
-
-def test_an_old_store_gets_bm25_on_its_next_index_without_embedding(
-    built: Path, tmp_path: Path
-) -> None:
-    directory = tmp_path / "store"
-    shutil.copytree(built, directory, symlinks=True)
-    _strip_bm25(directory)
-    old = Store(directory)
-    assert "bm25" not in old.manifest()
-    assert old.verify().hashed  # a sound store, only older
-    in_memory = old.bm25()  # still searchable: built from its units
-    assert in_memory is not None
-    old.close()
-
-    emb = CountingHash()
-    summary = Store(directory).update(
-        [sample_data_path() / "transcripts"], config=CONFIG, embedder=emb
-    )
-    assert summary.wrote_version
-    assert emb.texts == 0 == summary.texts_embedded
-    assert summary.files_read == 0
-    upgraded, reference = Store(directory), Store(built)
-    assert upgraded.manifest()["bm25"] is True
-    assert (upgraded.version / "bm25" / "vocab.index.json").is_file()
-    upgraded.verify()
-    for name in store_manifest.FRAMES:
-        assert upgraded.frame(name).equals(reference.frame(name)), name
-    a, b = upgraded.index(), reference.index()
-    assert np.array_equal(a.vectors(np.arange(len(a))), b.vectors(np.arange(len(b))))
-    stored, ref = upgraded.bm25(), reference.bm25()
-    assert stored is not None
-    assert ref is not None
-    for q in QUERIES:
-        assert np.array_equal(stored.scores(q), ref.scores(q))
-        assert np.array_equal(stored.scores(q), in_memory.scores(q))
-    # and the next index has nothing to do
-    again = Store(directory).update(
-        [sample_data_path() / "transcripts"], config=CONFIG, embedder=emb
-    )
-    assert not again.wrote_version
-
-
 def test_an_empty_store_has_no_bm25(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -142,6 +85,6 @@ def test_an_empty_store_has_no_bm25(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     summary = store.update([empty], config=CONFIG, embedder=HashEmbedder())
     assert summary.wrote_version
-    assert store.manifest()["bm25"] is False
+    assert store.manifest().bm25 is False
     assert store.bm25() is None
     assert not (store.version / "bm25").exists()

@@ -6,6 +6,7 @@ import pytest
 
 from convlab.index import INDEX_KINDS
 from convlab.pipeline.policy import ContentPolicy
+from convlab.specs import IndexSpec, UnitSpec
 from convlab.store import REDACT_CHOICES, StoreConfig
 from convlab.strategies import STRATEGIES
 
@@ -15,7 +16,7 @@ def test_the_error_lists_every_valid_name() -> None:
         StoreConfig(system="sentence")
     assert all(name in str(e.value) for name in STRATEGIES)
     with pytest.raises(ValueError, match="index_kind must be one of") as e:
-        StoreConfig(index_kind="annoy")
+        StoreConfig(index=IndexSpec("annoy"))
     assert all(name in str(e.value) for name in INDEX_KINDS)
     with pytest.raises(ValueError, match="redact must be one of") as e:
         StoreConfig(redact="some")
@@ -35,20 +36,20 @@ def test_a_max_tokens_that_is_not_an_integer_is_refused(max_tokens: object) -> N
         StoreConfig(max_tokens=max_tokens)  # type: ignore[arg-type]
 
 
-def test_a_policy_field_that_does_not_exist_is_named() -> None:
-    with pytest.raises(ValueError, match=r"unknown field\(s\) thinkng; valid: user_text, "):
-        StoreConfig(policy={"thinkng": True})
-
-
-def test_a_policy_value_the_policy_refuses_is_a_value_error() -> None:
-    with pytest.raises(ValueError, match="tool_call_value_chars must be at least 1"):
-        StoreConfig(policy={"tool_call_value_chars": 0})
-
-
-def test_the_content_policy_is_the_one_described() -> None:
-    assert StoreConfig().content_policy() == ContentPolicy()
-    assert StoreConfig(policy={"thinking": True}).content_policy() == ContentPolicy(thinking=True)
-    assert (StoreConfig(max_tokens=8).max_tokens, StoreConfig(max_tokens=256).max_tokens) == (
-        8,
-        256,
+def test_the_units_and_settings_are_those_of_the_specs() -> None:
+    # issue 24: the store's config holds UnitSpec's and IndexSpec's fields, not copies of them
+    policy = ContentPolicy(thinking=True, text_format="date")
+    config = StoreConfig(
+        system="turn_pair", max_tokens=128, policy=policy, index=IndexSpec("hnsw", {"m": 16})
     )
+    assert config.units() == [UnitSpec("turn_pair", 128, policy)]
+    settings = config.settings()
+    # only the policy fields that differ from the default are recorded
+    assert settings.policy == {"thinking": True, "text_format": "date"}
+    assert (settings.index_kind, settings.index_params) == ("hnsw", {"m": 16})
+    assert (settings.strategies, settings.dense, settings.max_tokens) == (
+        ["turn_pair"],
+        ["turn_pair"],
+        128,
+    )
+    assert StoreConfig().settings().policy == {}

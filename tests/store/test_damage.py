@@ -12,6 +12,7 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -21,9 +22,10 @@ from convlab.embed import HashEmbedder
 from convlab.store import Store, StoreConfig, StoreDamaged
 from convlab.store import manifest as store_manifest
 from tests.helpers import CountingHash, small_history
+from tests.store.manifests import resign
 
 CONFIG = StoreConfig(system="turn_pair")
-FRAMES = ("conversations", "messages", "turns", "sentences", "units")
+FRAMES = ("conversations", "messages", "turns", "chunks", "units")
 
 
 @pytest.fixture(scope="module")
@@ -71,10 +73,7 @@ def _not_unit_norm(version: Path) -> None:
     """Vectors scaled by 3 and the manifest re-signed: only the unit-norm check can tell."""
     path = version / "index" / "vectors.npy"
     np.save(path, np.load(path) * 3, allow_pickle=False)
-    m = json.loads((version / "manifest.json").read_text())
-    m["version_files"] = store_manifest.version_files(version)
-    m["checksum"] = store_manifest.manifest_checksum(m)
-    (version / "manifest.json").write_text(json.dumps(m))
+    resign(version)
 
 
 def _dangling_current(version: Path) -> None:
@@ -87,16 +86,16 @@ DAMAGE: dict[str, tuple[Callable[[Path], None], str, str]] = {
     "faiss flipped": (_flip("index/index.faiss"), "index.faiss", "verify"),
     "conversations flipped": (_flip("conversations.parquet"), "conversations.parquet", "verify"),
     "turns flipped": (_flip("turns.parquet"), "turns.parquet", "verify"),
-    "sentences flipped": (_flip("sentences.parquet"), "sentences.parquet", "verify"),
+    "chunks flipped": (_flip("chunks.parquet"), "chunks.parquet", "verify"),
     "units flipped": (_flip("units.parquet"), "units.parquet", "verify"),
     "index units flipped": (_flip("index/units.arrow"), "index/units.arrow", "verify"),
     "index manifest flipped": (_flip("index/manifest.json"), "index/manifest.json", "verify"),
     "vectors truncated": (_truncate("index/vectors.npy"), "vectors.npy", "open"),
     "faiss truncated": (_truncate("index/index.faiss"), "index.faiss", "open"),
     "units deleted": (lambda v: _delete(v, "units.parquet"), "units.parquet", "open"),
-    "sentences zero-length": (
-        lambda v: (v / "sentences.parquet").write_bytes(b""),
-        "sentences.parquet",
+    "chunks zero-length": (
+        lambda v: (v / "chunks.parquet").write_bytes(b""),
+        "chunks.parquet",
         "open",
     ),
     "index manifest deleted": (
@@ -175,8 +174,8 @@ def test_sampled_check_on_index_finds_a_flipped_block(tmp_path: Path) -> None:
     version.mkdir()
     (version / "big.bin").write_bytes(bytes(range(256)) * (20 * store_manifest.BLOCK // 256))
     files = store_manifest.version_files(version)
-    assert len(files["big.bin"]["blocks"]) == 20
-    manifest = {"version_files": files}
+    assert len(files["big.bin"].blocks or []) == 20
+    manifest = SimpleNamespace(version_files=files)  # what check_files reads of a manifest
     check = store_manifest.check_files
     assert check(tmp_path, version, manifest, check="sample").files == 1
     data = bytearray((version / "big.bin").read_bytes())
@@ -187,25 +186,3 @@ def test_sampled_check_on_index_finds_a_flipped_block(tmp_path: Path) -> None:
         check(tmp_path, version, manifest, check="sample")
     with pytest.raises(StoreDamaged, match=r"big\.bin: content does not match"):
         check(tmp_path, version, manifest, check="full")
-
-
-def test_store_without_checksums_opens_says_so_and_index_adds_them(
-    history: Path, clean: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    directory = tmp_path / "store"
-    shutil.copytree(clean, directory, symlinks=True)
-    version = Store(directory).version
-    m = json.loads((version / "manifest.json").read_text())
-    for key in ("version_files", "checksum"):
-        del m[key]
-    m["format"] = 1  # as written before checksums
-    (version / "manifest.json").write_text(json.dumps(m))
-
-    assert main(["stats", "--store", str(directory), "--verify"]) == 0
-    assert "not verified: " in capsys.readouterr().out
-    emb = CountingHash()
-    summary = Store(directory).update([history], config=CONFIG, embedder=emb)
-    assert "before stores recorded checksums" in summary.repaired
-    assert emb.texts == 0
-    assert main(["stats", "--store", str(directory), "--verify"]) == 0
-    assert "verified: all 14 files OK" in capsys.readouterr().out  # 9 + the 5 of BM25

@@ -105,14 +105,19 @@ def test_new_and_empty_folders_become_stores(tmp_path: Path) -> None:
         assert first == marker.id
 
 
-def test_a_store_written_before_markers_is_recognised_and_marked(tmp_path: Path) -> None:
+def test_a_store_without_its_marker_is_not_adopted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 24: stores written before markers are no longer adopted (older formats are refused)
     store = tmp_path / "old"
     assert _index(store) == EXIT_OK
     (store / MARKER).unlink()  # as the code before markers left it
     version = os.readlink(store / "current")
-    assert _index(store) == EXIT_OK
-    assert read_marker(store) is not None
-    assert os.readlink(store / "current") == version  # unchanged: nothing to do
+    capsys.readouterr()
+    assert _index(store) == EXIT_USAGE
+    assert "is not empty and is not a convlab store" in _one_line(capsys.readouterr().err)
+    assert read_marker(store) is None
+    assert os.readlink(store / "current") == version  # untouched
 
 
 def test_a_damaged_marker_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -153,7 +158,7 @@ def test_an_empty_manifest_is_refused_by_readers_and_repaired_by_index(
     for command in (["stats"], ["search", "faiss"], ["show", "amp-faiss-choice"]):
         assert main([*command, "--store", str(store)]) == EXIT_USAGE
         line = _one_line(capsys.readouterr().err)
-        assert f"{version / 'manifest.json'}: not a convlab manifest (no model_id" in line
+        assert f"{version / 'manifest.json'}: not a convlab manifest (no format)" in line
         assert f"run `convlab index PATH --store {store} --rebuild` to repair" in line
     assert _index(store, *(["--rebuild"] if rebuild else [])) == EXIT_OK
     assert main(["stats", "--store", str(store), "--verify"]) == EXIT_OK
@@ -174,8 +179,8 @@ def test_library_update_refuses_a_folder_that_is_not_a_store(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("manifest", "says"),
     [
-        ({"model_id": 5, "config": {}, "counts": {}, "files": {}}, "model_id of the wrong type"),
-        ({"model_id": "m", "config": [], "counts": {}, "files": {}}, "config of the wrong type"),
+        ({"format": 3, "model_id": 5, "config": {}}, "Expected `str`, got `int` - at `$.model_id`"),
+        ({"format": 3, "model_id": "m", "config": []}, "got `array` - at `$.config`"),
         ({"format": "2", "model_id": "m", "config": {}, "counts": {}, "files": {}}, "format"),
         ([], "not a JSON object"),
         ("{", "unreadable (JSONDecodeError)"),

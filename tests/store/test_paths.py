@@ -66,9 +66,9 @@ def test_a_file_name_that_is_not_utf8_is_stored_whole(tmp_path: Path) -> None:
         (stored,) = paths
         assert os.fsencode(text_path(stored)) == raw
         assert text_path(stored).read_bytes() == NODE_LEAK.read_bytes()
-    files = store.manifest()["files"]
+    files = store.manifest().files
     assert list(files) == [os.fsdecode(raw)]
-    assert files[os.fsdecode(raw)]["conversations"] == ["cc-node-leak"]
+    assert files[os.fsdecode(raw)].conversations == ["cc-node-leak"]
     again = store.update([folder], config=StoreConfig(), embedder=HashEmbedder())
     assert not again.wrote_version
     assert again.files_unchanged == 1

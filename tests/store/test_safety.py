@@ -19,6 +19,7 @@ import pytest
 
 from convlab.embed import HashEmbedder
 from convlab.paths import REPO_ROOT
+from convlab.specs import IndexSpec
 from convlab.store import Store, StoreConfig
 from tests.helpers import small_history
 
@@ -133,9 +134,9 @@ def _check_one_version(s: Store) -> int:
     m = s.manifest()
     units = s.frame("units")
     index = s.index()
-    assert m["counts"]["units"] == units.height == len(index)
+    assert m.counts["units"] == units.height == len(index)
     assert index.units["unit_id"].to_list() == units["unit_id"].to_list()
-    assert s.frame("conversations").height == m["counts"]["conversations"]
+    assert s.frame("conversations").height == m.counts["conversations"]
     return units.height
 
 
@@ -145,7 +146,7 @@ def test_a_reader_keeps_its_version_while_a_writer_switches(history: Path, tmp_p
     writer = Store(tmp_path / "store")
     writer.update([history], config=CONFIG, embedder=HashEmbedder())
     reader = Store(tmp_path / "store")
-    before = reader.manifest()["counts"]["units"]
+    before = reader.manifest().counts["units"]
     pinned = reader.current  # the live version, which the reader's first read pinned
     assert pinned is not None
     shutil.move(later, history / "-home-u-app" / "tool_heavy.jsonl")
@@ -153,7 +154,7 @@ def test_a_reader_keeps_its_version_while_a_writer_switches(history: Path, tmp_p
     assert writer.current != pinned
     # the reader still reads the version it opened, whole, although a writer switched
     assert _check_one_version(reader) == before
-    assert writer.manifest()["counts"]["units"] > before  # the writer re-pinned to its version
+    assert writer.manifest().counts["units"] > before  # the writer re-pinned to its version
     assert _check_one_version(writer) > before
     reader.refresh()
     assert _check_one_version(reader) > before
@@ -267,19 +268,19 @@ def test_killed_first_index_keeps_the_flushed_segments(history: Path, tmp_path: 
 def test_a_file_gone_or_turned_into_a_fifo_after_the_walk_is_a_skip(
     history: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import convlab.store.update as store_module
+    import convlab.store.scan as scan_module
 
     gone = tmp_path / "gone.jsonl"
     fifo = tmp_path / "late.jsonl"
     os.mkfifo(fifo)  # the walk would skip it; here it is listed as if swapped in afterwards
-    walk = store_module._candidate_files
+    walk = scan_module.candidate_files
 
     def listed_then_changed(roots, skipped=None):  # type: ignore[no-untyped-def]
         yield from walk(roots, skipped)
         yield gone
         yield fifo
 
-    monkeypatch.setattr(store_module, "_candidate_files", listed_then_changed)
+    monkeypatch.setattr(scan_module, "candidate_files", listed_then_changed)
     summary = Store(tmp_path / "store").update([history], config=CONFIG, embedder=HashEmbedder())
     reasons = {Path(p).name: r for p, _, r in summary.skipped}
     assert reasons["gone.jsonl"].startswith("cannot read file")
@@ -301,13 +302,16 @@ def test_changed_redaction_rules_read_every_file_again(
     assert again.reread == "redaction rules changed"
     assert again.files_read == first.files_read == 3
     assert again.texts_embedded == 0  # the texts did not change: all from the cache
-    assert Store(store.directory).manifest()["redact_rules"] == "rules-of-tomorrow"
+    assert Store(store.directory).manifest().redact_rules == "rules-of-tomorrow"
 
 
 @pytest.mark.parametrize(
     ("field", "value", "names"),
-    [("index_kind", "annoy", "ivfpq"), ("redact", "x", "all")],
+    [
+        ("index", IndexSpec("annoy"), "index_kind must be one of .*ivfpq"),
+        ("redact", "x", "redact must be one of .*all"),
+    ],
 )
-def test_store_config_names_the_valid_choices(field: str, value: str, names: str) -> None:
-    with pytest.raises(ValueError, match=f"{field} must be one of .*{names}"):
-        StoreConfig(**{field: value})
+def test_store_config_names_the_valid_choices(field: str, value: object, names: str) -> None:
+    with pytest.raises(ValueError, match=names):
+        StoreConfig(**{field: value})  # type: ignore[arg-type]

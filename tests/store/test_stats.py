@@ -117,21 +117,3 @@ def test_stats_give_units_per_message_and_embedding_cost(
     line = f"  turn_pair: 4 units, 1.00 per message, 2 distinct texts, {tokens} tokens embedded"
     assert line in out.splitlines()
     assert "last update: 2 texts embedded, 0 from the cache, in " in out
-
-
-def test_a_store_written_before_unit_costs_gets_them_from_its_frames(
-    store: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from convlab.store import manifest as store_manifest
-
-    assert main(["stats", "--store", str(store), "--json"]) == 0
-    recorded = json.loads(capsys.readouterr().out)["unit_costs"]
-    path = Store(store).version / "manifest.json"
-    m = json.loads(path.read_text())
-    del m["unit_costs"], m["embedding"]
-    m["checksum"] = store_manifest.manifest_checksum(m)
-    path.write_text(json.dumps(m))
-    assert main(["stats", "--store", str(store), "--json"]) == 0
-    info = json.loads(capsys.readouterr().out)
-    assert info["unit_costs"] == recorded
-    assert info["last_embedding"] is None

@@ -40,14 +40,14 @@ def history(transcripts: Path, tmp_path: Path) -> Path:
 
 
 def _content(store: Store) -> dict[str, pl.DataFrame]:
-    return {n: store.frame(n) for n in ("conversations", "turns", "sentences", "units")}
+    return {n: store.frame(n) for n in ("conversations", "turns", "chunks", "units")}
 
 
 def _check_valid(store: Store) -> None:
     manifest = store.manifest()
     units = store.frame("units")
     assert not units["unit_id"].is_duplicated().any()
-    assert manifest["counts"]["units"] == units.height
+    assert manifest.counts["units"] == units.height
     for strategy, embedded in store.strategies().items():  # every view: index, BM25, units
         mine = units.filter(pl.col("strategy") == strategy)
         assert mine.height
@@ -164,7 +164,7 @@ def test_deleted_conversation_is_removed(history: Path, tmp_path: Path) -> None:
     summary = store.update([history], config=CONFIG, embedder=HashEmbedder())
     assert summary.conversations_removed == 1
     cid = conv["conversation_id"].item()
-    for name in ("conversations", "turns", "sentences", "units"):
+    for name in ("conversations", "turns", "chunks", "units"):
         assert cid not in store.frame(name)["conversation_id"].to_list()
     _check_valid(store)
 

@@ -16,7 +16,6 @@ from convlab.build import build_index
 from convlab.embed import HashEmbedder
 from convlab.retrieval import search
 from convlab.store import Store, StoreConfig, StoreDamaged, StoreMismatch
-from convlab.store.update import check_settings
 from convlab.systems import default_system, resolve_system
 from tests.helpers import CountingHash, small_history
 
@@ -95,16 +94,6 @@ def test_another_system_of_the_same_views_needs_no_rebuild(history: Path, tmp_pa
     assert not summary.wrote_version
     assert store.version == version  # the same files, the manifest names the new system
     assert store.system().weights == (1.0, 0.0, 0.0, 1.0, 1.0)
-
-
-def test_a_store_of_one_strategy_written_before_systems_still_matches(tmp_path: Path) -> None:
-    emb = HashEmbedder()
-    old = {"strategy": "turn_pair", "max_tokens": 256, "index_kind": "flat", "redact": "all"}
-    old["policy"] = {}
-    manifest = {"model_id": emb.model_id, "config": old}
-    check_settings(tmp_path, manifest, StoreConfig(system="turn_pair"), emb)
-    with pytest.raises(StoreMismatch, match=r"\(strategies, dense\): it holds turn_pair, system"):
-        check_settings(tmp_path, manifest, StoreConfig(), emb)
 
 
 def test_a_damaged_view_index_is_found(history: Path, tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from convlab.app.cli.options import add_device, add_store, engine, make_embedder
 from convlab.app.display import skip_report, with_skip_report
@@ -18,8 +18,10 @@ from convlab.embed.factory import EMBEDDERS
 from convlab.progress import BarProgress, LineProgress, NullProgress, Progress, using
 
 if TYPE_CHECKING:
+    from convlab.pipeline.policy import ContentPolicy
     from convlab.protocols import Embedder
     from convlab.store import Store, StoreConfig
+    from convlab.store.format import FileRecord
 
 NAME = "index"
 EXAMPLE = "convlab index ~/.claude/projects --store ~/.convlab/store"
@@ -83,7 +85,7 @@ def _add_held(ix: argparse.ArgumentParser) -> None:
         help="a unit's token limit (%(default)s)",
     )
     ix.add_argument(
-        "--index", dest="index_kind", default=defaults.index_kind, choices=list(INDEX_KINDS)
+        "--index", dest="index_kind", default=defaults.index.kind, choices=list(INDEX_KINDS)
     )
     ix.add_argument(
         "--redact",
@@ -157,6 +159,7 @@ def _add_running(ix: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Index ``args.paths`` (or the usual history homes) into ``args.store``."""
+    from convlab.specs import IndexSpec
     from convlab.store import Store, StoreConfig, default_history_paths
     from convlab.store.marker import check_folder
 
@@ -172,9 +175,8 @@ def run(args: argparse.Namespace) -> int:
         config = StoreConfig(
             system=args.strategy or args.system or "default",
             max_tokens=args.max_tokens,
-            index_kind=args.index_kind,
+            index=IndexSpec(args.index_kind),
             redact=args.redact,
-            # only a changed field is written, so stores built before --text-format still match
             policy=_policy(args.text_format, args.include),
         )
     except ValueError as exc:
@@ -239,7 +241,7 @@ def _index(
     for line in with_skip_report(summary.lines(), report):
         print(line)
     if not (summary.conversations_added or summary.conversations_changed):
-        empty = nothing_readable(store.manifest().get("files", {}), paths, summary.skipped)
+        empty = nothing_readable(store.manifest().files, paths, summary.skipped)
         if empty is not None:
             raise UsageError(empty)
     if args.embedder == "minilm" and args.backend == "torch":
@@ -299,7 +301,7 @@ def _progress(quiet: bool) -> Progress:
 
 
 def nothing_readable(
-    files: Mapping[str, Mapping[str, Any]],
+    files: Mapping[str, FileRecord],
     paths: Sequence[Path],
     skipped: Sequence[tuple[str, int, str]],
 ) -> str | None:
@@ -313,7 +315,7 @@ def nothing_readable(
 
     walked = {str(f.path.resolve()) for p in paths for f in walk(p.expanduser()) if not f.problem}
     under = {name: rec for name, rec in files.items() if name in walked}
-    if any(rec.get("conversations") for rec in under.values()):
+    if any(rec.conversations for rec in under.values()):
         return None
     reasons = Counter(reason for _, _, reason in skipped)
     why = [f"{n} x {reason}" for reason, n in reasons.most_common()]
@@ -328,14 +330,14 @@ def nothing_readable(
     )
 
 
-def _policy(text_format: str, include: list[str]) -> dict[str, object]:
-    """The store's policy: only fields that differ from the default, so older stores match."""
+def _policy(text_format: str, include: list[str]) -> ContentPolicy:
+    """The store's content policy: ``--text-format`` and what ``--include`` adds."""
     from convlab.pipeline.policy import ContentPolicy
 
-    out: dict[str, object] = {INCLUDES[name]: True for name in sorted(set(include))}
-    if text_format != ContentPolicy().text_format:
-        out["text_format"] = text_format
-    return out
+    on = {INCLUDES[name] for name in include}
+    return ContentPolicy(
+        text_format=text_format, tool_results="tool_results" in on, thinking="thinking" in on
+    )
 
 
 def default_backend(
@@ -360,7 +362,7 @@ def default_backend(
         from convlab.store import StoreDamaged
 
         try:
-            return backend_of(str(store.manifest().get("model_id", "")))
+            return backend_of(store.manifest().model_id)
         except (FileNotFoundError, StoreDamaged, ValueError):
             pass  # no store yet, one to repair, or vectors of another embedder: default below
     if device == "cuda" or (device == "auto" and torch_cuda_available()):

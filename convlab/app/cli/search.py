@@ -23,8 +23,6 @@ from convlab.app.text import terminal_width
 from convlab.embed.factory import EMBEDDERS
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
-
     import polars as pl
 
     from convlab.resurrection import Resurrection
@@ -148,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
     if args.conversation:
         args.conversation = resolve_conversation(store, args.conversation)
     options = search_options(args)
-    if "tool" in (args.role or ()) and not _indexes_tool_output(manifest):
+    if "tool" in (args.role or ()) and manifest.config.policy.get("tool_results") is not True:
         raise UsageError(
             f"--role tool: {store.directory} holds no tool output; index it with "
             "`convlab index --include tool-output --rebuild`"
@@ -159,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
     system = chosen_system(args, store)
     scoring = system_scoring(system, options)
     dense = any(v.retrieval.needs_vectors for v in system.views)
-    embedder = embedder_for_vectors(manifest, args.embedder, args.backend) if dense else None
+    vectors = {"embedder": manifest.embedder, "model_id": manifest.model_id}
+    embedder = embedder_for_vectors(vectors, args.embedder, args.backend) if dense else None
     try:
         hits = StoreSearch(store, embedder).search(
             args.query,
@@ -258,7 +257,7 @@ def resurrect_hits(store: Store, hits: pl.DataFrame, budget: int, policy: str) -
     if stored is not None and "target_chunk_id" in stored.columns:
         targets = stored.select("unit_id", "target_chunk_id").unique("unit_id")
         units = units.join(targets, on="unit_id", how="left")
-    chunks = of_hits("sentences")
+    chunks = of_hits("chunks")
     if chunks is None:
         raise UsageError(f"{store.directory} keeps no chunks to bring back; run `convlab index`")
     return resurrect(
@@ -344,17 +343,6 @@ def _filters(args: argparse.Namespace) -> str:
     return f" with {' '.join(named)}" if named else ""
 
 
-def _indexes_tool_output(manifest: Mapping[str, object]) -> bool:
-    """Whether the store's content policy embeds tool output (``index --include tool-output``).
-
-    The policy is saved as the fields that differ from :class:`ContentPolicy`'s defaults (or
-    whole, by older stores); ``tool_results`` is off by default.
-    """
-    config = manifest.get("config")
-    policy = config.get("policy") if isinstance(config, dict) else None
-    return isinstance(policy, dict) and policy.get("tool_results") is True
-
-
 def _check_projects(store: Store, conversations: pl.DataFrame, projects: tuple[str, ...]) -> None:
     """Refuse ``--project`` values that match no stored conversation, naming the projects known.
 
@@ -363,11 +351,6 @@ def _check_projects(store: Store, conversations: pl.DataFrame, projects: tuple[s
     """
     from convlab.retrieval.options import conversations_in_projects
 
-    if "project" not in conversations.columns:
-        raise UsageError(
-            f"--project: {store.directory} was written before projects were stored; "
-            "run `convlab index --rebuild` on it"
-        )
     if conversations_in_projects(conversations, projects):
         return
     known = sorted(conversations["project"].drop_nulls().unique().to_list())

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--around must not be negative")
     store = Store(args.store)
     target = resolve(store, args.target)
-    chunks = store.frame("sentences").filter(pl.col("conversation_id") == target.conversation)
+    chunks = store.frame("chunks").filter(pl.col("conversation_id") == target.conversation)
     if chunks.height == 0:
         raise UsageError(f"no conversation {target.conversation!r} in {store.directory}")
     hit_docs: set[str] = set()
@@ -210,7 +210,7 @@ def _print_resurrected(
         units["unit_id"],
         args.budget,
         units=units,
-        chunks=store.frame("sentences"),
+        chunks=store.frame("chunks"),
         policy=args.policy,
     )
     print(f"== resurrected context: {res.tokens_used}/{args.budget} tokens (* = a target)")

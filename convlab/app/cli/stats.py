@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+import msgspec
 import polars as pl
 
 from convlab.app.cli.options import add_store
@@ -64,10 +65,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"messages: {first or 'undated'} .. {last or 'undated'}")
     print(
         f"built with: system {info['system']} ({_held(cfg)}), max tokens "
-        f"{cfg.get('max_tokens', cfg.get('budget'))}, index "
-        f"{cfg.get('index_kind')}, embedder {info['model_id']}, redact {cfg.get('redact')}"
+        f"{cfg['max_tokens']}, index "
+        f"{cfg['index_kind']}, embedder {info['model_id']}, redact {cfg['redact']}"
     )
-    if cfg.get("redact") != "none" and info["redact_rules"]:
+    if cfg["redact"] != "none" and info["redact_rules"]:
         print(f"redaction rules: {info['redact_rules']}")
     print(
         f"transcripts: {info['files']} files indexed, {info['files_with_skips']} with skipped "
@@ -157,27 +158,22 @@ def store_info(store: Store, *, verify: bool) -> StoreInfo:
     status = store.verify().line() if verify else None
     units = store.frame("units")
     convs = store.frame("conversations")
-    files = m.get("files", {})
-    skips = [int(r.get("skipped", 0)) for r in files.values()]
+    files = m.files
+    skips = [r.skipped for r in files.values()]
     first = convs["started_at"].min() if convs.height else None
     last = convs["ended_at"].max() if convs.height else None
-    updated = m.get("updated_at")
+    updated = m.updated_at
     if status is None:
-        status = (
-            "checked: the manifest and every file's size; `--verify` checks every byte"
-            if m.get("version_files") is not None
-            else "not verifiable: written before stores recorded checksums; `convlab index` "
-            "adds them"
-        )
+        status = "checked: the manifest and every file's size; `--verify` checks every byte"
     bytes_version = _bytes_under(version)
     bytes_cache = _bytes_under(store.directory / "cache")
     return {
         "store": str(store.directory),
         "version": version.name,
-        "model_id": m["model_id"],
-        "config": m["config"],
+        "model_id": m.model_id,
+        "config": msgspec.to_builtins(m.config),
         "system": store.system().name,
-        "counts": m["counts"],
+        "counts": m.counts,
         "files": len(files),
         "files_with_skips": sum(1 for n in skips if n),
         "skipped_records": sum(skips),
@@ -191,31 +187,15 @@ def store_info(store: Store, *, verify: bool) -> StoreInfo:
         "unit_tokens_mean": _mean(units["n_tokens"]),
         "units_by_role": dict(units.group_by("role").len().sort("role").iter_rows()),
         "verify": status,
-        "redact_rules": m.get("redact_rules"),
-        "unit_costs": m.get("unit_costs") or _unit_costs(store, units),
-        "last_embedding": m.get("embedding"),
+        "redact_rules": m.redact_rules,
+        "unit_costs": m.unit_costs,
+        "last_embedding": m.embedding,
         "bytes_total": bytes_version + bytes_cache,  # last, as --json has always printed it
     }
 
 
-def _unit_costs(store: Store, units: pl.DataFrame) -> list[dict[str, Any]]:
-    """Each held strategy's units, units per message, distinct texts and tokens embedded.
-
-    What an update records in the manifest; made from the frames for a store written before.
-    """
-    from convlab.pipeline.unit_costs import messages_with_text, unit_costs
-
-    held = store.strategies()
-    parts = {s: units.filter(pl.col("strategy") == s) for s in held}
-    messages = messages_with_text(store.frame("sentences"))
-    dense = [s for s, embedded in held.items() if embedded]
-    return unit_costs(parts, messages, dense=dense).to_dicts()
-
-
 def _held(config: dict[str, Any]) -> str:
     """The strategies a store holds, ``(BM25 only)`` after those not embedded."""
-    if "strategies" not in config:  # a store of one strategy, embedded
-        return str(config.get("strategy"))
     return ", ".join(
         f"{s}{'' if s in config['dense'] else ' (BM25 only)'}" for s in config["strategies"]
     )
