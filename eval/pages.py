@@ -186,6 +186,16 @@ def _facts(run: Path, config: dict[str, Any], prov: Provenance, metrics_sha: str
         ("seconds", str(config.get("seconds", "?"))),
         ("versions", ", ".join(f"{k} {v}" for k, v in versions.items()) or "?"),
     ]
+    for name, tuned in (config.get("tuned") or {}).items():
+        weights = ", ".join(str(w) for w in tuned.get("weights", []))
+        how = f"cross-validated, {tuned.get('folds')} folds; " if tuned.get("cv") else ""
+        rows.append(
+            (
+                f"tuned `{name}`",
+                f"weights {weights}, params {tuned.get('params') or {}} ({how}the choice on all "
+                "queries, as in `systems.chosen.toml`)",
+            )
+        )
     return ["| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in rows)]
 
 

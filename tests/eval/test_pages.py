@@ -85,11 +85,15 @@ def test_page_from_sidecars(tmp_path: Path) -> None:
 def test_page_from_config(tmp_path: Path) -> None:
     """A command and commit recorded in config.json are used as recorded."""
     argv = ["python", "-m", "eval.run", "--out", "runs/tiny"]
-    run = _run_folder(tmp_path, config={"command": argv, "commit": SHA})
+    tuned = {"fusion:convex": {"weights": [1.0, 0.5], "params": {}, "cv": True, "folds": 10}}
+    run = _run_folder(tmp_path, config={"command": argv, "commit": SHA, "tuned": tuned})
     done = _pages(str(run), "--out", str(tmp_path / "pages"))
     assert done.returncode == 0, done.stderr
     page = (tmp_path / "pages" / "tiny.md").read_text()
     assert f"made by `python -m eval.run --out runs/tiny` at commit {SHA}." in page
+    assert (
+        "| tuned `fusion:convex` | weights 1.0, 0.5, params {} (cross-validated, 10 folds;" in page
+    )
 
 
 def test_refuses_without_provenance(tmp_path: Path) -> None:
