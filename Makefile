@@ -16,11 +16,12 @@ OUT ?= runs/eval
 LOCOMO ?= $(or $(CONVLAB_DATA),../shared/datasets)
 EVAL_ARGS ?=
 
-.PHONY: help venv chromium test check lint typecheck pytest eval eval-ci lab bench clean
+.PHONY: help venv chromium test check lint typecheck docs pytest eval eval-ci lab bench clean
 
 help:
 	@echo "make eval   - build .venv if missing, run the strategy comparison, write a report"
-	@echo "make test   - build .venv if missing, ruff + import layers + mypy + pytest (what CI runs)"
+	@echo "make test   - build .venv if missing, ruff + import layers + mypy + docs + pytest (what CI runs)"
+	@echo "make docs   - build the docs site strictly into docs/_site (any warning fails)"
 	@echo "make lab    - start JupyterLab on the notebooks"
 	@echo "make bench  - run the benchmarks under eval/ (JSON in runs/bench)"
 
@@ -47,6 +48,12 @@ lint: venv
 typecheck: venv
 	$(VENV)/bin/mypy
 
+# The docs site (docs/mkdocs.yml, pages under docs/site_src): --strict turns any warning (a broken
+# link, a page missing from nav, an unresolved reference in a docstring) into a failure.
+# NO_MKDOCS_2_WARNING silences mkdocs-material's notice about MkDocs 2.
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict -f docs/mkdocs.yml -d $(CURDIR)/docs/_site
+
 # Test tiers, in order, each its own pytest run (markers in pyproject.toml; tests/conftest.py
 # marks a test by the fixtures it takes): core, the real model, LoCoMo, notebooks, the browser.
 TIERS := "not model and not locomo and not notebooks and not browser" \
@@ -68,7 +75,7 @@ eval-ci: venv
 	  > runs/ci-locomo2.log 2>&1 || { tail -30 runs/ci-locomo2.log; exit 1; }
 	$(PY) -m eval.check_thresholds runs/ci-locomo2 --set locomo2
 
-test: lint typecheck eval-ci pytest
+test: lint typecheck docs eval-ci pytest
 
 check: test
 
@@ -86,4 +93,4 @@ lab: venv
 	$(VENV)/bin/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 clean:
-	rm -rf runs .pytest_cache .mypy_cache .ruff_cache
+	rm -rf runs docs/_site .pytest_cache .mypy_cache .ruff_cache
