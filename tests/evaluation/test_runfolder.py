@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import polars as pl
 import pytest
 
+from convlab.app.cli import eval as eval_cli
 from convlab.atomic import write_file_atomic
 from convlab.embed import HashEmbedder
 from convlab.evaluation import compare, thresholds
@@ -215,7 +216,7 @@ def test_strategies_are_checked_against_the_registry() -> None:
 def test_unknown_strategies_exit_2_before_any_data_is_read(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert compare.main(["--strategies", "nope", "--data", "/no/such/folder"]) == 2
+    assert eval_cli.main(["--strategies", "nope", "--data", "/no/such/folder"]) == 2
     assert capsys.readouterr().err.startswith("python -m eval.run: unknown strategies ['nope']")
 
 
