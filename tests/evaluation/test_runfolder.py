@@ -189,21 +189,6 @@ def test_thresholds_name_each_one_not_met(run: Path) -> None:
     ]
 
 
-def test_thresholds_command_exit_codes(
-    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    table = tmp_path / "t.toml"
-    table.write_text('[ok.a]\n"recall@5" = 0.5\n\n[high.a]\n"recall@5" = 0.51\n"ndcg@10" = 0.8\n')
-    assert thresholds.main([str(run), "--set", "ok"], thresholds=table) == 0
-    assert capsys.readouterr().out == "thresholds ok: all 1 met\n"
-    assert thresholds.main([str(run), "--set", "high"], thresholds=table) == 1
-    out, err = capsys.readouterr()
-    assert out == "thresholds high: 1 of 2 not met\n"
-    assert err == "below threshold: a recall@5 = 0.5 < 0.51\n"
-    assert thresholds.main([str(run), "--set", "nope"], thresholds=table) == 2
-    assert f"no threshold set 'nope' in {table}" in capsys.readouterr().err
-
-
 # --- the comparison's command line ---------------------------------------------------------------
 
 
