@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     """Time one comparison; its options follow ``--``."""
     import importlib
 
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m eval.bench_stages", description=__doc__)
     p.add_argument("--json", required=True, help="where the timings go")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="-- then eval.run's options")
     args = p.parse_args(argv)
