@@ -17,9 +17,43 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from convlab.evaluation.fusion_study import FixedFusion, FusionStudy, fixed, parse_fixed, study
+from convlab.evaluation.fusion_study import (
+    FixedFusion,
+    FusionStudy,
+    Method,
+    Reference,
+    fixed,
+    parse_fixed,
+    study,
+)
 
 PROG = "python -m eval.fuse_runs"
+BASELINE = "bm25:message"
+METHODS: tuple[Method, ...] = (
+    ("rrf", "rrf", {}, {"k": [10, 60]}),
+    ("convex(min-max)", "convex", {"norm": "min-max"}, {}),
+    ("convex(z-score)", "convex", {"norm": "z-score"}, {}),
+    ("combsum(min-max)", "combsum", {"norm": "min-max"}, {}),
+    ("combmnz(min-max)", "combmnz", {"norm": "min-max"}, {}),
+)
+WEIGHTS = (0.0, 0.25, 0.5, 1.0)
+"""Each non-baseline run's weight grid; the first run of a combination keeps weight 1."""
+COMBOS = (
+    ("bm25:message", "sequential", "turn_pair"),
+    ("bm25:message", "sequential", "turn_pair", "whole_turn", "message"),
+)
+LEXICAL_COMBOS = (
+    ("bm25:message", "bm25:sequential", "bm25:turn_pair", "sequential", "turn_pair"),
+    ("bm25:message", "bm25:sequential", "bm25:turn_pair", "bm25:whole_turn"),
+)
+LEXICAL_STRATEGIES = ("message", "sequential", "turn_pair", "whole_turn")
+# issue 13's orientation figures: weights chosen by hand on these very queries (not CV)
+REFERENCE_RUNS = ("bm25:message", "sequential", "turn_pair")
+REFERENCES: tuple[Reference, ...] = (
+    ("ref convex(min-max) bm25x2+seq+tp", "convex", (2.0, 1.0, 1.0), {"norm": "min-max"}),
+    ("ref rrf equal bm25x2+seq+tp", "rrf", (2.0, 1.0, 1.0), {"k": 60}),
+    ("ref rrf equal bm25+seq+tp", "rrf", (1.0, 1.0, 1.0), {"k": 60}),
+)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -56,9 +90,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 folder=args.folder,
                 out=args.out,
                 weights=parse_fixed(args.fixed),
+                baseline=BASELINE,
                 method=args.method,
                 norm=args.norm,
                 lexical_units=args.lexical_units,
+                lexical_strategies=LEXICAL_STRATEGIES,
             )
             fixed(config)
         except ValueError as exc:
@@ -70,6 +106,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         study_config = FusionStudy(
             folder=args.folder,
             out=args.out,
+            baseline=BASELINE,
+            methods=METHODS,
+            weights=WEIGHTS,
+            combos=COMBOS,
+            lexical_combos=LEXICAL_COMBOS,
+            references=REFERENCES,
+            reference_runs=REFERENCE_RUNS,
+            lexical_strategies=LEXICAL_STRATEGIES,
             folds=args.folds,
             samples=args.samples,
             seed=args.seed,

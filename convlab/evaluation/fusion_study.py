@@ -36,35 +36,19 @@ import polars as pl
 
 from convlab.atomic import write_file_atomic
 from convlab.evaluation.metrics import per_query
-from convlab.evaluation.queries import read_qrels, read_run, relevant_by_query, write_run
-from convlab.evaluation.runfolder import run_path
+from convlab.evaluation.queries import read_qrels, relevant_by_query
+from convlab.evaluation.run_files import lexical_runs, read_runs
 from convlab.evaluation.significance import compare
 from convlab.evaluation.tune import cross_validate, random_space, tune
-from convlab.files import CONFIG, read_text_regular
 from convlab.fusion import fuse
 from convlab.systems.system import Tuning
 
 METRICS = ("recall@5", "ndcg@10")
-BASELINE = "bm25:message"
-# (method label, registered method, fixed params, tuned params)
-METHODS: list[tuple[str, str, dict[str, Any], dict[str, list[Any]]]] = [
-    ("rrf", "rrf", {}, {"k": [10, 60]}),
-    ("convex(min-max)", "convex", {"norm": "min-max"}, {}),
-    ("convex(z-score)", "convex", {"norm": "z-score"}, {}),
-    ("combsum(min-max)", "combsum", {"norm": "min-max"}, {}),
-    ("combmnz(min-max)", "combmnz", {"norm": "min-max"}, {}),
-]
-WEIGHTS = [0.0, 0.25, 0.5, 1.0]
-"""Each non-baseline run's weight grid; the first run of a combination keeps weight 1."""
-COMBOS = [
-    ("bm25:message", "sequential", "turn_pair"),
-    ("bm25:message", "sequential", "turn_pair", "whole_turn", "message"),
-]
-LEXICAL_COMBOS = [
-    ("bm25:message", "bm25:sequential", "bm25:turn_pair", "sequential", "turn_pair"),
-    ("bm25:message", "bm25:sequential", "bm25:turn_pair", "bm25:whole_turn"),
-]
-LEXICAL_STRATEGIES = ("message", "sequential", "turn_pair", "whole_turn")
+"""What every system of the study is scored on; the first is tuned on."""
+Method = tuple[str, str, Mapping[str, Any], Mapping[str, Sequence[Any]]]
+"""A fusion method of the study: label, registered method, fixed params, tuned params."""
+Reference = tuple[str, str, Sequence[float], Mapping[str, Any]]
+"""A reference fusion: label, method, the weights of the reference runs, params."""
 
 
 def _fused_system(
@@ -90,6 +74,15 @@ class FusionStudy:
     Attributes:
         folder: an ``eval.run`` folder (``runs/*.trec``, ``qrels.txt``, ``per_query.parquet``).
         out: where the study is written.
+        baseline: the run everything is tested against.
+        methods: the fusion methods (:data:`Method`), each tried on every combination.
+        weights: each run's weight grid after the first (which keeps weight 1).
+        combos: the combinations of runs fused (the first run first).
+        lexical_combos: more combinations, fused where the folder (or ``lexical_units``) has
+            all of their runs.
+        references: fusions with fixed weights of ``reference_runs`` (not cross-validated).
+        reference_runs: the runs the references fuse.
+        lexical_strategies: the strategies of BM25 runs made with ``lexical_units``.
         folds: cross-validation folds (10: leave one LoCoMo conversation out).
         samples: random settings drawn per larger grid.
         seed: the draw's seed.
@@ -98,12 +91,22 @@ class FusionStudy:
 
     folder: Path
     out: Path
+    baseline: str
+    methods: Sequence[Method]
+    weights: Sequence[float]
+    combos: Sequence[Sequence[str]]
+    lexical_combos: Sequence[Sequence[str]] = ()
+    references: Sequence[Reference] = ()
+    reference_runs: Sequence[str] = ()
+    lexical_strategies: Sequence[str] = ()
     folds: int = 10
     samples: int = 48
     seed: int = 0
     lexical_units: Path | None = None
 
     def __post_init__(self) -> None:
+        if not self.methods or not self.weights or not self.combos:
+            raise ValueError("a fusion study needs methods, a weight grid and combinations")
         if self.folds < 2:
             raise ValueError(f"folds is {self.folds}; cross-validation needs 2 or more")
         if self.samples < 1:
@@ -118,17 +121,21 @@ class FixedFusion:
         folder: an ``eval.run`` folder.
         out: where ``fixed.json`` and ``fixed.md`` are written.
         weights: run name -> weight, in order (:func:`parse_fixed`).
+        baseline: the run it is tested against.
         method: the fusion method (:data:`convlab.fusion.FUSIONS`).
         norm: its score normalisation.
         lexical_units: as :attr:`FusionStudy.lexical_units`.
+        lexical_strategies: as :attr:`FusionStudy.lexical_strategies`.
     """
 
     folder: Path
     out: Path
     weights: Mapping[str, float]
+    baseline: str
     method: str = "convex"
     norm: str = "z-score"
     lexical_units: Path | None = None
+    lexical_strategies: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         if not self.weights:
@@ -136,12 +143,12 @@ class FixedFusion:
 
 
 def _inputs(
-    folder: Path, out: Path, lexical_units: Path | None
+    folder: Path, out: Path, lexical_units: Path | None, lexical_strategies: Sequence[str] = ()
 ) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
     """The folder's runs (plus BM25 over units with ``lexical_units``) and its qrels."""
     runs = read_runs(folder)
     if lexical_units is not None:
-        runs.update(lexical_runs(lexical_units, out))
+        runs.update(lexical_runs(lexical_units, out, lexical_strategies, METRICS))
     return runs, read_qrels(folder / "qrels.txt")
 
 
@@ -161,7 +168,7 @@ def parse_fixed(spec: str) -> dict[str, float]:
 
 
 def fixed(config: FixedFusion) -> dict[str, Any]:
-    """Score one fusion with settings chosen elsewhere, against :data:`BASELINE`; write it.
+    """Score one fusion with settings chosen elsewhere, against its baseline; write it.
 
     Nothing is tuned on this folder's queries: the figures hold for data the settings never saw.
     Writes ``fixed.json`` and ``fixed.md`` under ``config.out``.
@@ -170,7 +177,10 @@ def fixed(config: FixedFusion) -> dict[str, Any]:
         ValueError: a run the folder (or ``lexical_units``) does not have, naming those it has.
     """
     weights = dict(config.weights)
-    runs, qrels = _inputs(config.folder, config.out, config.lexical_units)
+    baseline = config.baseline
+    runs, qrels = _inputs(
+        config.folder, config.out, config.lexical_units, config.lexical_strategies
+    )
     queries = relevant_by_query(qrels)
     missing = [n for n in weights if n not in runs]
     if missing:
@@ -183,15 +193,15 @@ def fixed(config: FixedFusion) -> dict[str, Any]:
     )
     per_q = pl.concat(
         [
-            _scored(runs[BASELINE], queries, BASELINE),
-            *[_scored(runs[n], queries, n) for n in weights if n != BASELINE],
+            _scored(runs[baseline], queries, baseline),
+            *[_scored(runs[n], queries, n) for n in weights if n != baseline],
             _scored(fused, queries, name),
         ]
     ).select("system", "query_id", "metric", "value")
-    sig = compare(per_q, BASELINE)
+    sig = compare(per_q, baseline)
     report = {
         "folder": str(config.folder),
-        "baseline": BASELINE,
+        "baseline": baseline,
         "weights": weights,
         "method": config.method,
         "norm": config.norm,
@@ -214,72 +224,19 @@ def fixed(config: FixedFusion) -> dict[str, Any]:
     return report
 
 
-def _names(folder: Path) -> dict[str, str]:
-    """TREC file stem -> system name (``bm25_message`` -> ``bm25:message``)."""
-    config = folder / "config.json"
-    if not config.exists():
-        return {}
-    systems = json.loads(read_text_regular(config, limit=CONFIG)).get("systems", [])
-    return {s["name"].replace(":", "_"): s["name"] for s in systems}
-
-
-def read_runs(folder: Path) -> dict[str, pl.DataFrame]:
-    """Every ``*.trec`` of ``folder/runs`` as ``query_id, doc_id, rank, score``, by system name."""
-    names = {run_path(folder, name).stem: name for name in _names(folder).values()}
-    files = sorted((folder / "runs").glob("*.trec"))
-    if not files:
-        raise FileNotFoundError(f"no TREC runs under {folder / 'runs'}")
-    return {
-        names.get(f.stem, f.stem.replace("_", ":", 1) if f.stem.startswith("bm25_") else f.stem): (
-            read_run(f).select("query_id", "doc_id", "rank", "score")
-        )
-        for f in files
-    }
-
-
-def lexical_runs(locomo: Path, out: Path) -> dict[str, pl.DataFrame]:
-    """BM25 over each of :data:`LEXICAL_STRATEGIES`' units, per conversation, scored per message.
-
-    Uses :func:`convlab.evaluation.evaluate.evaluate` with BM25-only systems: nothing is embedded
-    but the queries, with :class:`convlab.embed.HashEmbedder` (lexical search never reads the
-    query vectors). Each run is written to ``out/runs/bm25_<strategy>.trec`` atomically.
-    """
-    from convlab.embed import HashEmbedder
-    from convlab.evaluation.config import EvalConfig
-    from convlab.evaluation.datasets import load_labelled
-    from convlab.evaluation.evaluate import evaluate
-    from convlab.retrieval import Retrieval
-    from convlab.systems.system import System
-
-    data = load_labelled(locomo)
-    systems = [
-        System(name=f"bm25:{s}", strategy=s, retrieval=Retrieval.LEXICAL)
-        for s in LEXICAL_STRATEGIES
-    ]
-    ev = evaluate(
-        data,
-        systems,
-        embedder=HashEmbedder(384),
-        config=EvalConfig(metrics=METRICS, budgets=(512,), scope="conversation"),
-        progress=False,
-    )
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    runs = {}
-    for name, hits in ev.hits.items():
-        path = run_path(out, name)
-        write_run(hits, path, path.stem)  # written whole or not at all
-        runs[name] = hits.select("query_id", "doc_id", "rank", "score")
-    return runs
-
-
 def _scored(run: pl.DataFrame, queries: pl.DataFrame, system: str) -> pl.DataFrame:
     top = run.filter(pl.col("rank") <= max(int(m.split("@")[1]) for m in METRICS))
     return per_query(top, queries, METRICS).with_columns(pl.lit(system).alias("system"))
 
 
-def _space(names: Sequence[str], tuned: dict[str, list[Any]], samples: int, seed: int):
-    grid_space: dict[str, list[Any]] = {f"w:{n}": list(WEIGHTS) for n in names[1:]}
-    grid_space.update(tuned)
+def _space(
+    names: Sequence[str],
+    tuned: Mapping[str, Sequence[Any]],
+    config: FusionStudy,
+) -> list[dict[str, Any]]:
+    grid_space: dict[str, list[Any]] = {f"w:{n}": list(config.weights) for n in names[1:]}
+    grid_space.update({k: list(v) for k, v in tuned.items()})
+    samples, seed = config.samples, config.seed
     space = random_space(grid_space, samples, seed=seed)
     # drop settings where every other run is off and nothing but the first run is left:
     return [p for p in space if any(p[f"w:{n}"] > 0 for n in names[1:])] or space
@@ -289,18 +246,13 @@ Row = dict[str, Any]
 
 
 def _references(
-    runs: Mapping[str, pl.DataFrame], queries: pl.DataFrame
+    runs: Mapping[str, pl.DataFrame], queries: pl.DataFrame, config: FusionStudy
 ) -> tuple[list[pl.DataFrame], list[Row]]:
-    """The reference fusions of issue 13 (weights chosen by hand on these queries: not CV)."""
-    ref = [runs["bm25:message"], runs["sequential"], runs["turn_pair"]]
-    references: list[tuple[str, str, list[float], dict[str, Any]]] = [
-        ("ref convex(min-max) bm25x2+seq+tp", "convex", [2.0, 1.0, 1.0], {"norm": "min-max"}),
-        ("ref rrf equal bm25x2+seq+tp", "rrf", [2.0, 1.0, 1.0], {"k": 60}),
-        ("ref rrf equal bm25+seq+tp", "rrf", [1.0, 1.0, 1.0], {"k": 60}),
-    ]
+    """The reference fusions (weights chosen by hand, on these very queries: not CV)."""
+    ref = [runs[n] for n in config.reference_runs]
     pq, rows = [], []
-    for label, method, weights, params in references:
-        fused = fuse(ref, weights, method=method, **params)
+    for label, method, weights, params in config.references:
+        fused = fuse(ref, list(weights), method=method, **params)
         pq.append(_scored(fused, queries, label))
         rows.append({"system": label, "kind": "reference", "cv": False, "params": str(params)})
     return pq, rows
@@ -314,13 +266,13 @@ def _tuned(
     log: Callable[[str], None],
 ) -> tuple[list[tuple[str, Any, Any]], list[Row]]:
     """Each combination fused by each method, its settings chosen by cross-validation."""
-    combos = list(COMBOS) + [c for c in LEXICAL_COMBOS if all(n in runs for n in c)]
+    combos = [*config.combos, *(c for c in config.lexical_combos if all(n in runs for n in c))]
     tunes: list[tuple[str, Any, Any]] = []
     rows: list[Row] = []
     for combo in combos:
-        for label, method, fixed_params, tuned in METHODS:
+        for label, method, fixed_params, tuned in config.methods:
             system_name = f"cv {label} " + "+".join(combo)
-            space = _space(combo, tuned, config.samples, config.seed)
+            space = _space(combo, tuned, config)
             system = _fused_system(runs, combo, method, fixed_params)
             t0 = time.perf_counter()
             res = tune(system, space, qrels, tuning, report=("ndcg@10",))
@@ -370,7 +322,9 @@ def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> d
     """
     say = log or (lambda line: None)
     started = time.perf_counter()
-    runs, qrels = _inputs(config.folder, config.out, config.lexical_units)
+    runs, qrels = _inputs(
+        config.folder, config.out, config.lexical_units, config.lexical_strategies
+    )
     queries = relevant_by_query(qrels)
     cats = (
         pl.read_parquet(config.folder / "per_query.parquet", glob=False)
@@ -379,7 +333,7 @@ def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> d
     )
     pq = [_scored(run, queries, name) for name, run in runs.items()]
     rows: list[Row] = [{"system": n, "kind": "single", "cv": False, "params": ""} for n in runs]
-    ref_pq, ref_rows = _references(runs, queries)
+    ref_pq, ref_rows = _references(runs, queries, config)
     pq += ref_pq
     rows += ref_rows
     tuning = Tuning(metric="recall@5", folds=config.folds)
@@ -393,11 +347,11 @@ def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> d
         pq.append(res.per_query.with_columns(pl.lit(name).alias("system")))
         rows.append(row)
     per_q = pl.concat([p.select("system", "query_id", "metric", "value") for p in pq])
-    sig = compare(per_q, BASELINE)
+    sig = compare(per_q, config.baseline)
     by_cat = (
         per_q.filter(pl.col("metric") == "recall@5")
         .join(cats, on="query_id", how="left")
-        .group_by("system", "category")
+        .group_by("system", "category", maintain_order=True)
         .agg(pl.col("value").mean().alias("mean"), pl.len().alias("queries"))
     )
     config.out.mkdir(parents=True, exist_ok=True)
@@ -410,10 +364,10 @@ def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> d
     )
     report = {
         "folder": str(config.folder),
-        "baseline": BASELINE,
+        "baseline": config.baseline,
         "folds": config.folds,
         "tuned_on": tuning.metric,
-        "weights_grid": WEIGHTS,
+        "weights_grid": list(config.weights),
         "samples": config.samples,
         "seed": config.seed,
         "queries": queries.height,

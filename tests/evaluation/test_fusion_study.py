@@ -39,6 +39,7 @@ def test_a_run_the_folder_does_not_have_is_named(tmp_path: Path) -> None:
         folder=tmp_path / "run",
         out=tmp_path / "out",
         weights=parse_fixed("bm25:message=1,sequential=1"),
+        baseline="bm25:message",
     )
     with pytest.raises(ValueError, match="no run sequential; the runs: bm25:message"):
         fixed(config)
