@@ -16,15 +16,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from convlab.evaluation.resurrection_grid import (
-    DEFAULT_BUDGETS,
-    DEFAULT_SYSTEMS,
-    GridStudy,
-    grid_study,
-)
+from convlab.evaluation.resurrection_grid import GridStudy, grid_study
 from convlab.resurrection import POLICIES
 
 PROG = "python -m eval.resurrection_grid"
+DEFAULT_SYSTEMS = "bm25:message,message,sequential,turn_pair"
+DEFAULT_BUDGETS = "128,256,512,1024,2048"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -100,6 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             plot_systems=_names(args.plot_systems),
             exact=args.exact,
             command=command,
+            default_systems=_names(DEFAULT_SYSTEMS),
+            default_budgets=tuple(int(b) for b in _names(DEFAULT_BUDGETS)),
         )
         result, grid_md = grid_study(study, log=_log)
     except ValueError as exc:

@@ -55,8 +55,6 @@ if TYPE_CHECKING:
     from convlab.evaluation.datasets import LabelledData
 
 __all__ = [
-    "DEFAULT_BUDGETS",
-    "DEFAULT_SYSTEMS",
     "GridStudy",
     "compare_with_saved",
     "grid_from_runs",
@@ -65,9 +63,6 @@ __all__ = [
     "rerun_grid",
     "same_ranking",
 ]
-
-DEFAULT_SYSTEMS = "bm25:message,message,sequential,turn_pair"
-DEFAULT_BUDGETS = "128,256,512,1024,2048"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,15 +75,17 @@ class GridStudy:
         data: the labelled data the run was made on (not needed when the folder holds
             ``policy_budgets.parquet``).
         systems: systems of the grid (default: those of a saved grid, else
-            :data:`DEFAULT_SYSTEMS`).
+            ``default_systems``).
         policies: policies of the grid (default: those of a saved grid, else all).
-        budgets: budgets (default: those of a saved grid, else :data:`DEFAULT_BUDGETS`).
+        budgets: budgets (default: those of a saved grid, else ``default_budgets``).
         baseline: system of the reference cell (default: the run's baseline when in the grid,
             else the first system).
         plot_systems: systems drawn in ``policy_grid.png`` (default: the baseline, ``message``
             and the best 3 by coverage at 512).
         exact: an embedding cache folder: re-run the systems to get their unit ids.
         command: the command line, recorded in ``grid.json``.
+        default_systems: the systems when none are named and the folder saved no grid.
+        default_budgets: the budgets when none are named and the folder saved no grid.
     """
 
     run: Path
@@ -101,14 +98,12 @@ class GridStudy:
     plot_systems: tuple[str, ...] = ()
     exact: str | None = None
     command: str = ""
+    default_systems: tuple[str, ...] = ()
+    default_budgets: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         for p in self.policies:
             POLICIES.get(p)  # an unknown name fails here, listing the valid ones
-
-
-def _names(text: str | None) -> list[str]:
-    return [s for s in (text or "").split(",") if s]
 
 
 def rerun_grid(
@@ -252,9 +247,11 @@ def grid_study(
             raise ValueError(f"--data is needed: {saved_grid} does not exist (or --exact given)")
         from convlab.evaluation.datasets import load_labelled
 
-        systems = list(study.systems) or _names(DEFAULT_SYSTEMS)
+        systems = list(study.systems or study.default_systems)
         policies = list(study.policies) or list(POLICIES.names())
-        budgets = list(study.budgets) or [int(b) for b in _names(DEFAULT_BUDGETS)]
+        budgets = list(study.budgets or study.default_budgets)
+        if not systems or not budgets:
+            raise ValueError(f"name the systems and budgets: {saved_grid} does not exist")
         _check_known(systems, [s["name"] for s in cfg["systems"]], run_dir / "config.json")
         data = load_labelled(study.data)
         grid, mapping, check = grid_from_runs(
