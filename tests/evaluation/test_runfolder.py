@@ -301,3 +301,39 @@ def test_a_run_with_several_policies_saves_the_grid_and_its_tests(tmp_path: Path
     assert "](policy_grid.png)" in report
     # no message system: the efficiency question cannot be asked, and the report says so
     assert "Efficiency test not run" in report
+
+
+# --- the comparison as a typed config ------------------------------------------------------------
+
+
+def test_a_comparison_is_a_checked_config() -> None:
+    c = compare.Comparison()
+    assert (c.strategies, c.budgets, c.resurrection, c.every) == (
+        (),
+        (128, 256, 512, 1024, 2048),
+        ("unit",),
+        1,
+    )
+    for bad, says in [
+        ({"every": 0}, "every is 0"),
+        ({"budgets": (0,)}, "budgets"),
+        ({"budgets": ()}, "budgets"),
+        ({"strategies": ("nope",)}, r"unknown strategies \['nope'\]"),
+        ({"resurrection": ("nope",)}, "nope"),
+        ({"scope": "nope"}, "scope must be one of"),
+        ({"protocol": "nope"}, "protocol must be one of"),
+    ]:
+        with pytest.raises(ValueError, match=says):
+            compare.Comparison(**bad)  # type: ignore[arg-type]
+
+
+def test_the_default_comparison_compares_the_default_experiment() -> None:
+    from convlab.systems.file import default_strategies
+    from convlab.systems.system import default_systems
+
+    systems = compare.comparison_systems(compare.Comparison())
+    assert systems == default_systems(default_strategies())
+    named = compare.comparison_systems(compare.Comparison(strategies=("message",)))
+    assert [s.name for s in named] == ["message", "bm25:message", "hybrid:message"]
+    with pytest.raises(ValueError, match="--baseline 'nope' is not one of the systems"):
+        compare.comparison_systems(compare.Comparison(baseline="nope"))
