@@ -2,9 +2,9 @@
 
 :func:`build_haystacks` (the command line: ``python -m eval.lme_haystacks --oracle
 ../shared/datasets/longmemeval/longmemeval_oracle.json --sessions 48 --seed 0 --out FILE``)
-makes questions in LongMemEval's format (the schema of
-``longmemeval_s.json``, read by :mod:`convlab.loaders.longmemeval`) whose questions keep their
-evidence sessions and get filler sessions up to ``--sessions`` per question. The S variant
+makes questions in LongMemEval's format (the schema of ``longmemeval_s.json``, read by
+:mod:`convlab.loaders.longmemeval`) that keep their evidence sessions and get filler sessions up
+to ``sessions`` per question. The S variant
 (about 48 sessions per question, 277 MB) is not needed: its haystacks are made the same way,
 evidence plus sessions that are not about the question.
 
