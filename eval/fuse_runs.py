@@ -26,6 +26,7 @@ from convlab.evaluation.fusion_study import (
     parse_fixed,
     study,
 )
+from convlab.systems.system import Tuning
 
 PROG = "python -m eval.fuse_runs"
 BASELINE = "bm25:message"
@@ -108,15 +109,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             out=args.out,
             baseline=BASELINE,
             methods=METHODS,
-            weights=WEIGHTS,
+            tuning=Tuning(
+                weights=WEIGHTS,
+                samples=args.samples,
+                metric="recall@5",
+                folds=args.folds,
+                seed=args.seed,
+            ),
             combos=COMBOS,
             lexical_combos=LEXICAL_COMBOS,
             references=REFERENCES,
             reference_runs=REFERENCE_RUNS,
             lexical_strategies=LEXICAL_STRATEGIES,
-            folds=args.folds,
-            samples=args.samples,
-            seed=args.seed,
             lexical_units=args.lexical_units,
         )
     except ValueError as exc:

@@ -75,17 +75,17 @@ class FusionStudy:
         folder: an ``eval.run`` folder (``runs/*.trec``, ``qrels.txt``, ``per_query.parquet``).
         out: where the study is written.
         baseline: the run everything is tested against.
-        methods: the fusion methods (:data:`Method`), each tried on every combination.
-        weights: each run's weight grid after the first (which keeps weight 1).
+        methods: the fusion methods (:data:`Method`), each tried on every combination (its
+            tuned params join the grid).
+        tuning: how every fusion's settings are chosen (the systems' one tuning config): each
+            run's weight grid after the first (which keeps weight 1), settings drawn, the metric
+            chosen on (the first of :data:`METRICS`), folds, seed.
         combos: the combinations of runs fused (the first run first).
         lexical_combos: more combinations, fused where the folder (or ``lexical_units``) has
             all of their runs.
         references: fusions with fixed weights of ``reference_runs`` (not cross-validated).
         reference_runs: the runs the references fuse.
         lexical_strategies: the strategies of BM25 runs made with ``lexical_units``.
-        folds: cross-validation folds (10: leave one LoCoMo conversation out).
-        samples: random settings drawn per larger grid.
-        seed: the draw's seed.
         lexical_units: a LoCoMo json: BM25 runs over other strategies' units join the study.
     """
 
@@ -93,24 +93,17 @@ class FusionStudy:
     out: Path
     baseline: str
     methods: Sequence[Method]
-    weights: Sequence[float]
+    tuning: Tuning
     combos: Sequence[Sequence[str]]
     lexical_combos: Sequence[Sequence[str]] = ()
     references: Sequence[Reference] = ()
     reference_runs: Sequence[str] = ()
     lexical_strategies: Sequence[str] = ()
-    folds: int = 10
-    samples: int = 48
-    seed: int = 0
     lexical_units: Path | None = None
 
     def __post_init__(self) -> None:
-        if not self.methods or not self.weights or not self.combos:
-            raise ValueError("a fusion study needs methods, a weight grid and combinations")
-        if self.folds < 2:
-            raise ValueError(f"folds is {self.folds}; cross-validation needs 2 or more")
-        if self.samples < 1:
-            raise ValueError(f"samples is {self.samples}; it must be >= 1")
+        if not self.methods or not self.combos:
+            raise ValueError("a fusion study needs methods and combinations")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -234,9 +227,9 @@ def _space(
     tuned: Mapping[str, Sequence[Any]],
     config: FusionStudy,
 ) -> list[dict[str, Any]]:
-    grid_space: dict[str, list[Any]] = {f"w:{n}": list(config.weights) for n in names[1:]}
+    grid_space: dict[str, list[Any]] = {f"w:{n}": list(config.tuning.weights) for n in names[1:]}
     grid_space.update({k: list(v) for k, v in tuned.items()})
-    samples, seed = config.samples, config.seed
+    samples, seed = config.tuning.samples, config.tuning.seed
     space = random_space(grid_space, samples, seed=seed)
     # drop settings where every other run is off and nothing but the first run is left:
     return [p for p in space if any(p[f"w:{n}"] > 0 for n in names[1:])] or space
@@ -317,7 +310,7 @@ def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> d
     """Score single runs, reference fusions and cross-validated fusions; write the report.
 
     Args:
-        config: the run folder, where to write, and the tuning's folds, samples and seed.
+        config: the run folder, where to write, the study's design and its tuning.
         log: called with one line per tuned system (its cross-validated recall@5 and time).
     """
     say = log or (lambda line: None)
@@ -336,7 +329,7 @@ def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> d
     ref_pq, ref_rows = _references(runs, queries, config)
     pq += ref_pq
     rows += ref_rows
-    tuning = Tuning(metric="recall@5", folds=config.folds)
+    tuning = config.tuning
     tunes, tuned_rows = _tuned(runs, qrels, config, tuning, say)
     rows += tuned_rows
     choices = [r.choices.with_columns(pl.lit(n).alias("system")) for n, r, _ in tunes]
@@ -365,11 +358,11 @@ def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> d
     report = {
         "folder": str(config.folder),
         "baseline": config.baseline,
-        "folds": config.folds,
+        "folds": tuning.folds,
         "tuned_on": tuning.metric,
-        "weights_grid": list(config.weights),
-        "samples": config.samples,
-        "seed": config.seed,
+        "weights_grid": list(tuning.weights),
+        "samples": tuning.samples,
+        "seed": tuning.seed,
         "queries": queries.height,
         "seconds": round(time.perf_counter() - started, 1),
         "systems": table.to_dicts(),
