@@ -69,7 +69,9 @@ def visible(answer: str, output: str) -> bool:
 
 def run(argv: Sequence[str] | None = None) -> dict[str, object]:
     """Count the answers visible in the human and the JSON output; returns the figures."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(
+        prog="python -m eval.answer_visible", description=__doc__.split("\n\n")[0]
+    )
     p.add_argument("--store", required=True)
     p.add_argument("--locomo", type=Path, default=None, help="locomo10.json (default: found)")
     p.add_argument("--conversation", default="conv-26")

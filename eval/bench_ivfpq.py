@@ -132,6 +132,11 @@ def exact_top(shard_paths: list[Path], queries: np.ndarray) -> tuple[np.ndarray,
     return best_s, best_i
 
 
+def _settings(nprobes: list[int], rescores: str) -> list[tuple[int, int]]:
+    """Every (nprobe, rescore) of the sweep, nprobe first."""
+    return [(n, int(r)) for n in nprobes for r in rescores.split(",")]
+
+
 def recall(got: np.ndarray, exact: np.ndarray) -> float:
     """Mean over queries of |top-k found ∩ exact top-k| / k."""
     return float(np.mean([len(set(a) & set(b)) / K for a, b in zip(got, exact, strict=True)]))
@@ -327,20 +332,20 @@ def main(argv: list[str] | None = None) -> int:
     result["serve_memory_fresh_process_kb"] = serve_memory(index_dir, qpath)
     faiss.omp_set_num_threads(1)  # single queries: no thread pool to wake
     sweep = {}
-    for nprobe in [int(x) for x in args.nprobes.split(",")] if exact is not None else []:
-        for rescore in [int(x) for x in args.rescores.split(",")]:
-            index.set_search(nprobe=nprobe, rescore=rescore)
-            got = index.search(queries, K)[1]
-            lat = latencies(index, queries)
-            sweep[f"nprobe={nprobe},rescore={rescore}"] = {
-                "nprobe": nprobe,
-                "rescore": rescore,
-                "recall@10": recall(got, exact),
-                "p50_ms": float(np.percentile(lat, 50)),
-                "p99_ms": float(np.percentile(lat, 99)),
-                "mean_ms": float(lat.mean()),
-            }
-            print(args.size, json.dumps(sweep[f"nprobe={nprobe},rescore={rescore}"]), flush=True)
+    nprobes = [int(x) for x in args.nprobes.split(",")]
+    for nprobe, rescore in _settings(nprobes, args.rescores) if exact is not None else []:
+        index.set_search(nprobe=nprobe, rescore=rescore)
+        got = index.search(queries, K)[1]
+        lat = latencies(index, queries)
+        sweep[f"nprobe={nprobe},rescore={rescore}"] = {
+            "nprobe": nprobe,
+            "rescore": rescore,
+            "recall@10": recall(got, exact) if exact is not None else float("nan"),
+            "p50_ms": float(np.percentile(lat, 50)),
+            "p99_ms": float(np.percentile(lat, 99)),
+            "mean_ms": float(lat.mean()),
+        }
+        print(args.size, json.dumps(sweep[f"nprobe={nprobe},rescore={rescore}"]), flush=True)
     result["search"] = sweep
     result["memory_after_search_kb"] = memory()
     result["load_avg_end"] = os.getloadavg()

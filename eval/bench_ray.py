@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -125,7 +126,7 @@ def loadavg() -> list[float]:
         return []
 
 
-def summary(rounds: list[dict[str, float]], actors: int) -> dict[str, float]:
+def summary(rounds: list[dict[str, Any]], actors: int) -> dict[str, float]:
     """The figures of the rounds done so far, summed over rounds (see the module docstring)."""
     n = sum(r["n"] for r in rounds)
     serial_s = sum(r["serial_s"] for r in rounds)
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     engine = RayEngine(actors=args.actors, batch_size=args.batch_size, block_rows=args.block_rows)
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / f"bench_ray_{args.n}.json"
-    rounds: list[dict[str, float]] = []
+    rounds: list[dict[str, Any]] = []
     max_diff, min_cos = 0.0, 1.0
     with tempfile.TemporaryDirectory() as tmp:
         serial_model = MiniLMEmbedder(show_progress=False)

@@ -25,7 +25,10 @@ import json
 import os
 import platform
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -57,7 +60,7 @@ def tile(base: np.ndarray, size: int, seed: int, sigma: float = 0.05) -> np.ndar
     return (v / np.linalg.norm(v, axis=1, keepdims=True)).astype(np.float32)
 
 
-def latencies(fn, queries: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped-def]
+def latencies(fn: Callable[[np.ndarray], object], queries: np.ndarray) -> np.ndarray:
     out = []
     for q in queries:
         t = time.perf_counter()
@@ -66,7 +69,7 @@ def latencies(fn, queries: np.ndarray) -> np.ndarray:  # type: ignore[no-untyped
     return np.array(out)
 
 
-def numpy_scan(vectors: np.ndarray, k: int):  # type: ignore[no-untyped-def]
+def numpy_scan(vectors: np.ndarray, k: int) -> Callable[[np.ndarray], np.ndarray]:
     def run(q: np.ndarray) -> np.ndarray:
         s = vectors @ q[0]
         top = np.argpartition(-s, k)[:k]
@@ -133,8 +136,8 @@ def tiled_views(system: object, units: int) -> dict:
     strategies = list(dict.fromkeys(v.strategy for v in views))
     dense = {v.strategy for v in views if v.retrieval.needs_vectors}
     emb = HashEmbedder(384)
-    units = [UnitSpec(s) for s in strategies]
-    built = build_indexes(load(locomo_path()), units, embedder=emb, dense=dense)
+    specs = [UnitSpec(s) for s in strategies]
+    built = build_indexes(load(locomo_path()), specs, embedder=emb, dense=dense)
     per_copy = sum(b.units.height for b in built.values())
     copies = max(1, -(-units // per_copy))  # at least ``units`` in all
     held = {}
@@ -231,10 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=3, help="rounds of the 10 queries")
     args = p.parse_args(argv)
     if args.system_units or args.store is not None:
-        result = {"system": system_bench(args), "machine": {"cpus": os.cpu_count()}}
+        record = {"system": system_bench(args), "machine": {"cpus": os.cpu_count()}}
         args.out.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(args.out / "bench_search_system.json", json.dumps(result, indent=1))
-        print(json.dumps(result, indent=1))
+        write_text_atomic(args.out / "bench_search_system.json", json.dumps(record, indent=1))
+        print(json.dumps(record, indent=1))
         return 0
     base, emb = base_vectors()
     qlat = []
@@ -254,12 +257,12 @@ def main(argv: list[str] | None = None) -> int:
         row["flat_build_s"] = time.perf_counter() - t
         exact = flat.search(queries, k)[1]
         lat_np = latencies(numpy_scan(vectors, k), queries)
-        lat_flat = latencies(lambda q, ix=flat: ix.search(q, k), queries)
+        lat_flat = latencies(partial(flat.search, k=k), queries)
         row["numpy_p50_ms"] = float(np.percentile(lat_np, 50))
         row["flat_p50_ms"] = float(np.percentile(lat_flat, 50))
         row["flat_p99_ms"] = float(np.percentile(lat_flat, 99))
         row["flat_over_numpy_p50"] = row["flat_p50_ms"] / row["numpy_p50_ms"]
-        lat_faiss = latencies(lambda q, ix=flat: ix._faiss.search(q, k), queries)
+        lat_faiss = latencies(partial(flat._faiss.search, k=k), queries)
         row["faiss_indexflatip_p50_ms"] = float(np.percentile(lat_faiss, 50))
         if size <= args.hnsw_max:
             t = time.perf_counter()
@@ -267,11 +270,11 @@ def main(argv: list[str] | None = None) -> int:
             row["hnsw_build_s"] = time.perf_counter() - t
             row["hnsw"] = {}
             for ef in (16, 64, 128, 256):
-                hnsw._faiss.hnsw.efSearch = ef
+                cast(Any, hnsw._faiss).hnsw.efSearch = ef
                 got = hnsw.search(queries, k)[1]
                 pairs = zip(got, exact, strict=True)
                 recall = float(np.mean([len(set(a) & set(b)) / k for a, b in pairs]))
-                lat = latencies(lambda q, ix=hnsw: ix.search(q, k), queries)
+                lat = latencies(partial(hnsw.search, k=k), queries)
                 row["hnsw"][str(ef)] = {
                     "recall@10": recall,
                     "p50_ms": float(np.percentile(lat, 50)),

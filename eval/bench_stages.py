@@ -1,9 +1,10 @@
 r"""Seconds per stage of one strategy comparison (``eval.run``), written as JSON.
 
-Runs :func:`convlab.evaluation.compare.main` with the functions the evaluation calls wrapped in
-timers (build, search, per-query metrics, resurrection budgets, significance, aggregate, and the
-run folder's TREC runs, figures and report), so the stages of the real run are measured, not of
-a copy. Run it as a file so that ``PYTHONPATH`` picks the code measured (a worktree or another)::
+Runs :func:`convlab.app.cli.eval.main` (``eval.run``) with the functions the evaluation calls
+wrapped in timers (build, search, per-query metrics, resurrection budgets, significance,
+aggregate, and the run folder's TREC runs, figures and report), so the stages of the real run
+are measured, not of a copy. Run it as a file so that ``PYTHONPATH`` picks the code measured (a
+worktree or another)::
 
     PYTHONPATH=. nice python eval/bench_stages.py --json runs/stages.json -- \
         --data ../shared/datasets/locomo/locomo10.json --cache runs/cache \
@@ -66,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     """Time one comparison; its options follow ``--``."""
     import importlib
 
-    p = argparse.ArgumentParser(description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m eval.bench_stages", description=__doc__)
     p.add_argument("--json", required=True, help="where the timings go")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="-- then eval.run's options")
     args = p.parse_args(argv)
@@ -78,12 +79,12 @@ def main(argv: list[str] | None = None) -> int:
         mod = importlib.import_module(module)
         if hasattr(mod, attr):
             setattr(mod, attr, _timed(getattr(mod, attr), seconds, cpu, calls, name))
-    from convlab.evaluation import compare
+    from convlab.app.cli import eval as eval_cli
 
     # compare.py imports evaluate at call time from its module: the wrapped one is found
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     started, started_cpu = time.perf_counter(), time.process_time()
-    code = compare.main(rest)
+    code = eval_cli.main(rest)
     total, total_cpu = time.perf_counter() - started, time.process_time() - started_cpu
     record = {
         "convlab": os.path.dirname(sys.modules["convlab"].__file__ or ""),

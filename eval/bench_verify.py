@@ -132,11 +132,11 @@ def main(argv: list[str] | None = None) -> int:
             return run
 
         results = {
-            "units": int(base["counts"]["units"]),
-            "counts": base["counts"],
+            "units": int(base.counts["units"]),
+            "counts": base.counts,
             "version_files": len(files),
             "version_bytes": total_bytes,
-            "file_bytes": {k: r["size"] for k, r in files.items()},
+            "file_bytes": {k: r.size for k, r in files.items()},
             "transcript_files": args.sessions,
             "small_build_seconds": small_build,
             "write_seconds": write,

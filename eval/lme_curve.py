@@ -104,7 +104,7 @@ def measure_point(path: Path, strategy: str, embedder: str, cache: Path) -> dict
         "haystack_messages": hay_messages,
         "haystack_units": hay_units,
         "haystack_units_per_question": round(hay_units / max(questions, 1), 1),
-        "unit_tokens_mean": round(float(units["n_tokens"].mean() or 0), 1),
+        "unit_tokens_mean": round(float(units["n_tokens"].mean() or 0), 1),  # type: ignore[arg-type]
         "unit_tokens_max": int(units["n_tokens"].max() or 0),  # type: ignore[arg-type]
         "embedding": embedding,
         "hits": hits.height,

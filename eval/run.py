@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sys
 
-from convlab.evaluation.compare import main
+from convlab.app.cli.eval import main
 
 if __name__ == "__main__":
     sys.exit(main(prog="python -m eval.run", description=__doc__))

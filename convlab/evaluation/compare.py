@@ -1,129 +1,113 @@
 """The strategy comparison: labelled data in, a run folder out.
 
-``python -m eval.run`` and ``convlab eval`` are this module's command line (:func:`main`,
-:func:`add_arguments`): load the labelled data (:func:`~convlab.evaluation.datasets.load_labelled`),
-evaluate one dense system per strategy plus the lexical and hybrid ones
-(:func:`~convlab.evaluation.evaluate.default_systems`), and write a run folder
-(:func:`~convlab.evaluation.runfolder.save_run`) with ``qrels.txt`` beside it.
+:class:`Comparison` is what one comparison runs (data, systems, budgets, where it writes);
+:func:`run_comparison` loads the labelled data
+(:func:`~convlab.evaluation.datasets.load_labelled`), evaluates the systems (an experiment file,
+by default :data:`~convlab.systems.file.DEFAULT_EXPERIMENT`: one dense system per strategy plus
+the lexical, hybrid and fused ones, :func:`~convlab.systems.system.default_systems`) and writes a
+run folder (:func:`~convlab.evaluation.runfolder.save_run`) with ``qrels.txt`` beside it. Its
+programs, ``python -m eval.run`` and ``convlab eval``, parse the command line into a
+:class:`Comparison` (:mod:`convlab.app.cli.eval`).
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from convlab.embed import EmbedStats
     from convlab.evaluation.config import EvalConfig
     from convlab.evaluation.datasets import LabelledData
+    from convlab.evaluation.result import Evaluation
     from convlab.systems.system import System
 
 __all__ = [
     "DEFAULT_BUDGETS",
-    "DEFAULT_STRATEGIES",
-    "add_arguments",
+    "MAX_BUDGET",
+    "Comparison",
+    "ComparisonRun",
     "check_budgets",
     "check_policies",
     "check_strategies",
     "comparison_config",
-    "main",
-    "named_systems",
+    "comparison_systems",
     "run_comparison",
-    "systems_of",
 ]
 
-DEFAULT_STRATEGIES = "isolated,message,turn_pair,sequential,whole_turn,qa_pair"
-DEFAULT_BUDGETS = "128,256,512,1024,2048"
+DEFAULT_BUDGETS = (128, 256, 512, 1024, 2048)
+MAX_BUDGET = 1_000_000
+"""The largest resurrection budget, in tokens."""
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The comparison's options (``--data``, ``--strategies``, ``--out``, ...) on ``p``."""
-    from convlab.embed import BACKENDS, Device
-    from convlab.evaluation.config import PROTOCOLS, SCOPES
-    from convlab.pipeline.policy import TEXT_FORMATS
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Comparison:
+    """One strategy comparison: what it reads, what it runs, where it writes.
 
-    p.add_argument(
-        "--data",
-        default=None,
-        help="data/sample (default), a LoCoMo-family json or folder, or a LongMemEval json",
-    )
-    p.add_argument("--conversations", default=None, help="comma-separated conversation ids")
-    p.add_argument(
-        "--every",
-        type=_positive,
-        default=1,
-        metavar="N",
-        help="every N-th query only (the 1st, the N+1-th, ...) and the conversations it searches: "
-        "a fixed subset for a costly run (%(default)s: all)",
-    )
-    p.add_argument("--strategies", default=DEFAULT_STRATEGIES)
-    p.add_argument("--budgets", default=DEFAULT_BUDGETS)
-    p.add_argument(
-        "--resurrection",
-        default="unit",
-        help="resurrection policies compared at each budget, comma-separated; the first "
-        "gives coverage@B, several add the system x policy grid (%(default)s)",
-    )
-    p.add_argument(
-        "--scope",
-        default=None,
-        choices=tuple(SCOPES),
-        help="where queries search (default: haystack if the data has them, else conversation)",
-    )
-    p.add_argument(
-        "--systems",
-        default=None,
-        metavar="FILE",
-        help="an experiment file (TOML) of the systems to compare; default: the default "
-        "systems of --strategies (a file can include them with defaults = true)",
-    )
-    p.add_argument(
-        "--text-format",
-        default=None,
-        choices=TEXT_FORMATS.names(),
-        help="how dialog messages are written before chunking, for every system without its "
-        "own (default: ContentPolicy's, speaker)",
-    )
-    p.add_argument(
-        "--protocol",
-        default="convlab",
-        choices=tuple(PROTOCOLS),
-        help="how retrieval is judged: convlab (its own: the data's docs and labels, convlab's "
-        "measures; default) or longmemeval (LongMemEval's official protocol, on a LongMemEval "
-        "file only: user messages as keys, official gold, recall_any/recall_all/ndcg_any, "
-        "strict and non-abstention averages, beside the official flat BM25)",
-    )
-    p.add_argument("--baseline", default=None, help="system compared against (first strategy)")
-    p.add_argument("--out", default="runs/eval")
-    p.add_argument("--cache", default="runs/cache", help="embedding cache folder")
-    p.add_argument(
-        "--backend", default="torch", choices=tuple(BACKENDS), help="MiniLM backend (%(default)s)"
-    )
-    p.add_argument(
-        "--device",
-        default=Device.AUTO.value,
-        choices=[d.value for d in Device],
-        help="where the model embeds: 'auto' (a CUDA GPU when torch sees one), 'cpu' or 'cuda' "
-        "(refused without a GPU); the cache is shared by all devices (%(default)s)",
-    )
+    Attributes:
+        data: the labelled data (:func:`~convlab.evaluation.datasets.load_labelled`); ``None``
+            for the bundled sample.
+        conversations: only these conversations (default: all).
+        every: every N-th query only (and the conversations it searches).
+        strategies: the strategies of the default systems (default: those the experiment file
+            names, else the default experiment's).
+        budgets: resurrection budgets in tokens.
+        resurrection: the resurrection policies compared at each budget.
+        scope: where queries search; ``None`` picks from the data.
+        systems: an experiment file (default:
+            :data:`~convlab.systems.file.DEFAULT_EXPERIMENT`).
+        text_format: how dialog messages are written, for every system without its own.
+        protocol: how retrieval is judged (:data:`~convlab.evaluation.config.PROTOCOLS`).
+        baseline: the system compared against (default: the first).
+        out: the run folder.
+        cache: the embedding cache folder.
+        backend: the MiniLM backend (:data:`convlab.embed.BACKENDS`).
+        device: where the model embeds (:class:`convlab.embed.Device`).
+    """
+
+    data: str | None = None
+    conversations: tuple[str, ...] = ()
+    every: int = 1
+    strategies: tuple[str, ...] = ()
+    budgets: tuple[int, ...] = DEFAULT_BUDGETS
+    resurrection: tuple[str, ...] = ("unit",)
+    scope: str | None = None
+    systems: str | None = None
+    text_format: str | None = None
+    protocol: str = "convlab"
+    baseline: str | None = None
+    out: str = "runs/eval"
+    cache: str = "runs/cache"
+    backend: str = "torch"
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        from convlab.evaluation.config import PROTOCOLS, SCOPES
+
+        if isinstance(self.every, bool) or self.every < 1:
+            raise ValueError(f"every is {self.every!r}; it must be a whole number of at least 1")
+        check_strategies(",".join(self.strategies), empty=True)
+        if not self.budgets or any(not 1 <= b <= MAX_BUDGET for b in self.budgets):
+            raise ValueError(f"budgets {self.budgets}: give whole numbers from 1 to {MAX_BUDGET:,}")
+        check_policies(",".join(self.resurrection))
+        if self.scope is not None and self.scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {', '.join(PROTOCOLS)}")
 
 
-def _positive(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
-    return n
+@dataclass(frozen=True, slots=True)
+class ComparisonRun:
+    """What :func:`run_comparison` made: the evaluation, its report and the embedding counts."""
+
+    evaluation: Evaluation
+    report: Path
+    embedding: EmbedStats
 
 
-def check_strategies(text: str) -> list[str]:
-    """The strategies of ``--strategies a,b,c``, in order.
+def check_strategies(text: str, *, empty: bool = False) -> list[str]:
+    """The strategies of ``--strategies a,b,c``, in order (none at all only with ``empty``).
 
     Raises:
         ValueError: some are not registered, naming them and the valid ones.
@@ -132,13 +116,9 @@ def check_strategies(text: str) -> list[str]:
 
     strategies = [s for s in text.split(",") if s]
     unknown = [s for s in strategies if s not in STRATEGIES]
-    if unknown or not strategies:
+    if unknown or not (strategies or empty):
         raise ValueError(f"unknown strategies {unknown}; valid: {', '.join(sorted(STRATEGIES))}")
     return strategies
-
-
-MAX_BUDGET = 1_000_000
-"""The largest resurrection budget, in tokens."""
 
 
 def check_budgets(text: str) -> tuple[int, ...]:
@@ -181,54 +161,36 @@ def check_policies(text: str) -> tuple[str, ...]:
     return policies
 
 
-def systems_of(args: argparse.Namespace) -> list[System]:
-    """The systems the options name, checked with every other option before any work.
+def comparison_systems(comparison: Comparison) -> list[System]:
+    """The systems of ``comparison``: its experiment file's, checked before any work.
 
-    ``--systems FILE`` or the defaults of ``--strategies`` (:func:`named_systems`); also checks
-    ``--resurrection``, ``--budgets`` and that ``--baseline`` is one of the systems.
-
-    Raises:
-        ValueError: unknown strategies or policies, bad budgets, an experiment file that cannot
-            be read or is not valid (naming the file), a ``--baseline`` that is none of the
-            systems.
-    """
-    from convlab.evaluation.names import shown
-
-    check_budgets(args.budgets)
-    systems = named_systems(args)
-    names = [s.name for s in systems]
-    if args.baseline is not None and args.baseline not in names:
-        listed = ", ".join(shown(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
-        raise ValueError(f"--baseline {shown(args.baseline)} is not one of the systems: {listed}")
-    return systems
-
-
-def named_systems(args: argparse.Namespace) -> list[System]:
-    """The systems the options name: ``--systems FILE``, or the defaults of ``--strategies``.
-
-    Also checks ``--resurrection``, so that every bad option fails before any work.
+    The file is ``comparison.systems`` or :data:`~convlab.systems.file.DEFAULT_EXPERIMENT`; its
+    default systems are those of ``comparison.strategies`` (else the file's ``strategies``, else
+    the default experiment's).
 
     Raises:
-        ValueError: unknown strategies or policies, an experiment file that cannot be read or
-            is not valid (naming the file).
+        ValueError: an experiment file that cannot be read or is not valid (naming the file), a
+            ``baseline`` that is none of the systems.
     """
-    from convlab.systems.file import read_systems
-    from convlab.systems.system import default_systems
-
-    strategies = check_strategies(args.strategies)
-    check_policies(args.resurrection)
-    if not args.systems:
-        return default_systems(strategies)
     from convlab.errors import LoadError
+    from convlab.evaluation.names import shown
+    from convlab.systems.file import DEFAULT_EXPERIMENT, read_systems
 
+    path = comparison.systems or DEFAULT_EXPERIMENT
     try:
-        return read_systems(args.systems, strategies=strategies)
+        systems = read_systems(path, strategies=comparison.strategies)
     except OSError as exc:
-        raise ValueError(f"cannot read the experiment file {args.systems}: {exc.strerror}") from exc
+        raise ValueError(f"cannot read the experiment file {path}: {exc.strerror}") from exc
     except LoadError as exc:  # line 0: the file as a whole (missing, a FIFO, over its limit)
         if exc.line:
             raise
-        raise ValueError(f"cannot read the experiment file {args.systems}: {exc.reason}") from exc
+        raise ValueError(f"cannot read the experiment file {path}: {exc.reason}") from exc
+    names = [s.name for s in systems]
+    baseline = comparison.baseline
+    if baseline is not None and baseline not in names:
+        listed = ", ".join(shown(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
+        raise ValueError(f"--baseline {shown(baseline)} is not one of the systems: {listed}")
+    return systems
 
 
 def comparison_config(
@@ -275,90 +237,42 @@ def comparison_config(
     )
 
 
-def run_comparison(args: argparse.Namespace, systems: list[System] | None = None) -> Path:
-    """Run the comparison the options of :func:`add_arguments` describe; print the table.
+def run_comparison(comparison: Comparison, systems: list[System] | None = None) -> ComparisonRun:
+    """Run ``comparison``: evaluate its systems on its data and write the run folder.
 
-    ``systems``: those of :func:`systems_of`, when the caller has read them already.
-
-    Returns:
-        The run folder's ``report.md``.
+    Args:
+        comparison: what to run.
+        systems: those of :func:`comparison_systems`, when the caller has read them already.
 
     Raises:
-        ValueError: unknown strategies (see :func:`check_strategies`).
+        ValueError: an experiment file that is not valid (see :func:`comparison_systems`).
     """
     import matplotlib
 
     matplotlib.use("Agg")  # figures go to files only, whatever the display
 
-    import polars as pl
-
     from convlab.embed import CachedEmbedder, minilm_embedder
     from convlab.evaluation.datasets import check_scorable, load_labelled
     from convlab.evaluation.evaluate import evaluate
-    from convlab.evaluation.names import escaped
     from convlab.evaluation.queries import write_qrels
     from convlab.evaluation.runfolder import save_run
 
-    systems = systems if systems is not None else systems_of(args)
+    c = comparison
+    systems = systems if systems is not None else comparison_systems(c)
     # the device is resolved here, once: `--device cuda` without a GPU fails before any work
-    embedder = CachedEmbedder(minilm_embedder(args.backend, device=args.device), args.cache)
-    protocol = getattr(args, "protocol", "convlab")
-    data = load_labelled(args.data, protocol=protocol)
-    convs = [c for c in (args.conversations or "").split(",") if c]
-    data = data.select(convs or None).every(args.every)
-    check_scorable(data, args.data or "the sample data")
-    budgets = check_budgets(args.budgets)
+    embedder = CachedEmbedder(minilm_embedder(c.backend, device=c.device), c.cache)
+    data = load_labelled(c.data, protocol=c.protocol)
+    data = data.select(list(c.conversations) or None).every(c.every)
+    check_scorable(data, c.data or "the sample data")
     config = comparison_config(
-        data, budgets=budgets, scope=args.scope, baseline=args.baseline, protocol=protocol
+        data, budgets=c.budgets, scope=c.scope, baseline=c.baseline, protocol=c.protocol
     )
-    config = replace(config, resurrection=check_policies(args.resurrection))
-    if args.text_format is not None:
-        config = replace(config, policy=config.policy.with_text_format(args.text_format))
+    config = replace(config, resurrection=c.resurrection)
+    if c.text_format is not None:
+        config = replace(config, policy=config.policy.with_text_format(c.text_format))
     ev = evaluate(data, systems, embedder=embedder, config=config)
-    out = Path(args.out)
+    out = Path(c.out)
     out.mkdir(parents=True, exist_ok=True)
     write_qrels(data.queries, out / "qrels.txt")
     report = save_run(ev, out)
-    table = ev.table().with_columns(pl.col("system").map_elements(escaped, pl.String))
-    print(table.to_pandas().to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print(f"embedding: {embedder.stats}")
-    print(f"report: {escaped(report)}")
-    return report
-
-
-def main(
-    argv: Sequence[str] | None = None,
-    *,
-    prog: str = "python -m eval.run",
-    description: str | None = None,
-) -> int:
-    """The comparison as a program: 0 when the run folder is written, 2 for bad options or data.
-
-    Bad options are unknown strategies or policies and an experiment file that is not valid;
-    bad data is what :func:`convlab.app.exits.is_input_error` calls so (a labelled file that
-    cannot be loaded). Either is one line on stderr, ``PROG: ...``; a bug still raises.
-
-    Args:
-        argv: the options of :func:`add_arguments` (default: ``sys.argv[1:]``).
-        prog: the program name in usage lines.
-        description: the ``--help`` text (default: this module's).
-    """
-    from convlab.app.exits import EXIT_OK, EXIT_USAGE, is_input_error, one_line
-    from convlab.evaluation.names import escaped
-
-    p = argparse.ArgumentParser(prog=prog, description=description or __doc__)
-    add_arguments(p)
-    args = p.parse_args(argv)
-    try:
-        systems = systems_of(args)
-    except ValueError as exc:
-        print(f"{prog}: {one_line(exc)}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        run_comparison(args, systems)
-    except Exception as exc:
-        if not is_input_error(exc):
-            raise
-        print(f"{prog}: {escaped(one_line(exc))}", file=sys.stderr)
-        return EXIT_USAGE
-    return EXIT_OK
+    return ComparisonRun(ev, report, embedder.stats)

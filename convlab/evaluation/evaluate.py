@@ -69,12 +69,7 @@ def evaluate(
     config = config or EvalConfig()
     started = time.perf_counter()
     baseline = config.baseline or systems[0].name
-    names = [s.name for s in systems]
-    if len(set(names)) != len(names):
-        twice = sorted({n for n in names if names.count(n) > 1})
-        raise ValueError(f"two systems share a name: {twice}")
-    if baseline not in names:
-        raise ValueError(f"baseline {baseline!r} is not one of the systems")
+    _check_names(systems, baseline)
     _check_scope(data, config.scope)
     _check_protocol(data, config.protocol)
     built = _build(data, systems, embedder=embedder, config=config)
@@ -110,16 +105,9 @@ def evaluate(
             ).with_columns(pl.lit(system.name).alias("system"))
         )
         units, chunks = _resurrectable(system, built, resurrectable)
-        own = system.resurrection or config.resurrection[0]
-        grid = [own, *(p for p in config.resurrection if p != own)]
-        for i, policy in enumerate(grid):
-            measured = budget_measures(
-                h, data.queries, units=units, chunks=chunks, budgets=config.budgets, policy=policy
-            ).with_columns(pl.lit(system.name).alias("system"))
-            if i == 0:
-                budget_rows.append(measured)
-            if len(config.resurrection) > 1 and policy in config.resurrection:
-                policy_rows.append(measured.with_columns(pl.lit(policy).alias("policy")))
+        own, grid = _policy_measures(system, h, data.queries, units, chunks, config)
+        budget_rows.append(own)
+        policy_rows += grid
     budgets = pl.concat(budget_rows)
     per_q = _per_query_frame(pq, budgets, data.queries)
     summary = aggregate(per_q, by=["system"])
@@ -146,6 +134,44 @@ def evaluate(
         tuning=pl.concat(tuning, how="diagonal_relaxed") if tuning else pl.DataFrame(),
         official=official,
     )
+
+
+def _check_names(systems: list[System], baseline: str) -> None:
+    """Refuse two systems of one name, and a baseline that is none of them."""
+    names = [s.name for s in systems]
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(f"two systems share a name: {twice}")
+    if baseline not in names:
+        raise ValueError(f"baseline {baseline!r} is not one of the systems")
+
+
+def _policy_measures(
+    system: System,
+    hits: pl.DataFrame,
+    queries: pl.DataFrame,
+    units: pl.DataFrame,
+    chunks: pl.DataFrame,
+    config: EvalConfig,
+) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
+    """The system's budget measures under its own policy, and under each policy of the grid.
+
+    The grid (``policy`` column added) is empty unless ``config.resurrection`` names several.
+    """
+    own = system.resurrection or config.resurrection[0]
+    measured = {
+        policy: budget_measures(
+            hits, queries, units=units, chunks=chunks, budgets=config.budgets, policy=policy
+        ).with_columns(pl.lit(system.name).alias("system"))
+        for policy in [own, *(p for p in config.resurrection if p != own)]
+    }
+    several = len(config.resurrection) > 1
+    grid = [
+        frame.with_columns(pl.lit(policy).alias("policy"))
+        for policy, frame in measured.items()
+        if several and policy in config.resurrection
+    ]
+    return measured[own], grid
 
 
 def _label(text: str | None, strategy: str) -> str:

@@ -125,6 +125,9 @@ class _System(_Strict):
 class _File(_Strict):
     """An experiment file."""
 
+    strategies: Annotated[list[_Short], Meta(max_length=MAX_VIEWS)] = msgspec.field(
+        default_factory=list
+    )
     defaults: bool = False
     systems: Annotated[list[_System], Meta(max_length=MAX_SYSTEMS)] = msgspec.field(
         default_factory=list
@@ -133,10 +136,14 @@ class _File(_Strict):
 
 @dataclass(frozen=True, slots=True)
 class Experiment:
-    """An experiment file, checked: whether it includes the default systems, and its own."""
+    """An experiment file, checked: whether it includes the default systems, and its own.
+
+    ``strategies`` are those of the default systems (empty: the caller's choice).
+    """
 
     defaults: bool
     systems: list[System]
+    strategies: tuple[str, ...] = ()
 
 
 def parse_experiment(doc: Mapping[str, Any], path: object) -> Experiment:
@@ -146,10 +153,20 @@ def parse_experiment(doc: Mapping[str, Any], path: object) -> Experiment:
         ValueError: ``path: KEY: reason`` for the first value the schema or a registry refuses,
             or a name given twice in the file.
     """
+    from convlab.strategies import STRATEGIES
+
     try:
         spec = msgspec.convert(doc, _File, strict=True)
     except msgspec.ValidationError as exc:
         raise ValueError(_schema_error(path, doc, exc)) from None
+    for i, strategy in enumerate(spec.strategies):
+        if strategy not in STRATEGIES:
+            raise ValueError(
+                f"{escaped(path)}: strategies[{i}]: unknown strategy {shown(strategy)}; valid: "
+                f"{', '.join(STRATEGIES.names())}"
+            )
+    if len(set(spec.strategies)) != len(spec.strategies):
+        raise ValueError(f"{escaped(path)}: strategies: a strategy is named twice")
     systems = []
     for i, record in enumerate(spec.systems):
         where = f"{escaped(path)}: systems[{i}] ({shown(record.name)})"
@@ -165,7 +182,7 @@ def parse_experiment(doc: Mapping[str, Any], path: object) -> Experiment:
                 f"systems[{seen[s.name]}] too; names must be unique"
             )
         seen[s.name] = i
-    return Experiment(spec.defaults, systems)
+    return Experiment(spec.defaults, systems, tuple(spec.strategies))
 
 
 def _given(struct: msgspec.Struct) -> dict[str, Any]:

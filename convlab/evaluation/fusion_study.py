@@ -1,7 +1,8 @@
-"""Fusion study over a run folder: ``python -m eval.fuse_runs RUN_FOLDER --out DIR``.
+"""Fusion study over a run folder (the library of ``python -m eval.fuse_runs``).
 
-Reads the run folder's TREC runs (``runs/*.trec``), ``qrels.txt``, the query categories
-(``per_query.parquet``) and the system names (``config.json``), then scores:
+:func:`study` (a :class:`FusionStudy`) reads the run folder's TREC runs (``runs/*.trec``),
+``qrels.txt``, the query categories (``per_query.parquet``) and the system names
+(``config.json``), then scores:
 
 - every single run (Recall@5, nDCG@10; no tuning);
 - two *reference* fusions with fixed weights (issue 13's orientation figures, chosen by hand on
@@ -13,20 +14,20 @@ Reads the run folder's TREC runs (``runs/*.trec``), ``qrels.txt``, the query cat
   over all systems of a metric (:func:`convlab.evaluation.significance.compare`);
 - Recall@5 per category.
 
-``--lexical-units LOCOMO_JSON`` first builds BM25 runs over other strategies' units
+``lexical_units`` (a LoCoMo json) first builds BM25 runs over other strategies' units
 (``bm25:sequential``, ``bm25:turn_pair``, ``bm25:whole_turn``: no model, only the tokenizer;
 scored per message like every other system), saves them as TREC runs under ``DIR/runs`` and adds
 them to the study. Writes ``DIR/fusion.json``, ``DIR/fusion.md``, ``DIR/choices.parquet`` (the
 setting chosen per fold) and ``DIR/per_query.parquet`` (the held-out per-query values).
+:func:`fixed` (a :class:`FixedFusion`) scores one fusion with settings chosen elsewhere.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,34 +36,19 @@ import polars as pl
 
 from convlab.atomic import write_file_atomic
 from convlab.evaluation.metrics import per_query
-from convlab.evaluation.queries import read_qrels, read_run, relevant_by_query, write_run
-from convlab.evaluation.runfolder import run_path
+from convlab.evaluation.queries import read_qrels, relevant_by_query
+from convlab.evaluation.run_files import lexical_runs, read_runs
 from convlab.evaluation.significance import compare
-from convlab.evaluation.tune import TuneConfig, cross_validate, random_space, tune
-from convlab.files import CONFIG, read_text_regular
+from convlab.evaluation.tune import cross_validate, random_space, tune
 from convlab.fusion import fuse
+from convlab.systems.system import Tuning
 
 METRICS = ("recall@5", "ndcg@10")
-BASELINE = "bm25:message"
-# (method label, registered method, fixed params, tuned params)
-METHODS: list[tuple[str, str, dict[str, Any], dict[str, list[Any]]]] = [
-    ("rrf", "rrf", {}, {"k": [10, 60]}),
-    ("convex(min-max)", "convex", {"norm": "min-max"}, {}),
-    ("convex(z-score)", "convex", {"norm": "z-score"}, {}),
-    ("combsum(min-max)", "combsum", {"norm": "min-max"}, {}),
-    ("combmnz(min-max)", "combmnz", {"norm": "min-max"}, {}),
-]
-WEIGHTS = [0.0, 0.25, 0.5, 1.0]
-"""Each non-baseline run's weight grid; the first run of a combination keeps weight 1."""
-COMBOS = [
-    ("bm25:message", "sequential", "turn_pair"),
-    ("bm25:message", "sequential", "turn_pair", "whole_turn", "message"),
-]
-LEXICAL_COMBOS = [
-    ("bm25:message", "bm25:sequential", "bm25:turn_pair", "sequential", "turn_pair"),
-    ("bm25:message", "bm25:sequential", "bm25:turn_pair", "bm25:whole_turn"),
-]
-LEXICAL_STRATEGIES = ("message", "sequential", "turn_pair", "whole_turn")
+"""What every system of the study is scored on; the first is tuned on."""
+Method = tuple[str, str, Mapping[str, Any], Mapping[str, Sequence[Any]]]
+"""A fusion method of the study: label, registered method, fixed params, tuned params."""
+Reference = tuple[str, str, Sequence[float], Mapping[str, Any]]
+"""A reference fusion: label, method, the weights of the reference runs, params."""
 
 
 def _fused_system(
@@ -81,33 +67,82 @@ def _fused_system(
     return system
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """The command line of ``python -m eval.fuse_runs``."""
-    p = argparse.ArgumentParser(prog="python -m eval.fuse_runs", description=__doc__)
-    p.add_argument("folder", type=Path, help="an eval.run folder (runs/*.trec, qrels.txt)")
-    p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--folds", type=int, default=10, help="10 = leave one conversation out")
-    p.add_argument("--samples", type=int, default=48, help="random settings per larger grid")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--lexical-units", type=Path, default=None, help="LoCoMo json: BM25 over units")
-    p.add_argument(
-        "--fixed",
-        default=None,
-        metavar="RUN=W,...",
-        help="no tuning: score this one fusion, settings chosen elsewhere (e.g. on LoCoMo), "
-        "against bm25:message: 'bm25:message=1,bm25:sequential=1,sequential=1,turn_pair=0.5'",
-    )
-    p.add_argument("--method", default="convex", help="fusion method of --fixed (convex)")
-    p.add_argument("--norm", default="z-score", help="score normalisation of --fixed (z-score)")
-    return p.parse_args(argv)
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FusionStudy:
+    """A fusion study of a run folder (:func:`study`).
+
+    Attributes:
+        folder: an ``eval.run`` folder (``runs/*.trec``, ``qrels.txt``, ``per_query.parquet``).
+        out: where the study is written.
+        baseline: the run everything is tested against.
+        methods: the fusion methods (:data:`Method`), each tried on every combination (its
+            tuned params join the grid).
+        tuning: how every fusion's settings are chosen (the systems' one tuning config): each
+            run's weight grid after the first (which keeps weight 1), settings drawn, the metric
+            chosen on (the first of :data:`METRICS`), folds, seed.
+        combos: the combinations of runs fused (the first run first).
+        lexical_combos: more combinations, fused where the folder (or ``lexical_units``) has
+            all of their runs.
+        references: fusions with fixed weights of ``reference_runs`` (not cross-validated).
+        reference_runs: the runs the references fuse.
+        lexical_strategies: the strategies of BM25 runs made with ``lexical_units``.
+        lexical_units: a LoCoMo json: BM25 runs over other strategies' units join the study.
+    """
+
+    folder: Path
+    out: Path
+    baseline: str
+    methods: Sequence[Method]
+    tuning: Tuning
+    combos: Sequence[Sequence[str]]
+    lexical_combos: Sequence[Sequence[str]] = ()
+    references: Sequence[Reference] = ()
+    reference_runs: Sequence[str] = ()
+    lexical_strategies: Sequence[str] = ()
+    lexical_units: Path | None = None
+
+    def __post_init__(self) -> None:
+        if not self.methods or not self.combos:
+            raise ValueError("a fusion study needs methods and combinations")
 
 
-def _inputs(args: argparse.Namespace) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
-    """The folder's runs (plus BM25 over units with ``--lexical-units``) and its qrels."""
-    runs = read_runs(args.folder)
-    if args.lexical_units is not None:
-        runs.update(lexical_runs(args.lexical_units, args.out))
-    return runs, read_qrels(args.folder / "qrels.txt")
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FixedFusion:
+    """One fusion with settings chosen elsewhere, scored on a run folder (:func:`fixed`).
+
+    Attributes:
+        folder: an ``eval.run`` folder.
+        out: where ``fixed.json`` and ``fixed.md`` are written.
+        weights: run name -> weight, in order (:func:`parse_fixed`).
+        baseline: the run it is tested against.
+        method: the fusion method (:data:`convlab.fusion.FUSIONS`).
+        norm: its score normalisation.
+        lexical_units: as :attr:`FusionStudy.lexical_units`.
+        lexical_strategies: as :attr:`FusionStudy.lexical_strategies`.
+    """
+
+    folder: Path
+    out: Path
+    weights: Mapping[str, float]
+    baseline: str
+    method: str = "convex"
+    norm: str = "z-score"
+    lexical_units: Path | None = None
+    lexical_strategies: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        if not self.weights:
+            raise ValueError("a fixed fusion needs one or more RUN=WEIGHT")
+
+
+def _inputs(
+    folder: Path, out: Path, lexical_units: Path | None, lexical_strategies: Sequence[str] = ()
+) -> tuple[dict[str, pl.DataFrame], pl.DataFrame]:
+    """The folder's runs (plus BM25 over units with ``lexical_units``) and its qrels."""
+    runs = read_runs(folder)
+    if lexical_units is not None:
+        runs.update(lexical_runs(lexical_units, out, lexical_strategies, METRICS))
+    return runs, read_qrels(folder / "qrels.txt")
 
 
 def parse_fixed(spec: str) -> dict[str, float]:
@@ -125,45 +160,50 @@ def parse_fixed(spec: str) -> dict[str, float]:
     return out
 
 
-def fixed(args: argparse.Namespace) -> dict[str, Any]:
-    """Score one fusion with settings chosen elsewhere, against :data:`BASELINE`; write it.
+def fixed(config: FixedFusion) -> dict[str, Any]:
+    """Score one fusion with settings chosen elsewhere, against its baseline; write it.
 
     Nothing is tuned on this folder's queries: the figures hold for data the settings never saw.
-    Writes ``fixed.json`` and ``fixed.md`` under ``args.out``.
+    Writes ``fixed.json`` and ``fixed.md`` under ``config.out``.
 
     Raises:
-        ValueError: a run the folder (or ``--lexical-units``) does not have, naming those it has.
+        ValueError: a run the folder (or ``lexical_units``) does not have, naming those it has.
     """
-    weights = parse_fixed(args.fixed)
-    runs, qrels = _inputs(args)
+    weights = dict(config.weights)
+    baseline = config.baseline
+    runs, qrels = _inputs(
+        config.folder, config.out, config.lexical_units, config.lexical_strategies
+    )
     queries = relevant_by_query(qrels)
     missing = [n for n in weights if n not in runs]
     if missing:
         raise ValueError(f"no run {', '.join(missing)}; the runs: {', '.join(sorted(runs))}")
     fused = fuse(
-        [runs[n] for n in weights], list(weights.values()), method=args.method, norm=args.norm
+        [runs[n] for n in weights], list(weights.values()), method=config.method, norm=config.norm
     )
-    name = f"fixed {args.method}({args.norm}) " + "+".join(f"{n}*{w:g}" for n, w in weights.items())
+    name = f"fixed {config.method}({config.norm}) " + "+".join(
+        f"{n}*{w:g}" for n, w in weights.items()
+    )
     per_q = pl.concat(
         [
-            _scored(runs[BASELINE], queries, BASELINE),
-            *[_scored(runs[n], queries, n) for n in weights if n != BASELINE],
+            _scored(runs[baseline], queries, baseline),
+            *[_scored(runs[n], queries, n) for n in weights if n != baseline],
             _scored(fused, queries, name),
         ]
     ).select("system", "query_id", "metric", "value")
-    sig = compare(per_q, BASELINE)
+    sig = compare(per_q, baseline)
     report = {
-        "folder": str(args.folder),
-        "baseline": BASELINE,
+        "folder": str(config.folder),
+        "baseline": baseline,
         "weights": weights,
-        "method": args.method,
-        "norm": args.norm,
+        "method": config.method,
+        "norm": config.norm,
         "queries": queries.height,
         "significance": sig.to_dicts(),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
+    config.out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(report, indent=1, default=str)
-    write_file_atomic(args.out / "fixed.json", lambda t: t.write_text(text))
+    write_file_atomic(config.out / "fixed.json", lambda t: t.write_text(text))
     rows = ["| system | recall@5 | vs baseline | p (Holm) | ndcg@10 |", "|---|---|---|---|---|"]
     for r in sig.pivot(on="metric", index="system", values=["mean", "delta", "p_holm"]).iter_rows(
         named=True
@@ -173,66 +213,8 @@ def fixed(args: argparse.Namespace) -> dict[str, Any]:
             f"{r['p_holm_recall@5']:.4f} | {r['mean_ndcg@10']:.3f} |"
         )
     md = "\n".join(rows) + "\n"
-    write_file_atomic(args.out / "fixed.md", lambda t: t.write_text(md))
+    write_file_atomic(config.out / "fixed.md", lambda t: t.write_text(md))
     return report
-
-
-def _names(folder: Path) -> dict[str, str]:
-    """TREC file stem -> system name (``bm25_message`` -> ``bm25:message``)."""
-    config = folder / "config.json"
-    if not config.exists():
-        return {}
-    systems = json.loads(read_text_regular(config, limit=CONFIG)).get("systems", [])
-    return {s["name"].replace(":", "_"): s["name"] for s in systems}
-
-
-def read_runs(folder: Path) -> dict[str, pl.DataFrame]:
-    """Every ``*.trec`` of ``folder/runs`` as ``query_id, doc_id, rank, score``, by system name."""
-    names = {run_path(folder, name).stem: name for name in _names(folder).values()}
-    files = sorted((folder / "runs").glob("*.trec"))
-    if not files:
-        raise FileNotFoundError(f"no TREC runs under {folder / 'runs'}")
-    return {
-        names.get(f.stem, f.stem.replace("_", ":", 1) if f.stem.startswith("bm25_") else f.stem): (
-            read_run(f).select("query_id", "doc_id", "rank", "score")
-        )
-        for f in files
-    }
-
-
-def lexical_runs(locomo: Path, out: Path) -> dict[str, pl.DataFrame]:
-    """BM25 over each of :data:`LEXICAL_STRATEGIES`' units, per conversation, scored per message.
-
-    Uses :func:`convlab.evaluation.evaluate.evaluate` with BM25-only systems: nothing is embedded
-    but the queries, with :class:`convlab.embed.HashEmbedder` (lexical search never reads the
-    query vectors). Each run is written to ``out/runs/bm25_<strategy>.trec`` atomically.
-    """
-    from convlab.embed import HashEmbedder
-    from convlab.evaluation.config import EvalConfig
-    from convlab.evaluation.datasets import load_labelled
-    from convlab.evaluation.evaluate import evaluate
-    from convlab.retrieval import Retrieval
-    from convlab.systems.system import System
-
-    data = load_labelled(locomo)
-    systems = [
-        System(name=f"bm25:{s}", strategy=s, retrieval=Retrieval.LEXICAL)
-        for s in LEXICAL_STRATEGIES
-    ]
-    ev = evaluate(
-        data,
-        systems,
-        embedder=HashEmbedder(384),
-        config=EvalConfig(metrics=METRICS, budgets=(512,), scope="conversation"),
-        progress=False,
-    )
-    (out / "runs").mkdir(parents=True, exist_ok=True)
-    runs = {}
-    for name, hits in ev.hits.items():
-        path = run_path(out, name)
-        write_run(hits, path, path.stem)  # written whole or not at all
-        runs[name] = hits.select("query_id", "doc_id", "rank", "score")
-    return runs
 
 
 def _scored(run: pl.DataFrame, queries: pl.DataFrame, system: str) -> pl.DataFrame:
@@ -240,62 +222,58 @@ def _scored(run: pl.DataFrame, queries: pl.DataFrame, system: str) -> pl.DataFra
     return per_query(top, queries, METRICS).with_columns(pl.lit(system).alias("system"))
 
 
-def _space(names: Sequence[str], tuned: dict[str, list[Any]], samples: int, seed: int):
-    grid_space: dict[str, list[Any]] = {f"w:{n}": list(WEIGHTS) for n in names[1:]}
-    grid_space.update(tuned)
+def _space(
+    names: Sequence[str],
+    tuned: Mapping[str, Sequence[Any]],
+    config: FusionStudy,
+) -> list[dict[str, Any]]:
+    grid_space: dict[str, list[Any]] = {f"w:{n}": list(config.tuning.weights) for n in names[1:]}
+    grid_space.update({k: list(v) for k, v in tuned.items()})
+    samples, seed = config.tuning.samples, config.tuning.seed
     space = random_space(grid_space, samples, seed=seed)
     # drop settings where every other run is off and nothing but the first run is left:
     return [p for p in space if any(p[f"w:{n}"] > 0 for n in names[1:])] or space
 
 
-def study(args: argparse.Namespace) -> dict[str, Any]:
-    """Score single runs, reference fusions and cross-validated fusions; write the report."""
-    started = time.perf_counter()
-    runs, qrels = _inputs(args)
-    queries = relevant_by_query(qrels)
-    cats = (
-        pl.read_parquet(args.folder / "per_query.parquet", glob=False)
-        .select("query_id", "category")
-        .unique("query_id")
-    )
-    pq = [_scored(run, queries, name) for name, run in runs.items()]
-    rows: list[dict[str, Any]] = []
-    for name in runs:
-        rows.append({"system": name, "kind": "single", "cv": False, "params": ""})
+Row = dict[str, Any]
 
-    # reference fusions of issue 13 (weights chosen by hand on these queries: not CV)
-    ref = [runs["bm25:message"], runs["sequential"], runs["turn_pair"]]
-    references: list[tuple[str, str, list[float], dict[str, Any]]] = [
-        ("ref convex(min-max) bm25x2+seq+tp", "convex", [2.0, 1.0, 1.0], {"norm": "min-max"}),
-        ("ref rrf equal bm25x2+seq+tp", "rrf", [2.0, 1.0, 1.0], {"k": 60}),
-        ("ref rrf equal bm25+seq+tp", "rrf", [1.0, 1.0, 1.0], {"k": 60}),
-    ]
-    for label, method, weights, params in references:
-        fused = fuse(ref, weights, method=method, **params)
+
+def _references(
+    runs: Mapping[str, pl.DataFrame], queries: pl.DataFrame, config: FusionStudy
+) -> tuple[list[pl.DataFrame], list[Row]]:
+    """The reference fusions (weights chosen by hand, on these very queries: not CV)."""
+    ref = [runs[n] for n in config.reference_runs]
+    pq, rows = [], []
+    for label, method, weights, params in config.references:
+        fused = fuse(ref, list(weights), method=method, **params)
         pq.append(_scored(fused, queries, label))
         rows.append({"system": label, "kind": "reference", "cv": False, "params": str(params)})
+    return pq, rows
 
-    combos = list(COMBOS) + [c for c in LEXICAL_COMBOS if all(n in runs for n in c)]
-    config = TuneConfig(metric="recall@5", folds=args.folds)
-    choices = []
+
+def _tuned(
+    runs: Mapping[str, pl.DataFrame],
+    qrels: pl.DataFrame,
+    config: FusionStudy,
+    tuning: Tuning,
+    log: Callable[[str], None],
+) -> tuple[list[tuple[str, Any, Any]], list[Row]]:
+    """Each combination fused by each method, its settings chosen by cross-validation."""
+    combos = [*config.combos, *(c for c in config.lexical_combos if all(n in runs for n in c))]
     tunes: list[tuple[str, Any, Any]] = []
+    rows: list[Row] = []
     for combo in combos:
-        for label, method, fixed, tuned in METHODS:
+        for label, method, fixed_params, tuned in config.methods:
             system_name = f"cv {label} " + "+".join(combo)
-            space = _space(combo, tuned, args.samples, args.seed)
-
-            system = _fused_system(runs, combo, method, fixed)
+            space = _space(combo, tuned, config)
+            system = _fused_system(runs, combo, method, fixed_params)
             t0 = time.perf_counter()
-            res = tune(system, space, qrels, config, report=("ndcg@10",))
-            print(
+            res = tune(system, space, qrels, tuning, report=("ndcg@10",))
+            log(
                 f"{system_name}: {len(space)} settings, CV recall@5 {res.mean:.4f} "
-                f"({time.perf_counter() - t0:.0f} s)",
-                file=sys.stderr,
-                flush=True,
+                f"({time.perf_counter() - t0:.0f} s)"
             )
             tunes.append((system_name, res, space))
-            choices.append(res.choices.with_columns(pl.lit(system_name).alias("system")))
-            pq.append(res.per_query.with_columns(pl.lit(system_name).alias("system")))
             best_in_sample = res.scores.sort("mean", descending=True).row(0, named=True)
             rows.append(
                 {
@@ -306,54 +284,85 @@ def study(args: argparse.Namespace) -> dict[str, Any]:
                     f"{best_in_sample['mean']:.4f} {best_in_sample['params']}",
                 }
             )
+    return tunes, rows
 
+
+def _nested(
+    tunes: list[tuple[str, Any, Any]], tuning: Tuning, log: Callable[[str], None]
+) -> tuple[str, Any, Row]:
+    """The combination, the method and the weights chosen per fold, among all of ``tunes``."""
+    name = "cv nested: combination, method and weights chosen per fold"
+    nested_space = [{"system": s, **p} for s, _, space in tunes for p in space]
+    first = tunes[0][1].per_query.filter(pl.col("metric") == tuning.metric)
+    res = cross_validate(
+        nested_space,
+        {m: np.vstack([r.values[m] for _, r, _ in tunes]) for m in tunes[0][1].values},
+        first["query_id"].to_list(),
+        first["group"].to_list(),
+        tuning,
+    )
+    log(f"{name}: {len(nested_space)} settings, CV recall@5 {res.mean:.4f}")
+    row = {"system": name, "kind": "fusion", "cv": True, "params": f"{len(nested_space)} settings"}
+    return name, res, row
+
+
+def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Score single runs, reference fusions and cross-validated fusions; write the report.
+
+    Args:
+        config: the run folder, where to write, the study's design and its tuning.
+        log: called with one line per tuned system (its cross-validated recall@5 and time).
+    """
+    say = log or (lambda line: None)
+    started = time.perf_counter()
+    runs, qrels = _inputs(
+        config.folder, config.out, config.lexical_units, config.lexical_strategies
+    )
+    queries = relevant_by_query(qrels)
+    cats = (
+        pl.read_parquet(config.folder / "per_query.parquet", glob=False)
+        .select("query_id", "category")
+        .unique("query_id")
+    )
+    pq = [_scored(run, queries, name) for name, run in runs.items()]
+    rows: list[Row] = [{"system": n, "kind": "single", "cv": False, "params": ""} for n in runs]
+    ref_pq, ref_rows = _references(runs, queries, config)
+    pq += ref_pq
+    rows += ref_rows
+    tuning = config.tuning
+    tunes, tuned_rows = _tuned(runs, qrels, config, tuning, say)
+    rows += tuned_rows
+    choices = [r.choices.with_columns(pl.lit(n).alias("system")) for n, r, _ in tunes]
+    pq += [r.per_query.with_columns(pl.lit(n).alias("system")) for n, r, _ in tunes]
     if len(tunes) > 1:
-        # nested: the combination and the method are chosen per fold too, among all of the above
-        name = "cv nested: combination, method and weights chosen per fold"
-        nested_space = [{"system": s, **p} for s, _, space in tunes for p in space]
-        first = tunes[0][1].per_query.filter(pl.col("metric") == config.metric)
-        res = cross_validate(
-            nested_space,
-            {m: np.vstack([r.values[m] for _, r, _ in tunes]) for m in tunes[0][1].values},
-            first["query_id"].to_list(),
-            first["group"].to_list(),
-            config,
-        )
-        print(f"{name}: {len(nested_space)} settings, CV recall@5 {res.mean:.4f}", file=sys.stderr)
+        name, res, row = _nested(tunes, tuning, say)
         choices.append(res.choices.with_columns(pl.lit(name).alias("system")))
         pq.append(res.per_query.with_columns(pl.lit(name).alias("system")))
-        rows.append(
-            {
-                "system": name,
-                "kind": "fusion",
-                "cv": True,
-                "params": f"{len(nested_space)} settings",
-            }
-        )
+        rows.append(row)
     per_q = pl.concat([p.select("system", "query_id", "metric", "value") for p in pq])
-    sig = compare(per_q, BASELINE)
+    sig = compare(per_q, config.baseline)
     by_cat = (
         per_q.filter(pl.col("metric") == "recall@5")
         .join(cats, on="query_id", how="left")
-        .group_by("system", "category")
+        .group_by("system", "category", maintain_order=True)
         .agg(pl.col("value").mean().alias("mean"), pl.len().alias("queries"))
     )
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_file_atomic(args.out / "choices.parquet", lambda t: pl.concat(choices).write_parquet(t))
-    write_file_atomic(args.out / "per_query.parquet", lambda t: per_q.write_parquet(t))
+    config.out.mkdir(parents=True, exist_ok=True)
+    write_file_atomic(config.out / "choices.parquet", lambda t: pl.concat(choices).write_parquet(t))
+    write_file_atomic(config.out / "per_query.parquet", lambda t: per_q.write_parquet(t))
     table = pl.DataFrame(rows).join(
         sig.pivot(on="metric", index="system", values=["mean", "delta", "p_holm"]),
         on="system",
         how="left",
     )
     report = {
-        "folder": str(args.folder),
-        "baseline": BASELINE,
-        "folds": args.folds,
-        "tuned_on": config.metric,
-        "weights_grid": WEIGHTS,
-        "samples": args.samples,
-        "seed": args.seed,
+        "folder": str(config.folder),
+        "baseline": config.baseline,
+        "folds": tuning.folds,
+        "tuned_on": tuning.metric,
+        "weights_grid": list(tuning.weights),
+        "samples": tuning.samples,
+        "seed": tuning.seed,
         "queries": queries.height,
         "seconds": round(time.perf_counter() - started, 1),
         "systems": table.to_dicts(),
@@ -361,9 +370,9 @@ def study(args: argparse.Namespace) -> dict[str, Any]:
         "by_category": by_cat.to_dicts(),
     }
     text = json.dumps(report, indent=1, default=str)
-    write_file_atomic(args.out / "fusion.json", lambda t: t.write_text(text))
+    write_file_atomic(config.out / "fusion.json", lambda t: t.write_text(text))
     md = _markdown(table, by_cat)
-    write_file_atomic(args.out / "fusion.md", lambda t: t.write_text(md))
+    write_file_atomic(config.out / "fusion.md", lambda t: t.write_text(md))
     return report
 
 
@@ -385,19 +394,3 @@ def _markdown(table: pl.DataFrame, by_cat: pl.DataFrame) -> str:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the fusion study of ``python -m eval.fuse_runs`` and print where it wrote."""
-    args = parse_args(argv)
-    if args.fixed is not None:
-        try:
-            fixed(args)
-        except ValueError as exc:
-            print(exc, file=sys.stderr)
-            return 2
-        print(f"wrote {args.out}/fixed.json and fixed.md")
-        return 0
-    report = study(args)
-    print(f"wrote {args.out}/fusion.json and fusion.md in {report['seconds']} s")
-    return 0

@@ -1,9 +1,10 @@
 """LongMemEval haystacks of any size from the oracle file: LongMemEval's own construction.
 
-``python -m eval.lme_haystacks --oracle ../shared/datasets/longmemeval/longmemeval_oracle.json
---sessions 48 --seed 0 --out FILE`` writes a file in LongMemEval's format (the schema of
-``longmemeval_s.json``, read by :mod:`convlab.loaders.longmemeval`) whose questions keep their
-evidence sessions and get filler sessions up to ``--sessions`` per question. The S variant
+:func:`build_haystacks` (the command line: ``python -m eval.lme_haystacks --oracle
+../shared/datasets/longmemeval/longmemeval_oracle.json --sessions 48 --seed 0 --out FILE``)
+makes questions in LongMemEval's format (the schema of ``longmemeval_s.json``, read by
+:mod:`convlab.loaders.longmemeval`) that keep their evidence sessions and get filler sessions up
+to ``sessions`` per question. The S variant
 (about 48 sessions per question, 277 MB) is not needed: its haystacks are made the same way,
 evidence plus sessions that are not about the question.
 
@@ -34,11 +35,9 @@ The file is written to a temporary name and renamed (whole or absent).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import os
 import random
-import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,7 +45,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["build_haystacks", "filler_id", "main", "write_haystacks"]
+__all__ = ["build_haystacks", "filler_id", "read_questions", "write_haystacks"]
 
 _NO_DATE = datetime.max.replace(tzinfo=UTC)
 
@@ -164,33 +163,14 @@ def write_haystacks(items: Sequence[dict[str, Any]], path: Path) -> None:
         raise
 
 
-def main(argv: list[str] | None = None) -> int:
-    """The command line: exit 0 written, 2 a bad oracle file or option."""
-    p = argparse.ArgumentParser(
-        prog="python -m eval.lme_haystacks",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--oracle", type=Path, required=True, help="longmemeval_oracle.json")
-    p.add_argument("--sessions", type=int, default=48, help="sessions per question (default 48)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, required=True, help="the file to write")
-    args = p.parse_args(argv)
-    prog = "eval.lme_haystacks"
-    try:
-        items = orjson.loads(args.oracle.read_bytes())
-        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
-            raise ValueError("not a JSON list of questions")
-        made = build_haystacks(items, sessions=args.sessions, seed=args.seed)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
-        print(f"{prog}: {args.oracle}: {what}", file=sys.stderr)
-        return 2
-    write_haystacks(made, args.out)
-    n = [len(q["haystack_session_ids"]) for q in made]
-    print(f"{args.out}: {len(made)} questions, {sum(n)} sessions ({min(n)}-{max(n)} per question)")
-    return 0
+def read_questions(path: Path) -> list[dict[str, Any]]:
+    """The questions of a LongMemEval JSON file (the oracle).
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+    Raises:
+        OSError: the file cannot be read.
+        ValueError: not JSON, or not a list of questions.
+    """
+    items = orjson.loads(path.read_bytes())
+    if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+        raise ValueError("not a JSON list of questions")
+    return items

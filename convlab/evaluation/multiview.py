@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import polars as pl
@@ -85,7 +85,7 @@ def tuned_hits(
     Raises:
         ValueError: a system without tuning.
     """
-    from convlab.evaluation.tune import TuneConfig, tune  # scikit-learn: only when tuning
+    from convlab.evaluation.tune import tune  # scikit-learn: only when tuning
 
     tuning = system.tuning
     if tuning is None:
@@ -122,7 +122,7 @@ def tuned_hits(
     space = _space(n, tuning)
     qrels = scored.select("query_id", pl.col("relevant").alias("doc_id")).explode("doc_id")
     qrels = qrels.with_columns(pl.lit(1).alias("relevance"))
-    config = TuneConfig(metric=tuning.metric, folds=min(tuning.folds, n_groups))
+    config = replace(tuning, folds=min(tuning.folds, n_groups))
     result = tune(run, space, qrels, config, groups=[group_of[q] for q in _first_seen(qrels)])
     fold_of_group = dict(result.per_query.select("group", "fold").unique().iter_rows())
     ranked = result.scores.sort("mean", "setting", descending=[True, False])

@@ -1,28 +1,28 @@
-"""Does one data set's ordering of systems hold on another? ``python -m eval.orderings``.
+"""Does one data set's ordering of systems hold on another? The library of ``eval.orderings``.
 
     python -m eval.orderings --run locomo=RUN1 --run lme=RUN2 --metric recall@5 --out DIR
 
-Reads each run folder's ``per_query.parquet`` (written by ``python -m eval.run``) and takes the
-systems every run has. For each pair of them, ordered so that the first run's better system comes
-first, it gives each run's mean difference and its paired randomization p-value
-(:func:`convlab.evaluation.significance.paired_randomization`, seeded), Holm-corrected over all the
-pairs of that run (:func:`convlab.evaluation.significance.holm`), and a verdict on the second run:
+Takes each run folder's ``per_query`` frame (``per_query.parquet``, written by
+``python -m eval.run``) and the systems every run has. For each pair of them, ordered so that
+the first run's better system comes first, it gives each run's mean difference and its paired
+randomization p-value (:func:`convlab.evaluation.significance.paired_randomization`, seeded),
+Holm-corrected over all the pairs of that run (:func:`convlab.evaluation.significance.holm`),
+and a verdict on the second run:
 
 - ``holds``: the same sign, significant on both (p < 0.05 after Holm);
 - ``flips``: the opposite sign, significant on both;
 - ``same sign, n.s.`` / ``opposite sign, n.s.``: the later run's difference is not significant;
 - ``n.s. first``: the first run's difference was not significant (no ordering to transfer).
 
-Writes ``orderings.json`` (every pair, every run) and ``orderings.md`` (the table) to ``--out``.
+:func:`write_orderings` writes ``orderings.json`` (every pair, every run) and ``orderings.md``
+(the table).
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
-import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -127,44 +127,25 @@ def table(results: Sequence[PairResult], runs: Sequence[str], metric: str) -> st
     return "\n".join(lines) + "\n"
 
 
-def _run_arg(text: str) -> tuple[str, Path]:
-    name, sep, path = text.partition("=")
-    if not sep or not name or not path:
-        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=RUN_FOLDER")
-    return name, Path(path)
+def write_orderings(
+    out: Path,
+    results: Sequence[PairResult],
+    runs: Mapping[str, Path],
+    metric: str,
+) -> Path:
+    """Write ``orderings.json`` and ``orderings.md`` of ``results`` into ``out``.
 
+    Args:
+        out: the folder (made if missing).
+        results: :func:`pair_results` of the runs.
+        runs: run name -> its folder, the first run first.
+        metric: the measure compared.
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """The comparison as a program: 0 when written, 2 for a missing or unreadable run."""
-    p = argparse.ArgumentParser(prog="python -m eval.orderings", description=__doc__)
-    p.add_argument("--run", type=_run_arg, action="append", required=True, metavar="NAME=DIR")
-    p.add_argument("--metric", default="recall@5")
-    p.add_argument(
-        "--systems", default="", help="comma-separated systems to pair (default: all shared)"
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, required=True)
-    args = p.parse_args(argv)
-    if len(args.run) < 2:
-        p.error("give at least two --run NAME=DIR")
-    runs: dict[str, pl.DataFrame] = {}
-    for name, folder in args.run:
-        path = folder / "per_query.parquet"
-        if not path.is_file():
-            print(
-                f"python -m eval.orderings: {path}: no such file (a run folder of eval.run)",
-                file=sys.stderr,
-            )
-            return 2
-        runs[name] = pl.read_parquet(path)
-    try:
-        chosen = [s for s in args.systems.split(",") if s]
-        results = pair_results(runs, args.metric, systems=chosen, seed=args.seed)
-    except ValueError as exc:
-        print(f"python -m eval.orderings: {exc}", file=sys.stderr)
-        return 2
+    Returns:
+        The table's path, ``out/orderings.md``.
+    """
     names = list(runs)
-    args.out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     by = {(r.run, r.a, r.b): r for r in results}
     verdicts = {
         f"{r.a} > {r.b}": {run: verdict(r, by[(run, r.a, r.b)]) for run in names[1:]}
@@ -172,17 +153,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if r.run == names[0]
     }
     record = {
-        "metric": args.metric,
+        "metric": metric,
         "systems": sorted({r.a for r in results} | {r.b for r in results}),
-        "runs": {name: str(folder) for name, folder in args.run},
+        "runs": {name: str(folder) for name, folder in runs.items()},
         "pairs": [asdict(r) for r in results],
         "verdicts": verdicts,
     }
-    (args.out / "orderings.json").write_text(json.dumps(record, indent=1) + "\n")
-    (args.out / "orderings.md").write_text(table(results, names, args.metric))
-    print(args.out / "orderings.md")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    (out / "orderings.json").write_text(json.dumps(record, indent=1) + "\n")
+    (out / "orderings.md").write_text(table(results, names, metric))
+    return out / "orderings.md"

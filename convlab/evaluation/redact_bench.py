@@ -1,7 +1,8 @@
 """Measure redaction: recall and false positives on labelled corpora, and speed on real texts.
 
-The corpora live in ``tests/fixtures/secrets`` (each written by a seeded script beside it), but
-for ``gitleaks``, made at run time:
+The library of ``python -m eval.redact_bench``. The corpora live in a folder the caller names
+(the repository's ``tests/fixtures/secrets``, each written by a seeded script beside it), but for
+``gitleaks``, made at run time:
 
 - ``labelled``: ``secrets.json`` (a realistic secret in the text a prompt, reply, thinking
   block, tool call, tool output or title would hold) and ``lookalikes.json`` (hashes, ids,
@@ -17,26 +18,12 @@ for ``gitleaks``, made at run time:
 
 A secret counts as redacted when no 16-character window of any of its lines survives, so a key
 cut in half is a miss. A look-alike counts as a false positive when its text changes at all.
-
-Run::
-
-    python -m convlab.evaluation.redact_bench \
-        --texts ../shared/transcripts data/sample --out runs/redact.json
-    python -m convlab.evaluation.redact_bench \
-        --code .venv/lib/python3.11/site-packages  # false positives
-    python -m convlab.evaluation.redact_bench \
-        --redactor detect-secrets   # needs `pip install detect-secrets`
-    python -m convlab.evaluation.redact_bench \
-        --redactor detect-secrets-lines
-    python -m convlab.evaluation.redact_bench \
-        --redactor file:/old/convlab/redact.py  # another version
-
-The figures are saved with the redactor's name and the exact inputs so they can be traced.
+:func:`bench` gathers every figure of one redactor, saved with its name and the exact inputs so
+they can be traced.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import os
@@ -47,10 +34,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from convlab.atomic import write_text_atomic
-
 __all__ = [
     "CORPORA",
+    "bench",
     "code_changes",
     "corpus_scores",
     "leaks",
@@ -62,11 +48,10 @@ __all__ = [
 ]
 
 Redactor = Callable[[str], str]
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "secrets"
 WINDOW = 16
 
 
-def load_labelled(directory: str | Path = DEFAULT_CORPUS) -> tuple[list[dict], list[dict]]:
+def load_labelled(directory: str | Path) -> tuple[list[dict], list[dict]]:
     """The ``(secrets, lookalikes)`` records of a labelled corpus directory."""
     d = Path(directory)
     return (
@@ -78,7 +63,7 @@ def load_labelled(directory: str | Path = DEFAULT_CORPUS) -> tuple[list[dict], l
 CORPORA = ("labelled", "field", "gitleaks", "prose")
 
 
-def load_corpus(name: str, directory: str | Path = DEFAULT_CORPUS) -> tuple[list[dict], list[dict]]:
+def load_corpus(name: str, directory: str | Path) -> tuple[list[dict], list[dict]]:
     """The ``(secrets, lookalikes)`` records of one of :data:`CORPORA`."""
     d = Path(directory)
 
@@ -322,47 +307,43 @@ def redactor(name: str) -> Redactor:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print (and optionally save) the corpus scores and the throughput of one redactor."""
-    ap = argparse.ArgumentParser(
-        prog="python -m convlab.evaluation.redact_bench", description=__doc__
-    )
-    ap.add_argument("--redactor", default="convlab")
-    ap.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
-    ap.add_argument("--texts", type=Path, nargs="*", default=[], help="transcripts for speed")
-    ap.add_argument("--min-seconds", type=float, default=2.0)
-    ap.add_argument("--code", type=Path, help="a tree of code to look for false positives in")
-    ap.add_argument("--code-megabytes", type=float, default=40.0)
-    ap.add_argument("--out", type=Path, help="write the figures as JSON here")
-    args = ap.parse_args(argv)
-    redact = redactor(args.redactor)
-    secrets, lookalikes = load_labelled(args.corpus)
+def bench(
+    name: str,
+    corpus: Path,
+    *,
+    texts: Sequence[Path] = (),
+    min_seconds: float = 2.0,
+    code: Path | None = None,
+    code_megabytes: float = 40.0,
+) -> dict[str, Any]:
+    """Every figure of the redactor ``name`` (:func:`redactor`): corpora, speed, code.
+
+    Args:
+        name: the redactor.
+        corpus: the folder of the labelled corpora (``tests/fixtures/secrets``).
+        texts: transcripts whose texts time the redactor (none: no ``throughput``).
+        min_seconds: the least time the throughput is measured over.
+        code: a tree of code to look for false positives in (none: no ``code``).
+        code_megabytes: how much of it.
+    """
+    redact = redactor(name)
+    secrets, lookalikes = load_labelled(corpus)
     result: dict[str, Any] = {
-        "redactor": args.redactor,
-        "corpus": str(args.corpus),
+        "redactor": name,
+        "corpus": str(corpus),
         "all_texts": corpus_scores(redact, secrets, lookalikes),
         "tool_calls_and_outputs_only": corpus_scores(
             redact, secrets, lookalikes, covered={"tool_input", "tool_output"}
         ),
     }
-    for name in CORPORA[1:]:
-        result[name] = corpus_scores(redact, *load_corpus(name, args.corpus))
-    if args.texts:
-        texts = transcript_texts(args.texts)
+    for corpus_name in CORPORA[1:]:
+        result[corpus_name] = corpus_scores(redact, *load_corpus(corpus_name, corpus))
+    if texts:
         result["throughput"] = {
-            "paths": [str(p) for p in args.texts],
+            "paths": [str(p) for p in texts],
             "cpu_count": os.cpu_count(),
-            **throughput(redact, texts, min_seconds=args.min_seconds),
+            **throughput(redact, transcript_texts(texts), min_seconds=min_seconds),
         }
-    if args.code:
-        result["code"] = code_changes(redact, args.code, megabytes=args.code_megabytes)
-    text = json.dumps(result, indent=1)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(args.out, text + "\n")
-    print(text)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    if code:
+        result["code"] = code_changes(redact, code, megabytes=code_megabytes)
+    return result

@@ -1,6 +1,6 @@
-"""The system x policy grid of a saved run folder: ``python -m eval.resurrection_grid``.
+"""The system x policy grid of a saved run folder (the library of ``eval.resurrection_grid``).
 
-``python -m eval.resurrection_grid RUN_FOLDER [--data DATA] --out DIR``
+``python -m eval.resurrection_grid RUN_FOLDER [--data DATA] --out DIR`` runs :func:`grid_study`.
 
 The grid's figures, tests, plot and table are those of ``python -m eval.run --resurrection
 unit,doc,...`` (:mod:`convlab.evaluation.policy_grid`,
@@ -10,9 +10,9 @@ unit,doc,...`` (:mod:`convlab.evaluation.policy_grid`,
 
 - the folder already holds ``policy_budgets.parquet`` (made by ``eval.run --resurrection``): it
   is read, no data or model needed;
-- ``--exact CACHE``: the chosen systems are evaluated again with the run's settings and the
-  policies (:func:`convlab.evaluation.evaluate.evaluate`, MiniLM through the embedding cache,
-  BM25 without a model), the very code path of ``eval.run``; the re-run's ranked docs are
+- ``exact`` (``--exact CACHE``): the chosen systems are evaluated again with the run's settings
+  and the policies (:func:`convlab.evaluation.evaluate.evaluate`, MiniLM through the embedding
+  cache, BM25 without a model), the very code path of ``eval.run``; the re-run's ranked docs are
   compared with the saved TREC runs (``mapping`` in ``grid.json``);
 - otherwise, with no model at all, from the TREC runs under ``runs/`` (ranked docs) and the
   data's chunks and units rebuilt with the run's content policy (the tokenizer only). TREC runs
@@ -32,11 +32,10 @@ This last mode is why the command stays: it scores run folders made before the g
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,70 +55,55 @@ if TYPE_CHECKING:
     from convlab.evaluation.datasets import LabelledData
 
 __all__ = [
+    "GridStudy",
     "compare_with_saved",
     "grid_from_runs",
-    "main",
+    "grid_study",
     "map_hits",
-    "parse_args",
     "rerun_grid",
     "same_ranking",
 ]
 
-DEFAULT_SYSTEMS = "bm25:message,message,sequential,turn_pair"
-DEFAULT_BUDGETS = "128,256,512,1024,2048"
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GridStudy:
+    """The grid of one run folder (:func:`grid_study`); empty choices mean the defaults.
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    """The command line of ``python -m eval.resurrection_grid``."""
-    p = argparse.ArgumentParser(prog="python -m eval.resurrection_grid", description=__doc__)
-    p.add_argument("run", help="a run folder of python -m eval.run (config.json, runs/*.trec)")
-    p.add_argument(
-        "--data",
-        default=None,
-        help="the labelled data the run was made on (not needed when the folder holds "
-        "policy_budgets.parquet)",
-    )
-    p.add_argument("--out", required=True, help="folder for grid.json, grid.md and the plot")
-    p.add_argument(
-        "--systems",
-        default=None,
-        help=f"systems of the grid (default: every system of a saved grid, else {DEFAULT_SYSTEMS})",
-    )
-    p.add_argument(
-        "--policies",
-        default=None,
-        help="policies of the grid (default: every policy of a saved grid, else all: "
-        f"{','.join(POLICIES.names())})",
-    )
-    p.add_argument(
-        "--budgets",
-        default=None,
-        help=f"budgets (default: every budget of a saved grid, else {DEFAULT_BUDGETS})",
-    )
-    p.add_argument(
-        "--baseline",
-        default=None,
-        help="system of the reference cell (with unit): the run's baseline when in the grid, "
-        "else the first system",
-    )
-    p.add_argument(
-        "--plot-systems",
-        default=None,
-        help="systems drawn in policy_grid.png (default: the baseline, message and the best 3 "
-        "by coverage at 512)",
-    )
-    p.add_argument(
-        "--exact",
-        metavar="CACHE",
-        default=None,
-        help="re-run the systems (MiniLM through this embedding cache folder, BM25 without a "
-        "model) to get their unit ids, instead of mapping ranked docs back to units",
-    )
-    return p.parse_args(argv)
+    Attributes:
+        run: a run folder of ``eval.run`` (``config.json``, ``runs/*.trec``).
+        out: the folder for ``grid.json``, ``grid.md``, the frames and the plot.
+        data: the labelled data the run was made on (not needed when the folder holds
+            ``policy_budgets.parquet``).
+        systems: systems of the grid (default: those of a saved grid, else
+            ``default_systems``).
+        policies: policies of the grid (default: those of a saved grid, else all).
+        budgets: budgets (default: those of a saved grid, else ``default_budgets``).
+        baseline: system of the reference cell (default: the run's baseline when in the grid,
+            else the first system).
+        plot_systems: systems drawn in ``policy_grid.png`` (default: the baseline, ``message``
+            and the best 3 by coverage at 512).
+        exact: an embedding cache folder: re-run the systems to get their unit ids.
+        command: the command line, recorded in ``grid.json``.
+        default_systems: the systems when none are named and the folder saved no grid.
+        default_budgets: the budgets when none are named and the folder saved no grid.
+    """
 
+    run: Path
+    out: Path
+    data: str | None = None
+    systems: tuple[str, ...] = ()
+    policies: tuple[str, ...] = ()
+    budgets: tuple[int, ...] = ()
+    baseline: str | None = None
+    plot_systems: tuple[str, ...] = ()
+    exact: str | None = None
+    command: str = ""
+    default_systems: tuple[str, ...] = ()
+    default_budgets: tuple[int, ...] = ()
 
-def _names(text: str | None) -> list[str]:
-    return [s for s in (text or "").split(",") if s]
+    def __post_init__(self) -> None:
+        for p in self.policies:
+            POLICIES.get(p)  # an unknown name fails here, listing the valid ones
 
 
 def rerun_grid(
@@ -165,6 +149,7 @@ def grid_from_runs(
     policies: list[str],
     budgets: list[int],
     exact: str | None,
+    log: Callable[[str], None] = lambda line: None,
 ) -> tuple[pl.DataFrame, dict[str, Any], dict[str, Any]]:
     """The per-query grid of a run folder's TREC runs (module doc), with its checks.
 
@@ -193,7 +178,7 @@ def grid_from_runs(
         if rerun is not None:
             grid, hits_of, units_by_strategy = rerun
             if not units_by_strategy[strategy].equals(units):
-                raise SystemExit(f"{system}: the re-run's units differ from the rebuilt ones")
+                raise ValueError(f"{system}: the re-run's units differ from the rebuilt ones")
             mapping[system] = {"rerun": 1, **same_ranking(hits_of[system], run)}
             mine = grid.filter(pl.col("system") == system)
         else:
@@ -210,66 +195,83 @@ def grid_from_runs(
                 mine.filter(pl.col("policy") == "unit"),
                 saved_unit.filter(pl.col("system") == system),
             )
-        print(f"{system}: {mapping[system]} ({time.perf_counter() - started:.0f} s)", flush=True)
+        log(f"{system}: {mapping[system]} ({time.perf_counter() - started:.0f} s)")
     return pl.concat(parts, how="diagonal_relaxed"), mapping, check
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Find the run's grid, test it, and write ``grid.json``, ``grid.md``, the frames and plot."""
+def _saved(
+    study: GridStudy, saved_grid: Path
+) -> tuple[pl.DataFrame, list[str], list[str], list[int]]:
+    """The grid a run folder saved, cut to the study's systems, policies and budgets."""
+    grid = pl.read_parquet(saved_grid, glob=False)
+    systems = list(study.systems) or grid["system"].unique(maintain_order=True).to_list()
+    policies = list(study.policies) or grid["policy"].unique(maintain_order=True).to_list()
+    budgets = list(study.budgets) or grid["budget"].unique().sort().to_list()
+    _check_known(systems, grid["system"].unique().to_list(), saved_grid)
+    _check_known(policies, grid["policy"].unique().to_list(), saved_grid)
+    grid = grid.filter(
+        pl.col("system").is_in(systems)
+        & pl.col("policy").is_in(policies)
+        & pl.col("budget").is_in(budgets)
+    )
+    return grid, systems, policies, budgets
+
+
+def grid_study(
+    study: GridStudy, *, log: Callable[[str], None] = lambda line: None
+) -> tuple[dict[str, Any], str]:
+    """Find the run's grid, test it, and write ``grid.json``, ``grid.md``, the frames and plot.
+
+    Returns:
+        What ``grid.json`` holds, and the markdown of ``grid.md``.
+
+    Raises:
+        ValueError: no ``data`` where it is needed, a system or policy the run does not have,
+            a baseline not in the grid.
+    """
     from convlab.evaluation.report import policy_grid_lines
     from convlab.evaluation.runfolder import save_grid
 
-    args = parse_args(argv)
     started = time.perf_counter()
-    run_dir = Path(args.run)
+    run_dir = study.run
     cfg = json.loads(read_text_regular(run_dir / "config.json", limit=CONFIG))
-    for p in _names(args.policies):
-        POLICIES.get(p)  # an unknown name fails here, listing the valid ones
     saved_grid = run_dir / "policy_budgets.parquet"
     mapping: dict[str, Any] = {}
     check: dict[str, Any] = {}
-    if saved_grid.is_file() and not args.exact:
-        grid = pl.read_parquet(saved_grid, glob=False)
-        systems = _names(args.systems) or grid["system"].unique(maintain_order=True).to_list()
-        policies = _names(args.policies) or grid["policy"].unique(maintain_order=True).to_list()
-        budgets = [int(b) for b in _names(args.budgets)] or grid["budget"].unique().sort().to_list()
-        _check_known(systems, grid["system"].unique().to_list(), saved_grid)
-        _check_known(policies, grid["policy"].unique().to_list(), saved_grid)
-        grid = grid.filter(
-            pl.col("system").is_in(systems)
-            & pl.col("policy").is_in(policies)
-            & pl.col("budget").is_in(budgets)
-        )
+    if saved_grid.is_file() and not study.exact:
+        grid, systems, policies, budgets = _saved(study, saved_grid)
         queries = grid["query_id"].n_unique()
         source = str(saved_grid)
     else:
-        if not args.data:
-            raise SystemExit(f"--data is needed: {saved_grid} does not exist (or --exact given)")
+        if not study.data:
+            raise ValueError(f"--data is needed: {saved_grid} does not exist (or --exact given)")
         from convlab.evaluation.datasets import load_labelled
 
-        systems = _names(args.systems) or _names(DEFAULT_SYSTEMS)
-        policies = _names(args.policies) or list(POLICIES.names())
-        budgets = [int(b) for b in _names(args.budgets or DEFAULT_BUDGETS)]
+        systems = list(study.systems or study.default_systems)
+        policies = list(study.policies) or list(POLICIES.names())
+        budgets = list(study.budgets or study.default_budgets)
+        if not systems or not budgets:
+            raise ValueError(f"name the systems and budgets: {saved_grid} does not exist")
         _check_known(systems, [s["name"] for s in cfg["systems"]], run_dir / "config.json")
-        data = load_labelled(args.data)
+        data = load_labelled(study.data)
         grid, mapping, check = grid_from_runs(
-            run_dir, data, cfg, systems, policies, budgets, args.exact
+            run_dir, data, cfg, systems, policies, budgets, study.exact, log
         )
         queries = data.queries.height
-        source = "rerun" if args.exact else "trec runs"
-    baseline = args.baseline or (cfg.get("baseline") if cfg.get("baseline") in systems else None)
+        source = "rerun" if study.exact else "trec runs"
+    baseline = study.baseline or (cfg.get("baseline") if cfg.get("baseline") in systems else None)
     baseline = baseline or systems[0]
     reference_cell(grid, baseline)  # a baseline not in the grid fails here, naming its systems
     significance = grid_significance(grid, baseline=baseline, seed=cfg["config"].get("seed", 0))
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    plot_systems = _names(args.plot_systems) or None
-    save_grid(out, grid, significance, baseline=baseline, systems=plot_systems)
+    study.out.mkdir(parents=True, exist_ok=True)
+    save_grid(
+        study.out, grid, significance, baseline=baseline, systems=list(study.plot_systems) or None
+    )
     grid_md = "\n".join(policy_grid_lines(grid, significance, image="policy_grid.png"))
     result = {
-        "command": " ".join(["python -m eval.resurrection_grid", *(argv or sys.argv[1:])]),
+        "command": study.command,
         "run": str(run_dir),
-        "data": args.data,
+        "data": study.data,
         "source": source,
         "queries": queries,
         "budgets": budgets,
@@ -281,18 +283,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "grid": grid_means(grid).to_dicts(),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    write_text_atomic(out / "grid.json", json.dumps(result, indent=1))
-    write_text_atomic(out / "grid.md", grid_md)
-    print(grid_md)
-    if mapping:
-        print(json.dumps({"mapping": mapping, "unit_policy_vs_saved_run": check}, indent=1))
-    return 0
+    write_text_atomic(study.out / "grid.json", json.dumps(result, indent=1))
+    write_text_atomic(study.out / "grid.md", grid_md)
+    return result, grid_md
 
 
 def _check_known(names: list[str], known: list[str], where: Path) -> None:
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise SystemExit(f"not in {where}: {unknown}; there: {sorted(known)}")
+        raise ValueError(f"not in {where}: {unknown}; there: {sorted(known)}")
 
 
 def same_ranking(hits: pl.DataFrame, run: pl.DataFrame) -> dict[str, int]:

@@ -7,21 +7,18 @@ minimum of each metric (means from ``metrics.json``'s summary, ``coverage@512`` 
     "recall@5" = 0.80
 
 They are set from measured runs minus a small margin, so a regression fails CI and noise does not.
-``python -m eval.check_thresholds RUN --set NAME`` is the command line (:func:`main`).
+``python -m eval.check_thresholds RUN --set NAME`` is the command line.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import tomllib
-from collections.abc import Sequence
 from pathlib import Path
 
 from convlab.files import CONFIG, read_text_regular
 
-__all__ = ["check", "load_thresholds", "main", "measured"]
+__all__ = ["check", "load_thresholds", "measured"]
 
 Thresholds = dict[str, dict[str, float]]
 """System name -> metric -> minimum."""
@@ -55,36 +52,3 @@ def load_thresholds(path: Path) -> dict[str, Thresholds]:
     """Every set of a thresholds file: set name -> system -> metric -> minimum."""
     table: dict[str, Thresholds] = tomllib.loads(read_text_regular(path, limit=CONFIG))
     return table
-
-
-def main(
-    argv: Sequence[str] | None = None,
-    *,
-    thresholds: Path,
-    prog: str = "python -m eval.check_thresholds",
-    description: str | None = __doc__,
-) -> int:
-    """Check a run folder against one set; 0 when all are met, 1 when not, 2 for no such set.
-
-    Args:
-        argv: ``RUN --set NAME [--thresholds FILE]``.
-        thresholds: the thresholds file used when ``--thresholds`` is not given.
-        prog: the program name in usage lines.
-        description: the ``--help`` text.
-    """
-    p = argparse.ArgumentParser(prog=prog, description=description)
-    p.add_argument("run", type=Path)
-    p.add_argument("--set", required=True, dest="name")
-    p.add_argument("--thresholds", type=Path, default=thresholds)
-    args = p.parse_args(argv)
-    table = load_thresholds(args.thresholds)
-    if args.name not in table:
-        print(f"no threshold set {args.name!r} in {args.thresholds}", file=sys.stderr)
-        return 2
-    failures = check(args.run, table[args.name])
-    for f in failures:
-        print(f"below threshold: {f}", file=sys.stderr)
-    n = sum(len(v) for v in table[args.name].values())
-    verdict = f"all {n} met" if not failures else f"{len(failures)} of {n} not met"
-    print(f"thresholds {args.name}: {verdict}")
-    return 1 if failures else 0

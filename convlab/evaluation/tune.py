@@ -22,8 +22,7 @@ Example:
     ...                           "score": [1.0, 1.0]})}
     >>> qrels = pl.DataFrame({"query_id": ["a:q0", "b:q0"], "doc_id": ["a:d1", "b:d2"],
     ...                       "relevance": [1, 1]})
-    >>> res = tune(lambda p: runs[p["x"]], [{"x": 1}], qrels, TuneConfig(metric="recall@1",
-    ...            folds=2))
+    >>> res = tune(lambda p: runs[p["x"]], [{"x": 1}], qrels, Tuning(metric="recall@1", folds=2))
     >>> res.mean
     1.0
 """
@@ -42,9 +41,9 @@ from sklearn.model_selection import GroupKFold
 
 from convlab.evaluation.metrics import parse_metric, per_query
 from convlab.evaluation.queries import relevant_by_query
+from convlab.systems.system import Tuning
 
 __all__ = [
-    "TuneConfig",
     "TuneResult",
     "conversation_groups",
     "cross_validate",
@@ -55,25 +54,6 @@ __all__ = [
 
 Params = Mapping[str, Any]
 System = Callable[[Params], pl.DataFrame]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TuneConfig:
-    """How to cross-validate.
-
-    Args:
-        metric: the metric maximised and reported (``recall@5``, ``ndcg@10``, ...).
-        folds: the number of folds (at most the number of groups; the number of groups gives
-            leave-one-group-out).
-    """
-
-    metric: str = "recall@5"
-    folds: int = 5
-
-    def __post_init__(self) -> None:
-        parse_metric(self.metric)
-        if self.folds < 2:
-            raise ValueError(f"folds is {self.folds}; cross-validation needs at least 2")
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +156,7 @@ def tune(
     system: System,
     space: Sequence[Params],
     qrels: pl.DataFrame,
-    config: TuneConfig | None = None,
+    config: Tuning | None = None,
     *,
     groups: Sequence[str] | None = None,
     report: Sequence[str] = (),
@@ -188,7 +168,8 @@ def tune(
         space: the settings to choose from (see :func:`grid`, :func:`random_space`).
         qrels: ``query_id, doc_id, relevance`` (relevance > 0 is relevant); only queries with a
             relevant doc are scored.
-        config: the metric and the number of folds.
+        config: the metric and the number of folds (of :class:`~convlab.systems.system.Tuning`,
+            the one tuning config; its grid is the caller's ``space``).
         groups: the group of each scored query, in the order of the queries' first appearance
             in ``qrels`` (default: :func:`conversation_groups`).
         report: more metrics reported for each fold's choice (never used to choose).
@@ -200,7 +181,7 @@ def tune(
         ValueError: an empty space, qrels without a relevant doc, a ``groups`` of the wrong
             length, fewer groups than folds.
     """
-    config = config or TuneConfig()
+    config = config or Tuning()
     if not space:
         raise ValueError("the search space is empty")
     queries = relevant_by_query(qrels)
@@ -225,7 +206,7 @@ def cross_validate(
     values: Mapping[str, np.ndarray],
     ids: Sequence[str],
     group: Sequence[str],
-    config: TuneConfig,
+    config: Tuning,
 ) -> TuneResult:
     """The fold logic of :func:`tune`, on per-query values already computed.
 

@@ -2,7 +2,9 @@
 
 One ``[[systems]]`` table per system, with the keys of
 :meth:`convlab.systems.system.System.as_dict`; ``defaults = true`` at the top puts the default
-systems of the run's strategies first (:func:`convlab.systems.system.default_systems`)::
+systems of the run's strategies first (:func:`convlab.systems.system.default_systems`): those of
+``--strategies``, else the file's ``strategies = [...]``, else those of the default experiment,
+:data:`DEFAULT_EXPERIMENT` (package data: what ``eval.run`` compares without ``--systems``)::
 
     defaults = true
 
@@ -32,24 +34,44 @@ import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from convlab.atomic import write_text_atomic
-from convlab.evaluation.experiment import parse_experiment
+from convlab.evaluation.experiment import Experiment, parse_experiment
 from convlab.evaluation.names import escaped, shown
 from convlab.files import CONFIG, read_text_regular
 from convlab.systems.system import System, default_systems
 
-__all__ = ["chosen_systems", "read_systems", "transfer_systems", "write_systems"]
+__all__ = [
+    "DEFAULT_EXPERIMENT",
+    "chosen_systems",
+    "default_strategies",
+    "read_experiment",
+    "read_systems",
+    "transfer_systems",
+    "write_systems",
+]
+
+DEFAULT_EXPERIMENT = Path(__file__).with_name("experiment.toml")
+"""The default experiment: the default systems of its ``strategies`` (``eval.run`` without
+``--systems``)."""
+
+
+@cache
+def default_strategies() -> tuple[str, ...]:
+    """The strategies of :data:`DEFAULT_EXPERIMENT`, in order."""
+    return read_experiment(DEFAULT_EXPERIMENT).strategies
 
 
 def read_systems(path: str | Path, *, strategies: Sequence[str] = ()) -> list[System]:
     """The systems of an experiment file, checked (:mod:`convlab.evaluation.experiment`).
 
     Args:
-        path: a TOML file (``defaults`` and ``[[systems]]``).
-        strategies: the strategies of the default systems, when the file asks for them.
+        path: a TOML file (``strategies``, ``defaults`` and ``[[systems]]``).
+        strategies: the strategies of the default systems, when the file asks for them
+            (default: the file's ``strategies``, else :func:`default_strategies`).
 
     Raises:
         ValueError: one line naming the file, the key and the reason: TOML that is not valid
@@ -57,17 +79,9 @@ def read_systems(path: str | Path, *, strategies: Sequence[str] = ()) -> list[Sy
             system that is not valid, a name given twice, or a file without any system.
     """
     path = Path(path)
-    try:
-        doc = _parse_toml(read_text_regular(path, limit=CONFIG))
-    except tomllib.TOMLDecodeError as exc:  # its message names the line and column
-        raise ValueError(f"{escaped(path)}: not valid TOML: {escaped(exc)}") from exc
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{escaped(path)}: not UTF-8 text (byte {exc.start})") from None
-    except RecursionError:
-        raise ValueError(f"{escaped(path)}: not valid TOML: nested too deep") from None
-    except _TooDeep as exc:
-        raise ValueError(f"{escaped(path)}: not valid TOML: nested too deep: {exc}") from None
-    experiment = parse_experiment(doc, path)
+    experiment = read_experiment(path)
+    if experiment.defaults:
+        strategies = tuple(strategies) or experiment.strategies or default_strategies()
     systems = default_systems(strategies) if experiment.defaults else []
     defaults = {s.name for s in systems}
     for i, s in enumerate(experiment.systems):
@@ -80,6 +94,26 @@ def read_systems(path: str | Path, *, strategies: Sequence[str] = ()) -> list[Sy
     if not systems:
         raise ValueError(f"{escaped(path)}: no systems (add [[systems]] tables or defaults = true)")
     return systems
+
+
+def read_experiment(path: str | Path) -> Experiment:
+    """An experiment file, parsed and checked (the default systems not made yet).
+
+    Raises:
+        ValueError: as :func:`read_systems`, but for a file without systems.
+    """
+    path = Path(path)
+    try:
+        doc = _parse_toml(read_text_regular(path, limit=CONFIG))
+    except tomllib.TOMLDecodeError as exc:  # its message names the line and column
+        raise ValueError(f"{escaped(path)}: not valid TOML: {escaped(exc)}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{escaped(path)}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise ValueError(f"{escaped(path)}: not valid TOML: nested too deep") from None
+    except _TooDeep as exc:
+        raise ValueError(f"{escaped(path)}: not valid TOML: nested too deep: {exc}") from None
+    return parse_experiment(doc, path)
 
 
 MAX_KEY_DOTS = 64

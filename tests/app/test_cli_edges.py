@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 import convlab.embed
+from convlab.app.cli import eval as eval_cli
 from convlab.app.cli import main
 from convlab.app.cli.search import MAX_K
 from convlab.app.exits import EXIT_OK, EXIT_USAGE
 from convlab.embed import HashEmbedder
-from convlab.evaluation import compare
 from convlab.paths import REPO_ROOT, sample_data_path
 from tests.helpers import locomo_file
 
@@ -122,7 +122,7 @@ def test_locomo_whose_evidence_points_nowhere_exits_2(
     data = locomo_file(tmp_path / "nowhere.json", UTTERANCES, qa)
     argv = [*_eval(data, tmp_path), "--strategies", "message", "--budgets", "128"]
     if program == "eval.run":
-        assert compare.main(argv) == EXIT_USAGE
+        assert eval_cli.main(argv) == EXIT_USAGE
     else:
         assert main(["eval", *argv]) == EXIT_USAGE
     err = capsys.readouterr().err

@@ -119,7 +119,7 @@ def test_cli_index_refuses_cuda_without_a_gpu(
 def test_eval_run_refuses_cuda_without_a_gpu(
     no_gpu: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from convlab.evaluation.compare import main as eval_main
+    from convlab.app.cli.eval import main as eval_main
 
     code = eval_main(["--device", "cuda", "--out", str(tmp_path / "run")])
     assert code == 2

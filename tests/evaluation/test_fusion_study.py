@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
-from convlab.evaluation.fusion_study import fixed, parse_fixed
+from convlab.evaluation.fusion_study import FixedFusion, fixed, parse_fixed
 
 
 def test_parse_fixed_keeps_the_order_and_the_weights() -> None:
@@ -36,13 +35,11 @@ def test_a_run_the_folder_does_not_have_is_named(tmp_path: Path) -> None:
     runs.mkdir(parents=True)
     (runs / "bm25_message.trec").write_text("q1 Q0 d1 1 2.0 bm25_message\n")
     (tmp_path / "run" / "qrels.txt").write_text("q1 0 d1 1\n")
-    args = argparse.Namespace(
+    config = FixedFusion(
         folder=tmp_path / "run",
         out=tmp_path / "out",
-        fixed="bm25:message=1,sequential=1",
-        lexical_units=None,
-        method="convex",
-        norm="z-score",
+        weights=parse_fixed("bm25:message=1,sequential=1"),
+        baseline="bm25:message",
     )
     with pytest.raises(ValueError, match="no run sequential; the runs: bm25:message"):
-        fixed(args)
+        fixed(config)

@@ -1,7 +1,7 @@
 """Hostile experiment files: each is refused before any work, exit 2, one line naming file and key.
 
 Every kind is fed to both command lines of the comparison, ``python -m eval.run --systems``
-(:func:`convlab.evaluation.compare.main`) and ``convlab eval --systems``; the comparison itself is
+(:func:`convlab.app.cli.eval.main`) and ``convlab eval --systems``; the comparison itself is
 replaced by a function that fails the test, so a file that slips through is caught at once
 instead of running an evaluation. A hypothesis test fuzzes experiment files; a few kinds run as a
 real ``python -m eval.run`` process.
@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-from argparse import Namespace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -21,6 +20,7 @@ import tomli_w
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from convlab.app.cli import eval as eval_cli
 from convlab.app.cli import main as convlab_main
 from convlab.evaluation import compare
 from convlab.evaluation.names import escaped
@@ -192,7 +192,7 @@ def test_eval_run_refuses_each_hostile_file_with_2_and_one_line(
 ) -> None:
     path = _write(tmp_path, text)
     argv = ["--systems", str(path), "--out", str(tmp_path / "out"), *extra]
-    assert compare.main(argv) == 2
+    assert eval_cli.main(argv) == 2
     line = _one_line(capsys.readouterr().err)
     assert line.startswith("python -m eval.run: ")
     assert says in line
@@ -327,12 +327,11 @@ def _check_one(path: Path, text: str | bytes) -> None:
         path.write_bytes(text)
     else:
         path.write_text(text, encoding="utf-8", errors="surrogatepass")
-    args = Namespace(
-        systems=str(path), strategies="message,sequential", resurrection="unit", budgets="128"
+    comparison = compare.Comparison(
+        systems=str(path), strategies=("message", "sequential"), budgets=(128,)
     )
-    args.baseline = None
     try:
-        systems = compare.systems_of(args)
+        systems = compare.comparison_systems(comparison)
     except ValueError as exc:
         message = str(exc)
         assert "\n" not in message

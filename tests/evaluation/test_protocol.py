@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 
 import convlab.embed
+from convlab.app.cli import eval as eval_cli
 from convlab.app.exits import EXIT_OK, EXIT_USAGE
 from convlab.embed import HashEmbedder
 from convlab.errors import LoadError
-from convlab.evaluation import compare
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.lme_bm25 import REFERENCE
 from tests.helpers import locomo_file
@@ -38,7 +38,7 @@ def test_data_that_is_not_longmemeval_is_refused_in_one_line(
     data = locomo_file(tmp_path / "l.json", [("Ann", "I adopted a cat"), ("Bo", "Nice")])
     argv = _argv(tmp_path, "--protocol", "longmemeval", "--strategies", "message")
     for more in (["--data", str(data)], []):  # a LoCoMo-family file, the bundled sample
-        assert compare.main([*argv, *more]) == EXIT_USAGE
+        assert eval_cli.main([*argv, *more]) == EXIT_USAGE
         err = capsys.readouterr().err
         assert err.count("\n") == 1
         assert "the longmemeval protocol is LongMemEval's own: it needs a LongMemEval" in err
@@ -50,7 +50,7 @@ def test_data_that_is_not_longmemeval_is_refused_in_one_line(
 
 
 def compare_err(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    compare.main(argv)
+    eval_cli.main(argv)
     return capsys.readouterr().err
 
 
@@ -84,7 +84,7 @@ def test_a_run_under_the_official_protocol_writes_its_measures_beside_the_refere
         "--budgets",
         "128",
     )
-    assert compare.main(argv) == EXIT_OK
+    assert eval_cli.main(argv) == EXIT_OK
     out = tmp_path / "out"
     config = json.loads((out / "config.json").read_text())
     assert config["config"]["protocol"] == "longmemeval"
@@ -110,7 +110,7 @@ def test_a_run_under_the_official_protocol_writes_its_measures_beside_the_refere
 @pytest.mark.usefixtures("hash_model")
 def test_the_default_protocol_is_named_first_in_the_report(tmp_path: Path) -> None:
     argv = _argv(tmp_path, "--data", str(FIXTURE), "--strategies", "message", "--budgets", "128")
-    assert compare.main(argv) == EXIT_OK
+    assert eval_cli.main(argv) == EXIT_OK
     out = tmp_path / "out"
     report = (out / "report.md").read_text().splitlines()
     assert report[2].startswith("**Protocol: `convlab`**, convlab's own: docs are the data's")

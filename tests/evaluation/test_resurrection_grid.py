@@ -1,4 +1,4 @@
-"""``python -m eval.resurrection_grid``: the grid of a run folder, through eval.run's grid code."""
+"""The grid of a run folder (``eval.resurrection_grid``), through eval.run's grid code."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.evaluate import evaluate
 from convlab.evaluation.policy_grid import grid_means
-from convlab.evaluation.resurrection_grid import main
+from convlab.evaluation.resurrection_grid import GridStudy, grid_study
 from convlab.evaluation.runfolder import save_run
 from convlab.paths import sample_data_path
 from convlab.systems.system import System
@@ -35,7 +35,7 @@ def test_a_saved_grid_is_read_tested_and_written_without_data(tmp_path: Path) ->
     (run / "config.json").write_text(json.dumps(config))
     grid_frame().write_parquet(run / "policy_budgets.parquet")
     out = tmp_path / "out"
-    assert main([str(run), "--out", str(out), "--budgets", "512,1024"]) == 0
+    grid_study(GridStudy(run=run, out=out, budgets=(512, 1024)))
     assert sorted(p.name for p in out.iterdir()) == GRID_FILES
     result = json.loads((out / "grid.json").read_text())
     assert result["source"] == str(run / "policy_budgets.parquet")
@@ -47,20 +47,18 @@ def test_a_saved_grid_is_read_tested_and_written_without_data(tmp_path: Path) ->
     sig = pl.read_parquet(out / "policy_significance.parquet")
     assert set(sig["system"]) == {"message", "bm25:message"}
     # one budget asked for: the grid is cut to it, and the efficiency test cannot be run
-    assert (
-        main([str(run), "--out", str(out), "--budgets", "512", "--baseline", "bm25:message"]) == 0
-    )
+    grid_study(GridStudy(run=run, out=out, budgets=(512,), baseline="bm25:message"))
     result = json.loads((out / "grid.json").read_text())
     assert {r["budget"] for r in result["grid"]} == {512}
     assert result["efficiency"] == []
-    with pytest.raises(SystemExit, match=r"not in .*policy_budgets.parquet: \['nope'\]"):
-        main([str(run), "--out", str(out), "--systems", "nope"])
+    with pytest.raises(ValueError, match=r"not in .*policy_budgets.parquet: \['nope'\]"):
+        grid_study(GridStudy(run=run, out=out, systems=("nope",)))
 
 
 def test_without_a_saved_grid_the_data_is_needed(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"config": {}, "systems": []}))
-    with pytest.raises(SystemExit, match="--data is needed"):
-        main([str(tmp_path), "--out", str(tmp_path / "out")])
+    with pytest.raises(ValueError, match="--data is needed"):
+        grid_study(GridStudy(run=tmp_path, out=tmp_path / "out"))
 
 
 def test_the_trec_runs_give_eval_runs_grid_for_the_doc_policy(tmp_path: Path) -> None:
@@ -76,8 +74,14 @@ def test_the_trec_runs_give_eval_runs_grid_for_the_doc_policy(tmp_path: Path) ->
     save_run(ev, run)
     (run / "policy_budgets.parquet").unlink()  # a run folder made before the grid
     out = tmp_path / "out"
-    argv = [str(run), "--data", str(sample_data_path()), "--out", str(out)]
-    assert main([*argv, "--systems", "message,bm25:turn_pair", "--budgets", "256,1024"]) == 0
+    study = GridStudy(
+        run=run,
+        out=out,
+        data=str(sample_data_path()),
+        systems=("message", "bm25:turn_pair"),
+        budgets=(256, 1024),
+    )
+    grid_study(study)
     result = json.loads((out / "grid.json").read_text())
     assert result["source"] == "trec runs"
     assert result["mapping"]["message"]["unmapped"] == 0

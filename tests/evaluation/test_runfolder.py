@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import polars as pl
 import pytest
 
+from convlab.app.cli import eval as eval_cli
 from convlab.atomic import write_file_atomic
 from convlab.embed import HashEmbedder
 from convlab.evaluation import compare, thresholds
@@ -188,21 +189,6 @@ def test_thresholds_name_each_one_not_met(run: Path) -> None:
     ]
 
 
-def test_thresholds_command_exit_codes(
-    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    table = tmp_path / "t.toml"
-    table.write_text('[ok.a]\n"recall@5" = 0.5\n\n[high.a]\n"recall@5" = 0.51\n"ndcg@10" = 0.8\n')
-    assert thresholds.main([str(run), "--set", "ok"], thresholds=table) == 0
-    assert capsys.readouterr().out == "thresholds ok: all 1 met\n"
-    assert thresholds.main([str(run), "--set", "high"], thresholds=table) == 1
-    out, err = capsys.readouterr()
-    assert out == "thresholds high: 1 of 2 not met\n"
-    assert err == "below threshold: a recall@5 = 0.5 < 0.51\n"
-    assert thresholds.main([str(run), "--set", "nope"], thresholds=table) == 2
-    assert f"no threshold set 'nope' in {table}" in capsys.readouterr().err
-
-
 # --- the comparison's command line ---------------------------------------------------------------
 
 
@@ -215,7 +201,7 @@ def test_strategies_are_checked_against_the_registry() -> None:
 def test_unknown_strategies_exit_2_before_any_data_is_read(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert compare.main(["--strategies", "nope", "--data", "/no/such/folder"]) == 2
+    assert eval_cli.main(["--strategies", "nope", "--data", "/no/such/folder"]) == 2
     assert capsys.readouterr().err.startswith("python -m eval.run: unknown strategies ['nope']")
 
 
@@ -315,3 +301,39 @@ def test_a_run_with_several_policies_saves_the_grid_and_its_tests(tmp_path: Path
     assert "](policy_grid.png)" in report
     # no message system: the efficiency question cannot be asked, and the report says so
     assert "Efficiency test not run" in report
+
+
+# --- the comparison as a typed config ------------------------------------------------------------
+
+
+def test_a_comparison_is_a_checked_config() -> None:
+    c = compare.Comparison()
+    assert (c.strategies, c.budgets, c.resurrection, c.every) == (
+        (),
+        (128, 256, 512, 1024, 2048),
+        ("unit",),
+        1,
+    )
+    for bad, says in [
+        ({"every": 0}, "every is 0"),
+        ({"budgets": (0,)}, "budgets"),
+        ({"budgets": ()}, "budgets"),
+        ({"strategies": ("nope",)}, r"unknown strategies \['nope'\]"),
+        ({"resurrection": ("nope",)}, "nope"),
+        ({"scope": "nope"}, "scope must be one of"),
+        ({"protocol": "nope"}, "protocol must be one of"),
+    ]:
+        with pytest.raises(ValueError, match=says):
+            compare.Comparison(**bad)  # type: ignore[arg-type]
+
+
+def test_the_default_comparison_compares_the_default_experiment() -> None:
+    from convlab.systems.file import default_strategies
+    from convlab.systems.system import default_systems
+
+    systems = compare.comparison_systems(compare.Comparison())
+    assert systems == default_systems(default_strategies())
+    named = compare.comparison_systems(compare.Comparison(strategies=("message",)))
+    assert [s.name for s in named] == ["message", "bm25:message", "hybrid:message"]
+    with pytest.raises(ValueError, match="--baseline 'nope' is not one of the systems"):
+        compare.comparison_systems(compare.Comparison(baseline="nope"))

@@ -60,7 +60,7 @@ def test_written_systems_read_back_equal(tmp_path: Path) -> None:
             "systems\\[0\\] \\('x'\\): unknown key 'wieghts'",
         ),
         ("[[systems]]\nname = 'x'\n", "needs a strategy or views"),
-        ("defualts = true\n", "unknown key 'defualts'; valid: defaults, systems"),
+        ("defualts = true\n", "unknown key 'defualts'; valid: strategies, defaults, systems"),
         ("[[systems]\n", "not valid TOML"),
         ("defaults = false\n", "no systems"),
     ],

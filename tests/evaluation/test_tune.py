@@ -9,13 +9,13 @@ import polars as pl
 import pytest
 
 from convlab.evaluation.tune import (
-    TuneConfig,
     conversation_groups,
     cross_validate,
     grid,
     random_space,
     tune,
 )
+from convlab.systems.system import Tuning
 
 
 def answers(docs: dict[str, str]) -> pl.DataFrame:
@@ -56,7 +56,7 @@ RUNS = {
 
 def test_choices_differ_between_folds_as_worked_by_hand() -> None:
     space = [{"x": "p"}, {"x": "r"}]
-    res = tune(lambda p: RUNS[p["x"]], space, QRELS, TuneConfig(metric="recall@1", folds=3))
+    res = tune(lambda p: RUNS[p["x"]], space, QRELS, Tuning(metric="recall@1", folds=3))
     got = by_test_group(res.choices)
     assert {g: json.loads(r["params"])["x"] for g, r in got.items()} == {
         "a": "r",
@@ -76,7 +76,7 @@ def test_reported_metrics_follow_the_choice() -> None:
         lambda p: RUNS[p["x"]],
         [{"x": "p"}, {"x": "r"}],
         QRELS,
-        TuneConfig(metric="recall@1", folds=3),
+        Tuning(metric="recall@1", folds=3),
         report=("ndcg@10",),
     )
     ndcg = res.per_query.filter(pl.col("metric") == "ndcg@10")
@@ -112,7 +112,7 @@ def qrels_with_g1(doc: str) -> pl.DataFrame:
 
 def test_no_held_out_query_influences_its_fold_choice() -> None:
     space = grid({"x": [0, 1, 2]})
-    config = TuneConfig(metric="recall@1", folds=4)
+    config = Tuning(metric="recall@1", folds=4)
     results = {doc: tune(system, space, qrels_with_g1(doc), config) for doc in ("d0", "d1", "d2")}
     for doc, res in results.items():
         g1 = by_test_group(res.choices)["g1"]
@@ -148,15 +148,15 @@ def test_groups_and_space_helpers() -> None:
 
 def test_bad_configs() -> None:
     with pytest.raises(ValueError, match="folds is 1"):
-        TuneConfig(folds=1)
+        Tuning(folds=1)
     with pytest.raises(ValueError, match="unknown metric 'f1'"):
-        TuneConfig(metric="f1")
+        Tuning(metric="f1")
     with pytest.raises(ValueError, match="3 groups cannot make 4 folds"):
-        tune(lambda p: RUNS["p"], [{}], QRELS, TuneConfig(metric="recall@1", folds=4))
+        tune(lambda p: RUNS["p"], [{}], QRELS, Tuning(metric="recall@1", folds=4))
     with pytest.raises(ValueError, match="search space is empty"):
         tune(lambda p: RUNS["p"], [], QRELS)
     with pytest.raises(ValueError, match="2 groups for 3 scored queries"):
-        tune(lambda p: RUNS["p"], [{}], QRELS, TuneConfig(folds=2), groups=["a", "b"])
+        tune(lambda p: RUNS["p"], [{}], QRELS, Tuning(folds=2), groups=["a", "b"])
 
 
 def test_cross_validate_on_stacked_values_nests_a_choice() -> None:
@@ -168,7 +168,7 @@ def test_cross_validate_on_stacked_values_nests_a_choice() -> None:
         values,
         ["a:q0", "b:q0", "c:q0"],
         ["a", "b", "c"],
-        TuneConfig(metric="recall@1", folds=3),
+        Tuning(metric="recall@1", folds=3),
     )
     got = {g: json.loads(r["params"])["system"] for g, r in by_test_group(res.choices).items()}
     assert got == {"a": "R", "b": "P", "c": "P"}
@@ -179,9 +179,20 @@ def test_cross_validate_on_stacked_values_nests_a_choice() -> None:
             values,
             ["a:q0", "b:q0", "c:q0"],
             ["a", "b", "c"],
-            TuneConfig(metric="recall@1", folds=3),
+            Tuning(metric="recall@1", folds=3),
         )
     with pytest.raises(ValueError, match="no values of the tuned metric recall@5"):
-        cross_validate(
-            space, values, ["a:q0", "b:q0", "c:q0"], ["a", "b", "c"], TuneConfig(folds=3)
-        )
+        cross_validate(space, values, ["a:q0", "b:q0", "c:q0"], ["a", "b", "c"], Tuning(folds=3))
+
+
+def test_one_tuning_config_for_systems_and_studies() -> None:
+    # tune() takes the systems' Tuning; without one, Tuning's defaults: 10 folds (one per
+    # group here, leave-one-conversation-out on LoCoMo), on recall@5
+    ids = [f"c{i}:q0" for i in range(10)]
+    run = pl.DataFrame({"query_id": ids, "doc_id": [f"c{i}:d0" for i in range(10)], "rank": 1})
+    qrels = pl.DataFrame({"query_id": ids, "doc_id": [f"c{i}:d0" for i in range(10)]}).with_columns(
+        relevance=pl.lit(1)
+    )
+    res = tune(lambda p: run, [{}], qrels)
+    assert res.metric == "recall@5"
+    assert res.choices.height == Tuning().folds == 10

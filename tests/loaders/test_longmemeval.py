@@ -279,7 +279,7 @@ def test_every_keeps_the_official_labels_of_the_questions_kept() -> None:
 
 @pytest.mark.parametrize("bad", ["0", "-3", "two"])
 def test_every_must_be_a_whole_number_of_at_least_one(bad: str, capsys) -> None:  # type: ignore[no-untyped-def]
-    from convlab.evaluation.compare import main
+    from convlab.app.cli.eval import main
 
     with pytest.raises(SystemExit) as exc:
         main(["--data", str(FIXTURE), "--every", bad])
@@ -291,7 +291,7 @@ def test_every_must_be_a_whole_number_of_at_least_one(bad: str, capsys) -> None:
 @pytest.mark.slow
 def test_eval_run_on_the_fixture(tmp_path: Path) -> None:
     """``make eval DATA=longmemeval_s.json`` runs ``eval.run --data``; here on the fixture."""
-    from convlab.evaluation.compare import main
+    from convlab.app.cli.eval import main
 
     out = tmp_path / "run"
     cache = tmp_path / "cache"

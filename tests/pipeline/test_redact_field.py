@@ -4,6 +4,7 @@ command lines and in prose, keys split across lines."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,8 +12,10 @@ from convlab.evaluation.redact_bench import corpus_scores, leaks, load_corpus
 from convlab.pipeline.redact import redact, redact_with_counts
 from convlab.pipeline.redact_lines import joined
 
-FIELD_SECRETS, FIELD_LOOKALIKES = load_corpus("field")
-PROSE_SAID, PROSE_NONE = load_corpus("prose")
+SECRETS = Path(__file__).parents[1] / "fixtures" / "secrets"
+
+FIELD_SECRETS, FIELD_LOOKALIKES = load_corpus("field", SECRETS)
+PROSE_SAID, PROSE_NONE = load_corpus("prose", SECRETS)
 
 
 def test_field_corpus_has_every_family_in_every_place() -> None:
