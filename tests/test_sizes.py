@@ -11,20 +11,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 PACKAGE = Path(__file__).resolve().parent.parent / "convlab"
 MAX_FUNCTION_LINES = 100
 MAX_MODULE_LINES = 450
-
-# Split on other branches of issue 24 while this test was written: each leaves this set when it
-# is within the limits (the second test fails until it is removed).
-WAITING = frozenset(
-    {
-        "evaluation/evaluate.py",
-        "evaluation/fusion_study.py",
-    }
-)
 
 
 def function_sizes(tree: ast.Module) -> list[tuple[str, int, int]]:
@@ -80,16 +69,8 @@ def test_function_sizes_are_measured_from_def_to_last_line() -> None:
 
 
 def test_no_module_or_function_over_the_limits() -> None:
-    found = [what for module, what in offenders() if module not in WAITING]
+    found = [what for _, what in offenders()]
     assert not found, "over the size limits:\n" + "\n".join(found)
-
-
-def test_modules_being_split_on_other_branches() -> None:
-    waiting = [what for module, what in offenders() if module in WAITING]
-    done = sorted(WAITING - {module for module, _ in offenders()})
-    assert not done, f"within the limits now: remove {done} from WAITING in {__file__}"
-    if waiting:
-        pytest.xfail("being split on other branches of issue 24:\n" + "\n".join(waiting))
 
 
 if __name__ == "__main__":
