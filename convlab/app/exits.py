@@ -83,7 +83,7 @@ def one_line(exc: BaseException, *, type_name: bool = False) -> str:
     UTF-8) are written as escapes, so a hostile path or name in an error cannot reach the terminal
     raw.
     """
-    from convlab.evaluation.names import escaped
+    from convlab.systems.names import escaped
 
     text = escaped(" ".join(str(exc).split())) or type(exc).__name__
     return f"{type(exc).__name__}: {text}" if type_name else text

@@ -127,7 +127,7 @@ def check_budgets(text: str) -> tuple[int, ...]:
     Raises:
         ValueError: none given, or one that is not such a number.
     """
-    from convlab.evaluation.names import shown
+    from convlab.systems.names import shown
 
     budgets = []
     for part in text.split(","):
@@ -173,8 +173,8 @@ def comparison_systems(comparison: Comparison) -> list[System]:
             ``baseline`` that is none of the systems.
     """
     from convlab.errors import LoadError
-    from convlab.evaluation.names import shown
     from convlab.systems.file import DEFAULT_EXPERIMENT, read_systems
+    from convlab.systems.names import shown
 
     path = comparison.systems or DEFAULT_EXPERIMENT
     try:

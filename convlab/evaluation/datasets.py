@@ -17,7 +17,6 @@ import polars as pl
 from convlab import schema
 from convlab.evaluation.config import PROTOCOLS
 from convlab.evaluation.judgments import labels, read_judgments
-from convlab.evaluation.names import escaped, shown
 from convlab.evaluation.queries import read_queries
 from convlab.files import CONFIG, DATASET, open_regular, read_text_regular
 from convlab.loaders import Corpus, LoadError, load
@@ -25,6 +24,7 @@ from convlab.loaders.locomo import LocomoReader, read_locomo
 from convlab.loaders.longmemeval import LongMemEvalLabels, LongMemEvalReader, read_longmemeval
 from convlab.paths import locomo_path, sample_data_path
 from convlab.pipeline.turns import message_turns
+from convlab.systems.names import escaped, shown
 
 if TYPE_CHECKING:
     from convlab.evaluation.lme_official import OfficialLabels

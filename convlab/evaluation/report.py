@@ -1,7 +1,7 @@
 """The Markdown report of an evaluation run (``report.md`` of a run folder).
 
 Every piece of text that came from the user or the data (system names, categories, the data's
-name) is written escaped (:func:`convlab.evaluation.names.markdown`): a name cannot break a
+name) is written escaped (:func:`convlab.systems.names.markdown`): a name cannot break a
 table, make a link or an HTML tag, or put a control byte into the file.
 
 Headline table with significance marks, per-category tables, LongMemEval's measures when run,
@@ -21,10 +21,10 @@ import polars as pl
 from convlab.atomic import write_text_atomic
 from convlab.evaluation.config import LONGMEMEVAL_METRICS, PROTOCOLS
 from convlab.evaluation.lme_bm25 import REFERENCE
-from convlab.evaluation.names import markdown, markdown_code
 from convlab.evaluation.policy_grid import EFFICIENCY, TESTED, grid_means
 from convlab.evaluation.result import Evaluation, mark_significant
 from convlab.pipeline.unit_costs import UNIT_COSTS
+from convlab.systems.names import markdown, markdown_code
 
 __all__ = ["markdown_table", "policy_grid_lines", "units_lines", "write_report"]
 

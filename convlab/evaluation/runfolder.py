@@ -78,12 +78,12 @@ BUDGET_MEANS = (
 def run_path(folder: Path, name: str) -> Path:
     """The TREC run of system ``name`` in the run folder ``folder``: ``runs/STEM.trec``.
 
-    ``STEM`` is :func:`convlab.evaluation.names.file_stem` of the name, so every name, however
+    ``STEM`` is :func:`convlab.systems.names.file_stem` of the name, so every name, however
     hostile (``../../x``, ``/etc/x``, control bytes), stays in ``folder/runs``. A folder written
     before stems were hashed holds ``runs/bm25_message.trec``: that file is returned when the new
     one is missing and the old name was already a plain file name.
     """
-    from convlab.evaluation.names import file_stem
+    from convlab.systems.names import file_stem
 
     runs = folder / "runs"
     path = runs / f"{file_stem(name)}.trec"

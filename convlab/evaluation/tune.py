@@ -39,8 +39,9 @@ import numpy as np
 import polars as pl
 from sklearn.model_selection import GroupKFold
 
-from convlab.evaluation.metrics import parse_metric, per_query
+from convlab.evaluation.metrics import per_query
 from convlab.evaluation.queries import relevant_by_query
+from convlab.metric_names import parse_metric
 from convlab.systems.system import Tuning
 
 __all__ = [

@@ -39,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from convlab.atomic import write_text_atomic
-from convlab.evaluation.experiment import Experiment, parse_experiment
-from convlab.evaluation.names import escaped, shown
 from convlab.files import CONFIG, read_text_regular
+from convlab.systems.experiment import Experiment, parse_experiment
+from convlab.systems.names import escaped, shown
 from convlab.systems.system import System, default_systems
 
 __all__ = [
@@ -66,7 +66,7 @@ def default_strategies() -> tuple[str, ...]:
 
 
 def read_systems(path: str | Path, *, strategies: Sequence[str] = ()) -> list[System]:
-    """The systems of an experiment file, checked (:mod:`convlab.evaluation.experiment`).
+    """The systems of an experiment file, checked (:mod:`convlab.systems.experiment`).
 
     Args:
         path: a TOML file (``strategies``, ``defaults`` and ``[[systems]]``).

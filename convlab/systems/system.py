@@ -110,7 +110,7 @@ class Tuning:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        from convlab.evaluation.metrics import parse_metric
+        from convlab.metric_names import parse_metric
 
         object.__setattr__(self, "weights", tuple(float(w) for w in self.weights))
         object.__setattr__(self, "params", {k: tuple(v) for k, v in dict(self.params).items()})

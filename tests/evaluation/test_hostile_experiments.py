@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from convlab.app.cli import eval as eval_cli
 from convlab.app.cli import main as convlab_main
 from convlab.evaluation import compare
-from convlab.evaluation.names import escaped
 from convlab.paths import REPO_ROOT
 from convlab.systems.file import read_systems
+from convlab.systems.names import escaped
 
 ONE = "[[systems]]\nname = 'x'\n"
 FUSED = "[[systems]]\nname = 'f'\nviews = ['bm25:message', 'sequential']\n"

@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from convlab import schema
-from convlab.evaluation.metrics import METRICS, MetricFamily, parse_metric, per_query
+from convlab.evaluation.metrics import per_query
+from convlab.metric_names import METRICS, MetricFamily, parse_metric
 
 
 def _data() -> tuple[pl.DataFrame, pl.DataFrame, list, list]:
@@ -41,7 +42,9 @@ def test_each_row_is_parsed_listed_and_measured(row: MetricFamily) -> None:
     assert all(r.form in str(e.value) for r in METRICS)
     queries, hits, qrels, run = _data()
     ours = dict(per_query(hits, queries, [name]).select("query_id", "value").iter_rows())
-    ref = {r.query_id: float(r.value) for r in ir_measures.iter_calc([row.measure(3)], qrels, run)}
+    measure = getattr(ir_measures, row.measure)  # the row names its ir_measures measure
+    measure = measure @ 3 if row.cutoff else measure
+    ref = {r.query_id: float(r.value) for r in ir_measures.iter_calc([measure], qrels, run)}
     expected = {q: (float(v >= 1.0) if row.all_of else v) for q, v in ref.items()}
     assert ours == pytest.approx(expected)
 

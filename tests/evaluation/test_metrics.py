@@ -12,7 +12,7 @@ import pytest
 
 from convlab import schema
 from convlab.errors import LoadError
-from convlab.evaluation.metrics import parse_metric, per_query
+from convlab.evaluation.metrics import per_query
 from convlab.evaluation.queries import (
     read_qrels,
     read_queries,
@@ -28,6 +28,7 @@ from convlab.evaluation.significance import (
     paired_randomization,
     wilcoxon,
 )
+from convlab.metric_names import parse_metric
 
 QUERIES = schema.frame(
     [

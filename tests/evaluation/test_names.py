@@ -13,9 +13,9 @@ from convlab.embed import HashEmbedder
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.evaluate import evaluate
-from convlab.evaluation.names import check_name, escaped, file_stem, markdown, markdown_code
 from convlab.evaluation.runfolder import run_path, save_run
 from convlab.paths import sample_data_path
+from convlab.systems.names import check_name, escaped, file_stem, markdown, markdown_code
 from convlab.systems.system import System
 
 HOSTILE_NAMES = [

@@ -169,7 +169,7 @@ def show(made: ComparisonRun) -> None:
     """Print the comparison's table, the embedding counts and where the report is."""
     import polars as pl
 
-    from convlab.evaluation.names import escaped
+    from convlab.systems.names import escaped
 
     table = made.evaluation.table().with_columns(pl.col("system").map_elements(escaped, pl.String))
     print(table.to_pandas().to_string(index=False, float_format=lambda v: f"{v:.3f}"))
@@ -207,7 +207,7 @@ def main(
         description: the ``--help`` text (default: this module's).
     """
     from convlab.evaluation.compare import run_comparison
-    from convlab.evaluation.names import escaped
+    from convlab.systems.names import escaped
 
     p = argparse.ArgumentParser(prog=prog, description=description or __doc__)
     add_arguments(p)

@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 
 def run(args: argparse.Namespace) -> int:
     """Serve ``args.store`` until the client closes stdin."""
-    from convlab.app.mcp_server import build_server
+    from convlab.app.cli.mcp_server import build_server
     from convlab.store import Store
 
     if not Store(args.store).exists():

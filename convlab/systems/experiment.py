@@ -7,7 +7,7 @@ methods and their parameters, resurrection policies, text formats). The first pr
 ``ValueError`` naming the file, the key (``systems[2].tuning.folds``, with the system's name)
 and the reason. The bounds:
 
-- a name: 1 to 200 characters, no control characters (:func:`convlab.evaluation.names.check_name`),
+- a name: 1 to 200 characters, no control characters (:func:`convlab.systems.names.check_name`),
   unique in the file and among the default systems it includes;
 - weights: finite, 0 to 1,000,000, not all 0; at most :data:`MAX_VIEWS` views;
 - tuning: at most :data:`MAX_VALUES` values per grid axis and :data:`MAX_SETTINGS` settings in
@@ -33,7 +33,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from convlab.evaluation.names import NAME_MAX, check_name, escaped, shown
+from convlab.systems.names import NAME_MAX, check_name, escaped, shown
 from convlab.systems.system import System, Tuning, View
 
 __all__ = [
