@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import polars as pl
 from tqdm.auto import tqdm
@@ -34,6 +34,7 @@ from convlab.evaluation.result import Evaluation
 from convlab.evaluation.significance import compare
 from convlab.protocols import Embedder
 from convlab.resurrection import budget_measures
+from convlab.resurrection.shared import Shared
 from convlab.retrieval import SearchOptions, search_haystacks, search_many
 from convlab.specs import UnitSpec
 from convlab.systems.hits import system_hits, view_options
@@ -76,9 +77,9 @@ def evaluate(
     hits: dict[str, pl.DataFrame] = {}
     view_hits: dict[tuple[str | None, str, str], pl.DataFrame] = {}
     tuning, tuned = [], {}
-    # (text, strategies) -> the units and chunks resurrection reads: the same frames for every
-    # system of the same strategies, so resurrection's look-ups (resurrection.shared) are reused
-    resurrectable: dict[tuple[str | None, tuple[str, ...]], tuple[pl.DataFrame, pl.DataFrame]] = {}
+    # (text, strategies) -> the units and chunks resurrection reads and their look-ups: the same
+    # for every system of the same strategies, so the look-ups are made once (Shared.of)
+    resurrectable: dict[tuple[str | None, tuple[str, ...]], Resurrectable] = {}
     pq, budget_rows, policy_rows = [], [], []
     for system in tqdm(systems, desc="systems", disable=progress is False):
         views = []
@@ -104,8 +105,9 @@ def evaluate(
                 h, data.queries, config.metrics, sessions=data.sessions, judged=data.judged
             ).with_columns(pl.lit(system.name).alias("system"))
         )
-        units, chunks = _resurrectable(system, built, resurrectable)
-        own, grid = _policy_measures(system, h, data.queries, units, chunks, config)
+        own, grid = _policy_measures(
+            system, h, data.queries, _resurrectable(system, built, resurrectable), config
+        )
         budget_rows.append(own)
         policy_rows += grid
     budgets = pl.concat(budget_rows)
@@ -150,8 +152,7 @@ def _policy_measures(
     system: System,
     hits: pl.DataFrame,
     queries: pl.DataFrame,
-    units: pl.DataFrame,
-    chunks: pl.DataFrame,
+    frames: Resurrectable,
     config: EvalConfig,
 ) -> tuple[pl.DataFrame, list[pl.DataFrame]]:
     """The system's budget measures under its own policy, and under each policy of the grid.
@@ -161,7 +162,13 @@ def _policy_measures(
     own = system.resurrection or config.resurrection[0]
     measured = {
         policy: budget_measures(
-            hits, queries, units=units, chunks=chunks, budgets=config.budgets, policy=policy
+            hits,
+            queries,
+            units=frames.units,
+            chunks=frames.chunks,
+            budgets=config.budgets,
+            policy=policy,
+            shared=frames.shared,
         ).with_columns(pl.lit(system.name).alias("system"))
         for policy in [own, *(p for p in config.resurrection if p != own)]
     }
@@ -214,12 +221,20 @@ def _system_hits(
     return system_hits(system, views, depth=depth)
 
 
+class Resurrectable(NamedTuple):
+    """The units a system's hits point to, their chunks, and the look-ups of both."""
+
+    units: pl.DataFrame
+    chunks: pl.DataFrame
+    shared: Shared
+
+
 def _resurrectable(
     system: System,
     built: dict[tuple[str | None, str], BuiltIndex],
-    made: dict[tuple[str | None, tuple[str, ...]], tuple[pl.DataFrame, pl.DataFrame]],
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """The units a system's hits point to (every view's strategy) and their chunks.
+    made: dict[tuple[str | None, tuple[str, ...]], Resurrectable],
+) -> Resurrectable:
+    """The units a system's hits point to (every view's strategy), their chunks, the look-ups.
 
     Made once per (text format, strategies) and kept in ``made``.
     """
@@ -228,7 +243,7 @@ def _resurrectable(
     if key not in made:
         parts = [built[(system.text, s)] for s in strategies]
         units = parts[0].units if len(parts) == 1 else pl.concat([b.units for b in parts])
-        made[key] = (units, parts[0].chunks)
+        made[key] = Resurrectable(units, parts[0].chunks, Shared.of(units, parts[0].chunks))
     return made[key]
 
 
