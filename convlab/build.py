@@ -348,11 +348,10 @@ def _assemble(
         vectors,
         model_id=done.model_id,
         embedder=done.embedder,
-        kind=spec.kind,
+        spec=spec,
         strategy=unit.strategy,
         policy=unit.policy.as_dict(),
         corpus_fingerprint=done.corpus_fingerprint or fingerprint,
-        **spec.params,
     )
     bm25 = _bm25(units) if lexical else None
     manifest = BuildManifest(

@@ -41,6 +41,7 @@ from convlab.atomic import write_text_atomic
 from convlab.index import VectorIndex
 from convlab.index.shards import ShardLoader
 from convlab.paths import locomo_path
+from convlab.specs import IndexSpec
 
 K = 10
 
@@ -306,7 +307,9 @@ def main(argv: list[str] | None = None) -> int:
         index = VectorIndex.load(index_dir, model_id="bench")
         result["build_s"] = None  # reused: built by an earlier run
     else:
-        index = VectorIndex.build_from_shards(loaders, index_dir, model_id="bench", **params)
+        index = VectorIndex.build_from_shards(
+            loaders, index_dir, model_id="bench", spec=IndexSpec("ivfpq", params)
+        )
         result["build_s"] = time.perf_counter() - t
     result["build_memory_kb"] = {"before": before, "after": memory()}
     result["manifest_params"] = index.manifest["params"]

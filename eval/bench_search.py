@@ -38,6 +38,7 @@ from convlab.atomic import write_text_atomic
 from convlab.embed import MiniLMEmbedder
 from convlab.index import VectorIndex
 from convlab.paths import locomo_path
+from convlab.specs import IndexSpec
 
 
 def base_vectors(n: int = 3000) -> tuple[np.ndarray, MiniLMEmbedder]:
@@ -156,7 +157,7 @@ def tiled_views(system: object, units: int) -> dict:
         bm25 = BM25Index.build(tiled)
         if s in dense:
             vectors = emb.encode(tiled["text"].to_list())
-            index = VectorIndex.build(tiled, vectors, model_id=emb.model_id, kind="flat")
+            index = VectorIndex.build(tiled, vectors, model_id=emb.model_id, spec=IndexSpec("flat"))
         else:
             index = units_only_index(tiled, 384)
         held[s] = HeldView(index, bm25, s in dense)
@@ -253,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         units = schema.frame({"unit_id": [f"u{i}" for i in range(size)]}, schema.UNITS)
         row: dict = {}
         t = time.perf_counter()
-        flat = VectorIndex.build(units, vectors, model_id=emb.model_id, kind="flat")
+        flat = VectorIndex.build(units, vectors, model_id=emb.model_id, spec=IndexSpec("flat"))
         row["flat_build_s"] = time.perf_counter() - t
         exact = flat.search(queries, k)[1]
         lat_np = latencies(numpy_scan(vectors, k), queries)
@@ -266,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         row["faiss_indexflatip_p50_ms"] = float(np.percentile(lat_faiss, 50))
         if size <= args.hnsw_max:
             t = time.perf_counter()
-            hnsw = VectorIndex.build(units, vectors, model_id=emb.model_id, kind="hnsw")
+            hnsw = VectorIndex.build(units, vectors, model_id=emb.model_id, spec=IndexSpec("hnsw"))
             row["hnsw_build_s"] = time.perf_counter() - t
             row["hnsw"] = {}
             for ef in (16, 64, 128, 256):

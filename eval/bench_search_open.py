@@ -73,7 +73,7 @@ def _build(root: Path, units: int, sessions: int, turns: int) -> Path:
         frames["units"],
         _unit_vectors(frames["units"].height),
         model_id=embedder.model_id,
-        kind=config.index.kind,
+        spec=config.index,
     )
     counts = {n: f.height for n, f in frames.items()}
     base = msgspec.structs.replace(manifest, counts=counts, bm25=False)

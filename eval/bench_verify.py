@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         vectors = _unit_vectors(frames["units"].height)
         index = VectorIndex.build(
-            frames["units"], vectors, model_id=embedder.model_id, kind=config.index.kind
+            frames["units"], vectors, model_id=embedder.model_id, spec=config.index
         )
         del vectors
         counts = {n: f.height for n, f in frames.items()}

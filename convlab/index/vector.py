@@ -42,6 +42,12 @@ from convlab.specs import IndexSpec
 
 __all__ = ["VectorIndex"]
 
+FLAT = IndexSpec("flat")
+"""Exact inner-product search: the default index."""
+
+IVFPQ = IndexSpec("ivfpq")
+"""IVF-PQ with exact re-scoring: the default of a build shard by shard."""
+
 _ADD_BATCH = 32_768  # rows per FAISS add from shards: its assignment table is batch x nlist float32
 
 
@@ -81,12 +87,11 @@ class VectorIndex:
         vectors: np.ndarray,
         *,
         model_id: str,
-        kind: str = "flat",
+        spec: IndexSpec = FLAT,
         strategy: str | None = None,
         policy: dict[str, Any] | None = None,
         corpus_fingerprint: str | None = None,
         embedder: str | None = None,
-        **params: Any,
     ) -> VectorIndex:
         """Index ``vectors`` (one per row of ``units``, L2-normalised).
 
@@ -94,18 +99,17 @@ class VectorIndex:
             units: the units frame; row i is vector i.
             vectors: ``(len(units), d)`` L2-normalised vectors.
             model_id: the embedding model, checked by :meth:`load`.
-            kind: a name of :data:`convlab.index.kinds.INDEX_KINDS`.
+            spec: the index kind (a name of :data:`convlab.index.kinds.INDEX_KINDS`) and its
+                parameters (``hnsw_m``, ``nprobe``, IVF-PQ fields, ...); exact search by default.
             strategy: recorded in the manifest.
             policy: recorded in the manifest.
             corpus_fingerprint: recorded in the manifest.
             embedder: the embedder's registered name, recorded in the manifest.
-            **params: the kind's parameters (``hnsw_m``, ``nprobe``, IVF-PQ fields, ...).
 
         Raises:
             ValueError: an unknown kind (listing the valid ones), mismatched sizes, bad
                 parameters, or (a kind that needs them) vectors not of unit length.
         """
-        spec = IndexSpec(kind, params)
         index_kind = INDEX_KINDS.get(spec.kind)  # an unknown kind fails here, listing the valid
         origin = _Origin(model_id, strategy, policy, corpus_fingerprint, embedder)
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
@@ -136,12 +140,11 @@ class VectorIndex:
         directory: str | Path,
         *,
         model_id: str,
-        kind: str = "ivfpq",
+        spec: IndexSpec = IVFPQ,
         strategy: str | None = None,
         policy: dict[str, Any] | None = None,
         corpus_fingerprint: str | None = None,
         embedder: str | None = None,
-        **params: Any,
     ) -> VectorIndex:
         """Build an index into ``directory`` shard by shard, then load it.
 
@@ -156,19 +159,18 @@ class VectorIndex:
                 :func:`convlab.index.shards.parquet_shards`).
             directory: where to write the index (replaced if it exists).
             model_id: the embedding model, checked by :meth:`load`.
-            kind: a name of :data:`convlab.index.kinds.INDEX_KINDS`.
+            spec: the index kind and its parameters
+                (:class:`convlab.index.kinds.ivfpq.IVFPQParams` fields for ``ivfpq``, the
+                default).
             strategy: recorded in the manifest.
             policy: recorded in the manifest.
             corpus_fingerprint: recorded in the manifest.
             embedder: the embedder's registered name, recorded in the manifest.
-            **params: the kind's parameters (:class:`convlab.index.kinds.ivfpq.IVFPQParams`
-                fields for ``ivfpq``).
 
         Raises:
             ValueError: an unknown kind, bad parameters, no rows, or a bad shard (naming it and
                 the row).
         """
-        spec = IndexSpec(kind, params)
         index_kind = INDEX_KINDS.get(spec.kind)
         n, d = _counted(shards, index_kind.unit_norm)
         resolved = index_kind.resolve(spec.params, n, d)

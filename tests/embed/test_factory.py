@@ -21,6 +21,7 @@ from convlab.embed.onnx import OnnxEmbedder
 from convlab.extras import missing_extra, require
 from convlab.index import INDEX_KINDS, VectorIndex
 from convlab.model import MODEL_ID
+from convlab.specs import IndexSpec
 
 
 def test_embedders_are_picked_by_name() -> None:
@@ -109,7 +110,9 @@ def test_index_kinds_are_a_registry() -> None:
     with pytest.raises(
         ValueError, match=r"^unknown index kind 'lsh'; valid: flat, hnsw, ivf, ivfpq$"
     ):
-        VectorIndex.build(units, np.ones((1, 2), dtype=np.float32), model_id="m", kind="lsh")
+        VectorIndex.build(
+            units, np.ones((1, 2), dtype=np.float32), model_id="m", spec=IndexSpec("lsh")
+        )
 
 
 def test_require_names_the_extra() -> None:

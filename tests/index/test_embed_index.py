@@ -11,6 +11,7 @@ import pytest
 from convlab import schema
 from convlab.embed import CachedEmbedder, HashEmbedder, MiniLMEmbedder, embed_texts
 from convlab.index import VectorIndex
+from convlab.specs import IndexSpec
 
 
 class Counting(HashEmbedder):
@@ -101,7 +102,7 @@ def _vectors(n: int, d: int = 32, seed: int = 0) -> np.ndarray:
 )
 def test_search_against_numpy(kind: str, params: dict) -> None:
     v, q = _vectors(500), _vectors(5, seed=1)
-    idx = VectorIndex.build(_units(500), v, model_id="m", kind=kind, **params)
+    idx = VectorIndex.build(_units(500), v, model_id="m", spec=IndexSpec(kind, params))
     scores, rows = idx.search(q, 10)
     truth = np.argsort(-(q @ v.T), axis=1)[:, :10]
     overlap = np.mean([len(set(rows[i]) & set(truth[i])) / 10 for i in range(5)])
@@ -136,7 +137,7 @@ def test_save_load_roundtrip_and_refusals(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="has 32 dimensions, not 384"):
         VectorIndex.load(tmp_path / "ix", dimension=384)
     with pytest.raises(ValueError, match="unknown index kind"):
-        VectorIndex.build(_units(20), v, model_id="m", kind="lsh")
+        VectorIndex.build(_units(20), v, model_id="m", spec=IndexSpec("lsh"))
 
 
 @pytest.mark.model

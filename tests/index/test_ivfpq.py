@@ -16,6 +16,7 @@ from convlab.index import INDEX_KINDS, VectorIndex
 from convlab.index.disk_rows import DiskRows
 from convlab.index.kinds.ivfpq import IVFPQParams
 from convlab.index.shards import TrainSample, parquet_shards
+from convlab.specs import IndexSpec
 
 N, D, K = 3000, 384, 10
 PARAMS = {"nlist": 16, "m": 48, "nbits": 8, "nprobe": 4, "rescore": 10}
@@ -66,7 +67,7 @@ def data() -> tuple[np.ndarray, np.ndarray]:
 @pytest.fixture(scope="module")
 def built(data: tuple[np.ndarray, np.ndarray]) -> VectorIndex:
     faiss.omp_set_num_threads(1)
-    return VectorIndex.build(units_of(N), data[0], model_id="m", kind="ivfpq", **PARAMS)
+    return VectorIndex.build(units_of(N), data[0], model_id="m", spec=IndexSpec("ivfpq", PARAMS))
 
 
 def test_ivfpq_is_a_registered_kind() -> None:
@@ -152,7 +153,9 @@ def test_shard_by_shard_equals_one_shot(
         return load
 
     shards = [shard(a, b) for a, b in itertools.pairwise(cuts)]
-    sharded = VectorIndex.build_from_shards(shards, tmp_path / "ix", model_id="m", **PARAMS)
+    sharded = VectorIndex.build_from_shards(
+        shards, tmp_path / "ix", model_id="m", spec=IndexSpec("ivfpq", PARAMS)
+    )
     assert sharded.manifest["params"] == built.manifest["params"]
     assert sharded.units["unit_id"].to_list() == built.units["unit_id"].to_list()
     s1, r1 = built.search(queries, K)
@@ -206,7 +209,7 @@ def test_parquet_shards(data: tuple[np.ndarray, np.ndarray], tmp_path: Path) -> 
 def test_bad_parameters_raise(params: dict, message: str) -> None:
     v = clustered(N, seed=5)
     with pytest.raises(ValueError, match=message):
-        VectorIndex.build(units_of(N), v, model_id="m", kind="ivfpq", **params)
+        VectorIndex.build(units_of(N), v, model_id="m", spec=IndexSpec("ivfpq", params))
 
 
 def test_bad_shards_name_the_shard_and_row(tmp_path: Path) -> None:
@@ -219,14 +222,25 @@ def test_bad_shards_name_the_shard_and_row(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="shard 1: row 17 has a NaN"):
         VectorIndex.build_from_shards(
-            shards(nan[300:]), tmp_path / "ix", model_id="m", nlist=2, nbits=4
+            shards(nan[300:]),
+            tmp_path / "ix",
+            model_id="m",
+            spec=IndexSpec("ivfpq", {"nlist": 2, "nbits": 4}),
         )
     with pytest.raises(ValueError, match=r"shard 1: row 0 has norm 2\.0000"):
         VectorIndex.build_from_shards(
-            shards(2 * v[300:]), tmp_path / "ix", model_id="m", nlist=2, nbits=4
+            shards(2 * v[300:]),
+            tmp_path / "ix",
+            model_id="m",
+            spec=IndexSpec("ivfpq", {"nlist": 2, "nbits": 4}),
         )
     with pytest.raises(ValueError, match="shard 1: vectors have 192 dimensions, expected 384"):
-        VectorIndex.build_from_shards(shards(v[300:, :192]), tmp_path / "ix", model_id="m", nlist=2)
+        VectorIndex.build_from_shards(
+            shards(v[300:, :192]),
+            tmp_path / "ix",
+            model_id="m",
+            spec=IndexSpec("ivfpq", {"nlist": 2}),
+        )
     with pytest.raises(ValueError, match="no rows"):
         VectorIndex.build_from_shards([], tmp_path / "ix", model_id="m")
     assert list(tmp_path.iterdir()) == []
@@ -243,13 +257,18 @@ def test_a_failing_build_leaves_no_directory(tmp_path: Path) -> None:
         return units_of(600), v
 
     with pytest.raises(OSError, match="disk went away"):
-        VectorIndex.build_from_shards([flaky], tmp_path / "ix", model_id="m", nlist=2, nbits=4)
+        VectorIndex.build_from_shards(
+            [flaky],
+            tmp_path / "ix",
+            model_id="m",
+            spec=IndexSpec("ivfpq", {"nlist": 2, "nbits": 4}),
+        )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_set_search_only_for_ivfpq() -> None:
     v = clustered(20, seed=6)
-    flat = VectorIndex.build(units_of(20), v, model_id="m", kind="flat")
+    flat = VectorIndex.build(units_of(20), v, model_id="m", spec=IndexSpec("flat"))
     with pytest.raises(ValueError, match="applies to ivfpq indexes, not 'flat'"):
         flat.set_search(nprobe=2)
 
@@ -263,7 +282,10 @@ def test_params_resolve_defaults() -> None:
 def test_opq_round_trip(tmp_path: Path) -> None:
     v, q = clustered(1000, seed=8), clustered(5, seed=9)
     ix = VectorIndex.build(
-        units_of(1000), v, model_id="m", kind="ivfpq", nlist=4, m=48, nbits=4, opq=True
+        units_of(1000),
+        v,
+        model_id="m",
+        spec=IndexSpec("ivfpq", {"nlist": 4, "m": 48, "nbits": 4, "opq": True}),
     )
     assert isinstance(ix._faiss, faiss.IndexPreTransform)
     ix.set_search(nprobe=4, rescore=100)  # every list, every candidate: exact

@@ -16,6 +16,7 @@ from convlab import schema
 from convlab.index import INDEX_KINDS, VectorIndex
 from convlab.index.kinds.base import StoredVectors, faiss_top, in_memory
 from convlab.index.shards import TrainSample
+from convlab.specs import IndexSpec
 
 N, D = 1000, 48
 
@@ -41,7 +42,7 @@ def _vectors(n: int, seed: int) -> np.ndarray:
 def test_every_kind_with_its_defaults(kind: str, tmp_path: Path) -> None:
     """Built whole or from shards, saved and loaded: the same rows, close to exact search."""
     v, q = _vectors(N, seed=0), _vectors(8, seed=1)
-    built = VectorIndex.build(_units(N), v, model_id="m", kind=kind)
+    built = VectorIndex.build(_units(N), v, model_id="m", spec=IndexSpec(kind))
     scores, rows = built.search(q, 10)
     exact = np.argsort(-(q @ v.T), axis=1, kind="stable")[:, :10]
     recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(rows, exact, strict=True)])
@@ -52,7 +53,9 @@ def test_every_kind_with_its_defaults(kind: str, tmp_path: Path) -> None:
     assert back.manifest["kind"] == kind
     assert np.array_equal(back.search(q, 10)[1], rows)
     shards = [lambda a=a: (_units(250, a), v[a : a + 250]) for a in range(0, N, 250)]
-    sharded = VectorIndex.build_from_shards(shards, tmp_path / "sharded", model_id="m", kind=kind)
+    sharded = VectorIndex.build_from_shards(
+        shards, tmp_path / "sharded", model_id="m", spec=IndexSpec(kind)
+    )
     assert sharded.manifest["params"] == built.manifest["params"]
     if kind != "hnsw":  # HNSW's graph depends on how the rows were added (in batches or whole)
         assert np.array_equal(sharded.search(q, 10)[1], rows)
@@ -98,7 +101,7 @@ def test_a_new_kind_is_one_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setitem(INDEX_KINDS._items, "halves", _Halves())
     s = 1 / math.sqrt(2)
     v = np.array([[1, 0], [0, 1], [s, s]], dtype=np.float32)
-    ix = VectorIndex.build(_units(3), v, model_id="m", kind="halves")
+    ix = VectorIndex.build(_units(3), v, model_id="m", spec=IndexSpec("halves"))
     # query e1: cos 1 with row 0, 1/sqrt(2) with row 2, 0 with row 1; a fourth place is padding
     scores, rows = ix.search(np.array([[1, 0]], dtype=np.float32), 4)
     assert rows.tolist() == [[0, 2, 1, -1]]
