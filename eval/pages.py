@@ -7,7 +7,8 @@ what made it. The pages are never edited by hand: run this again.
 
 Where the command and commit come from, in this order (never invented):
 
-1. ``config.json``'s ``command`` and ``commit``, when the run recorded them there;
+1. ``config.json``'s ``command`` and ``commit``, which ``eval.run`` records (``commit_state``
+   says whether the source was that commit: a run from a modified tree is refused);
 2. beside the run folder, as the runs of this project record them: ``RUN.commit`` (the output of
    ``git rev-parse HEAD`` taken before the run, 40 hex digits) and ``RUN.log`` holding GNU time's
    ``Command being timed: "..."`` line (``/usr/bin/time -v python -m eval.run ...``), whose
@@ -75,6 +76,11 @@ def _from_config(config: dict[str, Any], path: Path) -> Provenance | None:
     command, commit = config.get("command"), config.get("commit")
     if command is None and commit is None:
         return None
+    if commit is None and config.get("commit_state") in ("modified", "unknown"):
+        raise RunError(
+            f"{path}: the run was made from a {config['commit_state']} source tree, "
+            "so no commit made it; rerun it from a clean checkout"
+        )
     if isinstance(command, list) and all(isinstance(a, str) for a in command):
         command = shlex.join(command)
     if not isinstance(command, str) or not isinstance(commit, str):

@@ -64,6 +64,8 @@ class Comparison:
         cache: the embedding cache folder.
         backend: the MiniLM backend (:data:`convlab.embed.BACKENDS`).
         device: where the model embeds (:class:`convlab.embed.Device`).
+        command: the command line that asked for it, recorded in the run's ``config.json``
+            with the source's commit (none: neither is recorded).
     """
 
     data: str | None = None
@@ -81,6 +83,7 @@ class Comparison:
     cache: str = "runs/cache"
     backend: str = "torch"
     device: str = "auto"
+    command: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         from convlab.evaluation.config import PROTOCOLS, SCOPES
@@ -274,5 +277,5 @@ def run_comparison(comparison: Comparison, systems: list[System] | None = None) 
     out = Path(c.out)
     out.mkdir(parents=True, exist_ok=True)
     write_qrels(data.queries, out / "qrels.txt")
-    report = save_run(ev, out)
+    report = save_run(ev, out, command=c.command)
     return ComparisonRun(ev, report, embedder.stats)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from convlab.atomic import write_file_atomic, write_text_atomic
+from convlab.evaluation.provenance import source_commit
 from convlab.evaluation.queries import write_run
 from convlab.evaluation.report import write_report
 
@@ -201,11 +203,20 @@ def save_grid(
     return paths
 
 
-def save_run(ev: Evaluation, out: Path, *, grid_systems: Sequence[str] | None = None) -> Path:
+def save_run(
+    ev: Evaluation,
+    out: Path,
+    *,
+    grid_systems: Sequence[str] | None = None,
+    command: Sequence[str] = (),
+) -> Path:
     """Write the run folder ``out`` (created when missing) and return its ``report.md``.
 
     ``grid_systems``: the systems drawn in ``policy_grid.png`` (default:
-    :func:`convlab.evaluation.policy_grid.plot_systems`).
+    :func:`convlab.evaluation.policy_grid.plot_systems`). ``command``: the command line that
+    made the run; with it, ``config.json`` records ``command``, ``commit`` and ``commit_state``
+    (:func:`convlab.evaluation.provenance.source_commit`: the commit only when the tracked
+    files are that commit's), what the docs' result pages name (``eval/pages.py``).
 
     Example:
         >>> report = save_run(evaluate(data, systems, embedder=embedder), Path("runs/eval"))
@@ -216,6 +227,9 @@ def save_run(ev: Evaluation, out: Path, *, grid_systems: Sequence[str] | None = 
     out.mkdir(parents=True, exist_ok=True)
     ev = with_policy_significance(ev)
     config = {**ev.config, "primary_metric": primary_metric(ev)}
+    if command:
+        commit, state = source_commit()
+        config |= {"command": shlex.join(command), "commit": commit, "commit_state": state}
     write_text_atomic(out / "config.json", json.dumps(config, indent=1, default=str))
     frames = {
         "per_query.parquet": ev.per_query,

@@ -108,6 +108,18 @@ def test_refuses_without_provenance(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+def test_refuses_a_run_from_a_modified_tree(tmp_path: Path) -> None:
+    """A run recorded as made from modified sources names no commit: refused, not guessed."""
+    config = {"command": "python -m eval.run", "commit": None, "commit_state": "modified"}
+    run = _run_folder(tmp_path, config=config)
+    (tmp_path / "tiny.commit").write_text(SHA + "\n")  # a sidecar does not override the record
+    _timed_log(run, f"python -m eval.run --out {run}")
+    done = _pages(str(run), "--out", str(tmp_path / "pages"))
+    assert done.returncode == 2
+    assert "made from a modified source tree, so no commit made it" in done.stderr
+    assert not (tmp_path / "pages").exists()
+
+
 def test_refuses_a_log_of_another_run_or_a_failed_one(tmp_path: Path) -> None:
     """The timed command must have written this run folder, and exited 0."""
     run = _run_folder(tmp_path)

@@ -223,6 +223,10 @@ def test_run_writes_a_run_folder_and_refuses_bad_options(tiny: tuple[Path, list[
     assert {"message", "whole_turn", "bm25:message", "fusion:convex", "fusion:rrf"} <= systems
     assert (run / "policy_budgets.parquet").is_file()
     assert (run / "qrels.txt").read_text()
+    config = json.loads((run / "config.json").read_text())
+    assert config["command"].startswith("python -m eval.run --data ")  # what made the run
+    assert config["commit_state"] in ("clean", "modified", "unknown")
+    assert (config["commit"] is not None) == (config["commit_state"] == "clean")
     refused = _result(tiny, "eval.run", 1)
     assert refused["code"] == 2
     assert refused["err"].startswith("python -m eval.run: unknown strategies ['nope']")

@@ -10,6 +10,7 @@ its own exit codes (0 written, 2 bad options or data); ``convlab eval`` goes thr
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -127,8 +128,12 @@ def _positive(text: str) -> int:
     return n
 
 
-def comparison_of(args: argparse.Namespace) -> tuple[Comparison, list[System]]:
+def comparison_of(
+    args: argparse.Namespace, command: Sequence[str] = ()
+) -> tuple[Comparison, list[System]]:
     """The comparison the options describe, and its systems, checked before any work.
+
+    ``command``: the command line the options came from, recorded in the run folder.
 
     Raises:
         ValueError: bad budgets, unknown strategies or policies, an experiment file that
@@ -161,6 +166,7 @@ def comparison_of(args: argparse.Namespace) -> tuple[Comparison, list[System]]:
         cache=args.cache,
         backend=args.backend,
         device=args.device,
+        command=tuple(command),
     )
     return comparison, comparison_systems(comparison)
 
@@ -182,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     from convlab.evaluation.compare import run_comparison
 
     try:
-        comparison, systems = comparison_of(args)
+        comparison, systems = comparison_of(args, getattr(args, "argv", ()))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     show(run_comparison(comparison, systems))
@@ -211,9 +217,10 @@ def main(
 
     p = argparse.ArgumentParser(prog=prog, description=description or __doc__)
     add_arguments(p)
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
     try:
-        comparison, systems = comparison_of(args)
+        comparison, systems = comparison_of(args, [*shlex.split(prog), *argv])
     except ValueError as exc:
         print(f"{prog}: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE

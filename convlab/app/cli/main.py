@@ -107,10 +107,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser()
         try:
-            args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+            argv = list(sys.argv[1:] if argv is None else argv)
+            args = parser.parse_args(argv)
         except SystemExit as exc:  # argparse printed usage or help (or --version)
             return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
         command, debug = args.command, args.debug
+        args.argv = ["convlab", *argv]  # the command line, for what records it (a run folder)
         code = int(args.run(args))
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler of BrokenPipeError
         return code
