@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
+from convlab.specs import UnitSpec
 from convlab.systems.hits import DEPTH
 
 __all__ = [
@@ -95,3 +97,12 @@ class EvalConfig:
             POLICIES.get(name)  # an unknown name fails here, listing the valid ones
         if len(set(self.resurrection)) != len(self.resurrection):
             raise ValueError(f"resurrection names a policy twice: {self.resurrection}")
+        UnitSpec("any", self.max_tokens, self.policy)  # UnitSpec's checks of max_tokens
+
+    def units(self, strategies: Iterable[str], text_format: str | None = None) -> list[UnitSpec]:
+        """What the evaluation embeds of each strategy: a :class:`UnitSpec` each.
+
+        ``text_format``: a system's own text format, over :attr:`policy`'s.
+        """
+        policy = self.policy if text_format is None else self.policy.with_text_format(text_format)
+        return [UnitSpec(s, self.max_tokens, policy) for s in strategies]

@@ -36,7 +36,6 @@ from convlab.protocols import Embedder
 from convlab.resurrection import budget_measures
 from convlab.resurrection.shared import Shared
 from convlab.retrieval import SearchOptions, search_haystacks, search_many
-from convlab.specs import UnitSpec
 from convlab.systems.hits import system_hits, view_options
 from convlab.systems.system import System
 
@@ -198,12 +197,9 @@ def _build(
     built: dict[tuple[str | None, str], BuiltIndex] = {}
     for text in dict.fromkeys(s.text for s in systems):
         views = [v for s in systems if s.text == text for v in s.views]
-        policy = config.policy if text is None else config.policy.with_text_format(text)
-        strategies = dict.fromkeys(v.strategy for v in views)
-        units = [UnitSpec(s, config.max_tokens, policy) for s in strategies]
         made = build_indexes(
             data.corpus,
-            units,
+            config.units(dict.fromkeys(v.strategy for v in views), text),
             embedder=embedder,
             dense={v.strategy for v in views if v.retrieval.needs_vectors},
             lexical={v.strategy for v in views if v.retrieval.needs_bm25},
