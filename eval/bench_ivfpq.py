@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         result["build_s"] = time.perf_counter() - t
     result["build_memory_kb"] = {"before": before, "after": memory()}
-    result["manifest_params"] = index.manifest["params"]
+    result["manifest_params"] = index.manifest.params
     del index
     gc.collect()
     before = memory()

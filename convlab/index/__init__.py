@@ -2,6 +2,8 @@
 
 - :mod:`~convlab.index.vector`: :class:`VectorIndex`, units and their vectors, searchable, saved
   whole or not at all with a manifest.
+- :mod:`~convlab.index.manifest`: :class:`IndexManifest`, an index's typed manifest, and the one
+  place it is written and read.
 - :mod:`~convlab.index.kinds`: :data:`INDEX_KINDS` (flat, hnsw, ivf, ivfpq), one module per kind
   behind the :class:`~convlab.index.kinds.IndexKind` contract: how it builds, trains, keeps its
   vectors, loads and searches.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from convlab.index.bm25 import BM25Index
 from convlab.index.kinds import INDEX_KINDS
+from convlab.index.manifest import IndexManifest
 from convlab.index.vector import VectorIndex
 
-__all__ = ["INDEX_KINDS", "BM25Index", "VectorIndex"]
+__all__ = ["INDEX_KINDS", "BM25Index", "IndexManifest", "VectorIndex"]

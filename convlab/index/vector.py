@@ -10,14 +10,13 @@ A search restricted to a subset of rows (a conversation scope, filters) is exact
 with numpy, whatever the kind. ``save`` writes units (Arrow IPC, read batch by batch when loaded:
 :mod:`convlab.index.unit_table`), vectors (npy), the FAISS file and a manifest into a temporary
 directory beside the target, fsyncs them and renames it into place; no pickle. The manifest
-records the model id, the dimension, the kind and its parameters, the strategy, the content
-policy, the corpus fingerprint and (when given) the embedder's registered name (``embedder``,
-see :func:`convlab.embed.make_embedder`).
+(:class:`convlab.index.manifest.IndexManifest`) records the model id, the dimension, the kind
+and its parameters, the strategy, the content policy, the corpus fingerprint and (when given)
+the embedder's registered name (``embedder``, see :func:`convlab.embed.make_embedder`).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import time
@@ -26,15 +25,16 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, NamedTuple
 
+import msgspec
 import numpy as np
 import polars as pl
 
 from convlab._version import __version__
 from convlab.atomic import fsync_dir
-from convlab.files import CONFIG, read_text_regular
 from convlab.index.faisslib import FaissIndex, load_faiss
 from convlab.index.kinds import INDEX_KINDS, IndexKind
 from convlab.index.kinds.base import StoredVectors
+from convlab.index.manifest import IndexManifest, read_manifest, write_manifest
 from convlab.index.shards import ShardLoader, check_shard
 from convlab.index.topk import top_into
 from convlab.index.unit_table import UnitTable, write_unit_shards, write_units
@@ -63,7 +63,7 @@ class VectorIndex:
         units: pl.DataFrame | UnitTable,
         vectors: StoredVectors,
         faiss_index: FaissIndex,
-        manifest: dict[str, Any],
+        manifest: IndexManifest,
     ) -> None:
         self._units = units if isinstance(units, UnitTable) else UnitTable(frame=units)
         self._vectors = vectors
@@ -78,7 +78,7 @@ class VectorIndex:
         Raises:
             ValueError: a kind that is not registered, listing the valid ones.
         """
-        return INDEX_KINDS.get(self.manifest["kind"])
+        return INDEX_KINDS.get(self.manifest.kind)
 
     @classmethod
     def build(
@@ -192,7 +192,7 @@ class VectorIndex:
                 added = _added(shards, index, index_kind, stored, n, d)
                 write_unit_shards(added, tmp)  # one shard's units in memory at a time
             load_faiss().write_index(index, str(tmp / "index.faiss"))
-            (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, default=str))
+            write_manifest(manifest, tmp)
 
         _write_atomically(Path(directory), write)
         return cls.load(directory, model_id=model_id)
@@ -231,10 +231,10 @@ class VectorIndex:
         if not wanted <= set(self.kind.tunable):
             able = [name for name, k in INDEX_KINDS.items() if wanted <= set(k.tunable)]
             raise ValueError(
-                f"set_search applies to {', '.join(able)} indexes, not {self.manifest['kind']!r}"
+                f"set_search applies to {', '.join(able)} indexes, not {self.manifest.kind!r}"
             )
-        params = dict(self.manifest["params"]) | changes
-        self.manifest["params"] = self.kind.tune(self._faiss, params)
+        params = self.kind.tune(self._faiss, self.manifest.params | changes)
+        self.manifest = msgspec.structs.replace(self.manifest, params=params)
 
     def search(
         self, queries: np.ndarray, k: int, *, rows: np.ndarray | None = None
@@ -255,7 +255,7 @@ class VectorIndex:
             raise ValueError(f"queries have {q.shape[1]} dimensions, the index {self.dimension}")
         m = q.shape[0]
         if rows is None and len(self):
-            return self.kind.search(self._faiss, self._vectors, q, k, self.manifest["params"])
+            return self.kind.search(self._faiss, self._vectors, q, k, self.manifest.params)
         scores = np.full((m, k), -np.inf, dtype=np.float32)
         ids = np.full((m, k), -1, dtype=np.int64)
         subset = np.asarray([] if rows is None else rows, dtype=np.int64)
@@ -272,7 +272,7 @@ class VectorIndex:
             write_units(self.units, tmp)
             np.save(tmp / "vectors.npy", self._vectors, allow_pickle=False)
             load_faiss().write_index(self._faiss, str(tmp / "index.faiss"))
-            (tmp / "manifest.json").write_text(json.dumps(self.manifest, indent=1, default=str))
+            write_manifest(self.manifest, tmp)
 
         _write_atomically(Path(directory), write)
 
@@ -288,27 +288,24 @@ class VectorIndex:
                 an older convlab (run ``convlab index --rebuild``), or is of an unknown kind.
         """
         d = Path(directory)
-        mpath = d / "manifest.json"
-        if not mpath.is_file():
-            raise FileNotFoundError(f"no convlab index at {d} (manifest.json missing)")
-        manifest = json.loads(read_text_regular(mpath, limit=CONFIG))
-        if model_id is not None and manifest["model_id"] != model_id:
+        manifest = read_manifest(d)
+        if model_id is not None and manifest.model_id != model_id:
             raise ValueError(
-                f"the index at {d} was built with model {manifest['model_id']!r}, not "
+                f"the index at {d} was built with model {manifest.model_id!r}, not "
                 f"{model_id!r}: rebuild it with this model"
             )
-        if dimension is not None and manifest["dimension"] != dimension:
+        if dimension is not None and manifest.dimension != dimension:
             raise ValueError(
-                f"the index at {d} has {manifest['dimension']} dimensions, not {dimension}: "
+                f"the index at {d} has {manifest.dimension} dimensions, not {dimension}: "
                 "rebuild it with this model"
             )
-        kind = INDEX_KINDS.get(manifest["kind"])
+        kind = INDEX_KINDS.get(manifest.kind)
         vectors = kind.open_vectors(d / "vectors.npy")
         units = UnitTable.open(d)
         index = load_faiss().read_index(str(d / "index.faiss"))
         if index.ntotal != units.height or vectors.shape[0] != units.height:
             raise ValueError(f"the index at {d} is inconsistent (units, vectors, FAISS differ)")
-        kind.tune(index, manifest["params"])
+        kind.tune(index, manifest.params)
         return cls(units, vectors, index, manifest)
 
 
@@ -368,21 +365,21 @@ class _Origin(NamedTuple):
     corpus_fingerprint: str | None
     embedder: str | None
 
-    def manifest(self, d: int, kind: str, params: dict[str, Any], n: int) -> dict[str, Any]:
+    def manifest(self, d: int, kind: str, params: dict[str, Any], n: int) -> IndexManifest:
         """The manifest of an index of ``n`` vectors of ``d`` dimensions of this origin."""
-        return {
-            "model_id": self.model_id,
-            "embedder": self.embedder,
-            "dimension": d,
-            "kind": kind,
-            "params": params,
-            "strategy": self.strategy,
-            "policy": self.policy,
-            "corpus_fingerprint": self.corpus_fingerprint,
-            "convlab_version": __version__,
-            "units": n,
-            "created": time.time(),
-        }
+        return IndexManifest(
+            model_id=self.model_id,
+            embedder=self.embedder,
+            dimension=d,
+            kind=kind,
+            params=params,
+            strategy=self.strategy,
+            policy=self.policy,
+            corpus_fingerprint=self.corpus_fingerprint,
+            convlab_version=__version__,
+            units=n,
+            created=time.time(),
+        )
 
 
 def _write_atomically(target: Path, write: Callable[[Path], None]) -> None:

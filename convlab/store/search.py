@@ -162,13 +162,26 @@ class StoreSearch:
 def units_only_index(units: pl.DataFrame, dimension: int) -> VectorIndex:
     """A :class:`VectorIndex` of units without vectors, for a strategy searched by BM25 alone.
 
-    Its vectors are one row of zeros broadcast (no memory per unit); nothing searches them.
+    Its vectors are one row of zeros broadcast (no memory per unit); nothing searches them. Its
+    manifest names no model and the kind ``none``, which no search by kind accepts.
     """
-    from convlab.index import VectorIndex
+    from convlab._version import __version__
+    from convlab.index import IndexManifest, VectorIndex
     from convlab.index.faisslib import load_faiss
 
     zeros = np.broadcast_to(np.zeros((1, dimension), dtype=np.float32), (units.height, dimension))
     flat = load_faiss().IndexFlatIP(dimension)
-    return VectorIndex(
-        units, zeros, flat, {"dimension": dimension, "kind": "none", "bm25_only": True}
+    manifest = IndexManifest(
+        model_id="",
+        embedder=None,
+        dimension=dimension,
+        kind="none",
+        params={},
+        strategy=None,
+        policy=None,
+        corpus_fingerprint=None,
+        convlab_version=__version__,
+        units=units.height,
+        created=0.0,
     )
+    return VectorIndex(units, zeros, flat, manifest)

@@ -140,6 +140,6 @@ def test_a_new_store_on_a_gpu_embeds_with_torch(gpu: None, tmp_path: Path) -> No
 def test_the_store_records_the_device_as_provenance(tmp_path: Path) -> None:
     assert main(index_argv(sample_data_path(), tmp_path / "s")) == 0
     manifest = Store(tmp_path / "s").manifest()
-    assert manifest["device"] == "cpu"  # the hash embedder computes on the CPU
-    assert manifest["engine"] == {"name": "local"}
-    assert manifest["model_id"] == "hash-64"  # the key: no device in it
+    assert manifest.device == "cpu"  # the hash embedder computes on the CPU
+    assert manifest.engine == {"name": "local"}
+    assert manifest.model_id == "hash-64"  # the key: no device in it

@@ -95,11 +95,11 @@ def test_the_index_manifest_records_the_embedder(tmp_path: Path) -> None:
     units = pl.DataFrame({"unit_id": ["a", "b"], "text": ["x", "y"]})
     vectors = np.eye(2, dtype=np.float32)
     built = VectorIndex.build(units, vectors, model_id="hash-2", embedder="hash")
-    assert built.manifest["embedder"] == "hash"
+    assert built.manifest.embedder == "hash"
     built.save(tmp_path / "ix")
     back = VectorIndex.load(tmp_path / "ix")
-    assert manifest_embedder(back.manifest) == "hash"
-    assert VectorIndex.build(units, vectors, model_id="m").manifest["embedder"] is None
+    assert back.manifest.embedder == "hash"
+    assert VectorIndex.build(units, vectors, model_id="m").manifest.embedder is None
 
 
 def test_index_kinds_are_a_registry() -> None:

@@ -206,9 +206,9 @@ def test_index_on_two_nodes_with_the_real_model_equals_local(
     assert main([*base, "--store", str(tmp_path / "local")]) == 0
 
     manifest = Store(tmp_path / "ray").manifest()
-    job = manifest["engine"]["last_job"]
+    job = manifest.engine["last_job"]
     assert set(job["nodes"]) == set(cluster["nodes"].values())
-    assert manifest["device"] == job["device"] == "cpu"
+    assert manifest.device == job["device"] == "cpu"
     local, ray_store = Store(tmp_path / "local"), Store(tmp_path / "ray")
     assert ray_store.manifest().model_id == local.manifest().model_id
     for strategy in local.manifest().config.dense:

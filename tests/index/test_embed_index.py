@@ -130,7 +130,7 @@ def test_save_load_roundtrip_and_refusals(tmp_path: Path) -> None:
     back = VectorIndex.load(tmp_path / "ix", model_id="model-a", dimension=32)
     assert back.units.equals(idx.units)
     assert np.array_equal(back.vectors(np.arange(20)), v)
-    assert back.manifest["strategy"] == "isolated"
+    assert back.manifest.strategy == "isolated"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
     with pytest.raises(ValueError, match="built with model 'model-a', not 'model-b'"):
         VectorIndex.load(tmp_path / "ix", model_id="model-b")

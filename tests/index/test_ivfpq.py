@@ -128,9 +128,9 @@ def test_save_load_round_trip_is_identical(
     back = VectorIndex.load(tmp_path / "ix", model_id="m", dimension=D)
     assert isinstance(back._vectors, DiskRows)  # float16 stays on disk, read row by row
     assert back._vectors.dtype == np.float16
-    assert back.manifest["params"] == built.manifest["params"]
-    assert back.manifest["params"]["nlist"] == 16
-    assert back.manifest["params"]["m"] == 48
+    assert back.manifest.params == built.manifest.params
+    assert back.manifest.params["nlist"] == 16
+    assert back.manifest.params["m"] == 48
     s1, r1 = built.search(queries, K)
     s2, r2 = back.search(queries, K)
     assert np.array_equal(r1, r2)
@@ -156,7 +156,7 @@ def test_shard_by_shard_equals_one_shot(
     sharded = VectorIndex.build_from_shards(
         shards, tmp_path / "ix", model_id="m", spec=IndexSpec("ivfpq", PARAMS)
     )
-    assert sharded.manifest["params"] == built.manifest["params"]
+    assert sharded.manifest.params == built.manifest.params
     assert sharded.units["unit_id"].to_list() == built.units["unit_id"].to_list()
     s1, r1 = built.search(queries, K)
     s2, r2 = sharded.search(queries, K)
@@ -293,5 +293,5 @@ def test_opq_round_trip(tmp_path: Path) -> None:
     assert np.array_equal(rows, exact_top(v.astype(np.float16).astype(np.float32), q, 3))
     ix.save(tmp_path / "ix")
     back = VectorIndex.load(tmp_path / "ix")
-    assert back.manifest["params"]["opq"] is True
+    assert back.manifest.params["opq"] is True
     assert np.array_equal(back.search(q, 3)[1], rows)

@@ -50,13 +50,13 @@ def test_every_kind_with_its_defaults(kind: str, tmp_path: Path) -> None:
     assert np.allclose(scores, np.take_along_axis(q @ v.T, rows, axis=1), atol=1e-2)
     built.save(tmp_path / "saved")
     back = VectorIndex.load(tmp_path / "saved", model_id="m", dimension=D)
-    assert back.manifest["kind"] == kind
+    assert back.manifest.kind == kind
     assert np.array_equal(back.search(q, 10)[1], rows)
     shards = [lambda a=a: (_units(250, a), v[a : a + 250]) for a in range(0, N, 250)]
     sharded = VectorIndex.build_from_shards(
         shards, tmp_path / "sharded", model_id="m", spec=IndexSpec(kind)
     )
-    assert sharded.manifest["params"] == built.manifest["params"]
+    assert sharded.manifest.params == built.manifest.params
     if kind != "hnsw":  # HNSW's graph depends on how the rows were added (in batches or whole)
         assert np.array_equal(sharded.search(q, 10)[1], rows)
 
@@ -106,7 +106,7 @@ def test_a_new_kind_is_one_class(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     scores, rows = ix.search(np.array([[1, 0]], dtype=np.float32), 4)
     assert rows.tolist() == [[0, 2, 1, -1]]
     assert scores[0, :3] == pytest.approx([1.0, s, 0.0], abs=1e-6)
-    assert ix.manifest["params"] == {"rows": 3}
+    assert ix.manifest.params == {"rows": 3}
     assert ix.vectors(np.array([2])).tolist() == [[np.float16(s), np.float16(s)]]
     ix.save(tmp_path / "ix")
     back = VectorIndex.load(tmp_path / "ix")
