@@ -24,7 +24,7 @@ from __future__ import annotations
 from convlab.embed.backends import BACKENDS, backend_of, minilm_embedder, query_embedder
 from convlab.embed.cache import CachedEmbedder, EmbedStats, embed_texts
 from convlab.embed.device import Device, DeviceUnavailable, resolve_device
-from convlab.embed.factory import EMBEDDERS, embedder_name, make_embedder, manifest_embedder
+from convlab.embed.factory import EMBEDDERS, embedder_name, make_embedder
 from convlab.embed.hashing import HashEmbedder
 from convlab.embed.minilm import MiniLMEmbedder
 from convlab.protocols import Embedder
@@ -43,7 +43,6 @@ __all__ = [
     "embed_texts",
     "embedder_name",
     "make_embedder",
-    "manifest_embedder",
     "minilm_embedder",
     "query_embedder",
     "resolve_device",

@@ -2,13 +2,11 @@
 
 Callers (the CLI, ``eval.run``, the store) pick an embedder by its registered name, and a
 manifest records that name in its ``embedder`` field, so the embedder that searches a store is
-chosen from the record, never guessed from the model id. Manifests written before the field
-existed are still read: :func:`manifest_embedder` falls back to the old rule for them.
+chosen from the record, never guessed from the model id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Protocol
 
 from convlab.embed.backends import BACKENDS, minilm_embedder, query_embedder
@@ -17,7 +15,7 @@ from convlab.embed.hashing import HashEmbedder
 from convlab.protocols import Embedder
 from convlab.registry import Registry
 
-__all__ = ["EMBEDDERS", "EmbedderFactory", "embedder_name", "make_embedder", "manifest_embedder"]
+__all__ = ["EMBEDDERS", "EmbedderFactory", "embedder_name", "make_embedder"]
 
 
 class EmbedderFactory(Protocol):
@@ -103,25 +101,3 @@ def embedder_name(embedder: Embedder) -> str:
             f"{name!r}); valid: {', '.join(EMBEDDERS.names())}"
         )
     return name
-
-
-def manifest_embedder(manifest: Mapping[str, Any]) -> str:
-    """The name of the embedder that made a manifest's vectors.
-
-    The ``embedder`` field when the manifest has one; for manifests written before it existed,
-    the old rule: ``hash`` when the model id contains "hash", else ``minilm``.
-
-    Raises:
-        ValueError: the ``embedder`` field names no registered embedder.
-
-    Example:
-        >>> manifest_embedder({"model_id": "hash-64"})
-        'hash'
-        >>> manifest_embedder({"embedder": "minilm", "model_id": "x"})
-        'minilm'
-    """
-    name = manifest.get("embedder")
-    if name is None:
-        return "hash" if "hash" in str(manifest.get("model_id", "")).lower() else "minilm"
-    EMBEDDERS.get(str(name))  # an unknown name fails here, listing the valid ones
-    return str(name)

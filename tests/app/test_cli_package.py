@@ -11,6 +11,8 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -72,11 +74,16 @@ def test_choices_come_from_the_registries() -> None:
     assert _choices("eval", "--backend") == list(BACKENDS)
 
 
+def _vectors(model_id: str, embedder: str) -> Any:
+    """What embedder_for_vectors reads of a store's manifest."""
+    return SimpleNamespace(model_id=model_id, embedder=embedder)
+
+
 def test_the_embedder_of_a_store_is_read_from_its_manifest() -> None:
-    emb = embedder_for_vectors({"model_id": "hash-8"}, None, None)  # an old manifest
+    emb = embedder_for_vectors(_vectors("hash-8", "hash"), None, None)
     assert isinstance(emb, HashEmbedder)
     assert emb.dimension == 8  # a hash store of 8 dimensions gets 8-dimensional queries
-    named = embedder_for_vectors({"embedder": "hash", "model_id": "hash-16"}, None, None)
+    named = embedder_for_vectors(_vectors("hash-16", "hash"), None, None)
     assert isinstance(named, HashEmbedder)
     assert named.dimension == 16
     assert EMBEDDERS.names() == ("hash", "minilm")  # the CLI's choices are the package's
@@ -84,11 +91,11 @@ def test_the_embedder_of_a_store_is_read_from_its_manifest() -> None:
 
 def test_an_unknown_model_id_is_a_usage_error_naming_it() -> None:
     with pytest.raises(UsageError, match=r"'bert-base'.*onnx, onnx-int8, torch"):
-        embedder_for_vectors({"model_id": "bert-base"}, None, None)
+        embedder_for_vectors(_vectors("bert-base", "minilm"), None, None)
     with pytest.raises(UsageError, match="unknown embedder 'nope'; valid: hash, minilm"):
         make_embedder("nope")
     with pytest.raises(UsageError, match="unknown embedder 'nope'; valid: hash, minilm"):
-        embedder_for_vectors({"embedder": "nope", "model_id": "x"}, None, None)
+        embedder_for_vectors(_vectors("x", "nope"), None, None)
 
 
 def test_parse_date_ends_a_bare_day_at_its_last_microsecond() -> None:

@@ -15,7 +15,6 @@ from convlab.embed import (
     MiniLMEmbedder,
     embedder_name,
     make_embedder,
-    manifest_embedder,
 )
 from convlab.embed.onnx import OnnxEmbedder
 from convlab.extras import missing_extra, require
@@ -68,27 +67,6 @@ def test_embedder_name_is_the_registered_name() -> None:
 
 def test_the_cache_carries_its_inner_embedder_s_name(tmp_path: Path) -> None:
     assert embedder_name(CachedEmbedder(HashEmbedder(8), tmp_path)) == "hash"
-
-
-@pytest.mark.parametrize(
-    ("manifest", "name"),
-    [
-        ({"model_id": "hash-64"}, "hash"),  # old manifests: the old rule
-        ({"model_id": "HASH-16"}, "hash"),
-        ({"model_id": MODEL_ID}, "minilm"),
-        ({"model_id": f"{MODEL_ID}@onnx"}, "minilm"),
-        ({}, "minilm"),
-        ({"embedder": "hash", "model_id": MODEL_ID}, "hash"),  # the field wins over the rule
-        ({"embedder": "minilm", "model_id": "hash-64"}, "minilm"),
-    ],
-)
-def test_manifest_embedder(manifest: dict[str, str], name: str) -> None:
-    assert manifest_embedder(manifest) == name
-
-
-def test_manifest_embedder_refuses_an_unknown_name() -> None:
-    with pytest.raises(ValueError, match=r"unknown embedder 'bert'; valid: hash, minilm"):
-        manifest_embedder({"embedder": "bert", "model_id": MODEL_ID})
 
 
 def test_the_index_manifest_records_the_embedder(tmp_path: Path) -> None:

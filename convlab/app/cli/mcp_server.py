@@ -69,9 +69,8 @@ class StoreTools:
                 if self._embedder is None and any(v.retrieval.needs_vectors for v in system.views):
                     from convlab.app.cli.options import embedder_for_vectors
 
-                    m = self.store.manifest()
-                    vectors = {"embedder": m.embedder, "model_id": m.model_id}
-                    self._embedder = embedder_for_vectors(vectors, None, None)
+                    manifest = self.store.manifest()
+                    self._embedder = embedder_for_vectors(manifest, None, None)
                 self._searcher = StoreSearch(self.store, self._embedder)
                 self._loaded = version
             return self._searcher

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from convlab.engines import Engine
     from convlab.protocols import Embedder
     from convlab.store import Store
+    from convlab.store.format import StoreManifest
 
 __all__ = [
     "DEFAULT_STORE",
@@ -110,26 +110,22 @@ def make_embedder(name: str, backend: str = "torch", device: str = "auto") -> Em
         raise UsageError(str(exc)) from None
 
 
-def embedder_for_vectors(
-    manifest: Mapping[str, object], name: str | None, backend: str | None
-) -> Embedder:
+def embedder_for_vectors(vectors: StoreManifest, name: str | None, backend: str | None) -> Embedder:
     """The embedder for queries against a store's vectors.
 
     Args:
-        manifest: the store's manifest (its ``embedder`` and ``model_id``).
-        name: ``--embedder`` when given; else the embedder the manifest names (or, for a store
-            written before manifests named it, the one its ``model_id`` points to).
+        vectors: the store's manifest: the ``embedder`` it names and the ``model_id``.
+        name: ``--embedder`` when given; else the embedder the manifest names.
         backend: ``--backend`` when given.
 
     Raises:
         UsageError: an unknown ``name``, or vectors no registered embedder can query.
     """
     from convlab.embed import make_embedder as make
-    from convlab.embed import manifest_embedder
 
-    model_id = str(manifest.get("model_id", ""))
+    model_id = vectors.model_id
     try:
-        return make(name or manifest_embedder(manifest), backend, model_id=model_id)
+        return make(name or vectors.embedder, backend, model_id=model_id)
     except ValueError as exc:
         raise UsageError(f"the store's vectors ({model_id!r}): {exc}") from None
 

@@ -157,8 +157,7 @@ def run(args: argparse.Namespace) -> int:
     system = chosen_system(args, store)
     scoring = system_scoring(system, options)
     dense = any(v.retrieval.needs_vectors for v in system.views)
-    vectors = {"embedder": manifest.embedder, "model_id": manifest.model_id}
-    embedder = embedder_for_vectors(vectors, args.embedder, args.backend) if dense else None
+    embedder = embedder_for_vectors(manifest, args.embedder, args.backend) if dense else None
     try:
         hits = StoreSearch(store, embedder).search(
             args.query,
