@@ -72,3 +72,16 @@ def test_a_part_said_to_be_one_file_is_one_module_of_its_folder(row: list[str]) 
     package = "convlab." + folder.group(1).replace("/", ".") + "."
     assert all(m.startswith(package) for m in modules), modules
     assert len(set(modules)) == len(modules), f"{reg}: two parts share a module: {modules}"
+
+
+def test_the_layers_shown_are_the_layers_checked() -> None:
+    """ARCHITECTURE.md's layer diagram is pyproject.toml's import-linter contract, top first."""
+    import tomllib
+
+    pyproject = ARCHITECTURE.parent / "pyproject.toml"
+    contracts = tomllib.loads(pyproject.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    (layers,) = [c["layers"] for c in contracts["contracts"] if c.get("containers") == ["convlab"]]
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    block = text[text.index("## Layers") :].split("```")[1].strip().splitlines()
+    shown = [re.sub(r"\s{2,}\(.*\)$", "", line).strip() for line in block]
+    assert shown == layers
