@@ -75,6 +75,9 @@ def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
         ("eval.orderings", ["--run", f"a={run}", "--run", f"b={run}", "--systems",
                             "message,bm25:message", "--out", str(tmp / "orderings")]),
         ("eval.resurrection_grid", [str(run), "--out", str(tmp / "grid")]),
+        ("eval.policy_cv", [str(run), str(tmp / "store"), "--budgets", "128,512",
+                            "--reference-budget", "512", "--out", str(tmp / "policy_cv")]),
+        ("eval.policy_cv", [str(tmp / "nowhere"), "--out", str(tmp / "policy_cv_refused")]),
         ("eval.fuse_runs", [str(run), "--out", str(tmp / "fusion"), "--folds", "2",
                             "--samples", "2"]),
         ("eval.fuse_runs", [str(run), "--out", str(tmp / "fixed"), "--fixed",
@@ -253,6 +256,22 @@ def test_resurrection_grid(tiny: tuple[Path, list[Any]]) -> None:
     assert grid["source"].endswith("policy_budgets.parquet")
     assert grid["policies"] == ["unit", "doc"]
     assert grid["command"].startswith("python -m eval.resurrection_grid ")
+
+
+def test_policy_cv(tiny: tuple[Path, list[Any]]) -> None:
+    _ok(tiny, "eval.policy_cv")
+    result = json.loads((tiny[0] / "policy_cv" / "policy_cv.json").read_text())
+    assert result["command"].startswith("python -m eval.policy_cv ")
+    run = result["runs"][str(tiny[0] / "run")]
+    # two conversations: two folds, each choosing on the other conversation's queries
+    assert {b: m["folds"] for b, m in run["budgets"].items()} == {"128": 2, "512": 2}
+    assert run["reference"]["system"] == "message" and run["reference"]["budget"] == 512
+    assert set(run["comparison"]) == {"budget", "coverage", "answer_contained"}
+    assert "does not exist" in result["runs"][str(tiny[0] / "store")]["error"]
+    assert "| 512 | 2 |" in (tiny[0] / "policy_cv" / "policy_cv.md").read_text()
+    refused = _result(tiny, "eval.policy_cv", 1)
+    assert refused["code"] == 2
+    assert refused["err"].strip() == f"python -m eval.policy_cv: {tiny[0] / 'nowhere'}: no such folder"
 
 
 def test_fuse_runs(tiny: tuple[Path, list[Any]]) -> None:

@@ -1,0 +1,254 @@
+"""The resurrection cell chosen by cross-validation, not on the test queries.
+
+:func:`convlab.evaluation.policy_grid.efficiency_test` picks the best (system, policy) cell at
+512 tokens on *all* queries and then tests it on those same queries, which favours it. Here the
+cell is chosen by grouped k-fold cross-validation instead (issue 23, point 5): the queries are
+split into folds by group with scikit-learn's ``GroupKFold`` (:func:`policy_groups`: a
+conversation, or the query itself where it has none, as on LongMemEval), each fold chooses the
+cell with the best mean coverage on its *training* groups, and each held-out query gets the values
+of its own fold's choice. Ties go to the cell the grid names first. The held-out values, which
+cover every query once, are then compared, paired over queries, with the reference cell
+(``message`` + ``unit`` at 1,024 tokens, else the baseline with ``unit``) by
+:func:`convlab.evaluation.significance.paired_randomization`.
+
+Input: a ``policy_budgets`` frame (``system, policy, query_id, budget, coverage,
+answer_contained``, ...), as ``python -m eval.run --resurrection ...`` and
+``python -m eval.resurrection_grid`` write it. ``python -m eval.policy_cv`` runs
+:func:`policy_cv` on run folders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import polars as pl
+from sklearn.model_selection import GroupKFold
+
+from convlab.evaluation.policy_grid import EFFICIENCY, reference_cell
+from convlab.evaluation.significance import bootstrap_ci, paired_randomization
+from convlab.systems.system import Tuning
+
+__all__ = ["BUDGETS", "cv_cells", "policy_cv", "policy_groups"]
+
+BUDGETS = (256, 512, 1024)
+"""The budgets whose CV-chosen cell is reported."""
+
+_MEASURES = ("coverage", "answer_contained")
+
+
+def policy_groups(query_ids: Sequence[str]) -> list[str]:
+    """Each query's cross-validation group: its conversation, or itself when it has none.
+
+    The rule of :func:`convlab.evaluation.multiview.query_groups`, read from the query id since a
+    run folder keeps no queries frame: a LoCoMo or real-session id is ``conversation:qN`` (the
+    text before the last ``:``); a LongMemEval id has no ``:`` (each question has its own
+    haystack) and is its own group.
+
+    Example:
+        >>> policy_groups(["conv-26:q0", "conv-26:q1", "001be529"])
+        ['conv-26', 'conv-26', '001be529']
+    """
+    return [q.rpartition(":")[0] or q for q in query_ids]
+
+
+def _matrices(
+    at: pl.DataFrame, cells: list[tuple[str, str]], ids: list[str]
+) -> dict[str, np.ndarray]:
+    """Per measure, a (cells x queries) matrix; NaN where the measure is undefined.
+
+    Raises:
+        ValueError: a cell that lacks a query or holds one twice.
+    """
+    index = {q: i for i, q in enumerate(ids)}
+    out = {m: np.full((len(cells), len(ids)), np.nan) for m in _MEASURES}
+    for c, (system, policy) in enumerate(cells):
+        part = at.filter((pl.col("system") == system) & (pl.col("policy") == policy))
+        if part.height != len(ids) or part["query_id"].n_unique() != len(ids):
+            raise ValueError(
+                f"cell {system} + {policy} has {part.height} rows for {len(ids)} queries"
+            )
+        cols = [index[q] for q in part["query_id"]]
+        for m in _MEASURES:
+            out[m][c, cols] = part[m].cast(pl.Float64).fill_null(np.nan).to_numpy()
+    return out
+
+
+def cv_cells(
+    policy_budgets: pl.DataFrame, budget: int, *, folds: int = Tuning().folds
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The cell chosen per fold at ``budget`` and each query's held-out values under it.
+
+    Args:
+        policy_budgets: the per-query grid.
+        budget: the token budget.
+        folds: the most folds (fewer when there are fewer groups).
+
+    Returns:
+        ``held_out``: ``query_id, group, fold, system, policy, coverage, answer_contained``,
+        each query once, in the grid's order, under its own fold's choice; ``choices``: one row
+        per fold, ``fold, system, policy, train_coverage, test_queries, test_groups``.
+
+    Raises:
+        ValueError: no rows at ``budget``, fewer than two groups, or an incomplete cell.
+    """
+    at = policy_budgets.filter(pl.col("budget") == budget)
+    if at.height == 0:
+        raise ValueError(f"the grid has no rows at {budget} tokens")
+    cells = at.select("system", "policy").unique(maintain_order=True).rows()
+    ids = at["query_id"].unique(maintain_order=True).to_list()
+    group = policy_groups(ids)
+    n_folds = min(folds, len(set(group)))
+    if n_folds < 2:
+        raise ValueError(f"{len(set(group))} query groups cannot make 2 folds")
+    values = _matrices(at, cells, ids)
+    coverage = values["coverage"]
+    fold_of = np.empty(len(ids), dtype=np.int64)
+    chosen = np.empty(len(ids), dtype=np.int64)
+    rows = []
+    splits = GroupKFold(n_splits=n_folds).split(np.zeros(len(ids)), groups=group)
+    for fold, (train, test) in enumerate(splits):
+        train_cov = coverage[:, train]
+        defined = ~np.isnan(train_cov)
+        if not defined.any():
+            raise ValueError(f"fold {fold} has no training query with a coverage")
+        sums = np.where(defined, train_cov, 0.0).sum(axis=1)
+        means = np.where(defined.any(axis=1), sums / np.maximum(defined.sum(axis=1), 1), -np.inf)
+        best = int(np.argmax(means))  # the first of equal maxima: the grid's order
+        fold_of[test], chosen[test] = fold, best
+        rows.append(
+            {
+                "fold": fold,
+                "system": cells[best][0],
+                "policy": cells[best][1],
+                "train_coverage": float(means[best]),
+                "test_queries": len(test),
+                "test_groups": ",".join(sorted({group[i] for i in test})),
+            }
+        )
+    cols = np.arange(len(ids))
+    held_out = pl.DataFrame(
+        {
+            "query_id": ids,
+            "group": group,
+            "fold": fold_of,
+            "system": [cells[c][0] for c in chosen],
+            "policy": [cells[c][1] for c in chosen],
+            **{m: values[m][chosen, cols] for m in _MEASURES},
+        }
+    ).with_columns(pl.col(m).fill_nan(None) for m in _MEASURES)
+    return held_out, pl.DataFrame(rows)
+
+
+def _mean(values: pl.Series) -> float | None:
+    v = values.drop_nulls()
+    return float(v.mean()) if v.len() else None  # type: ignore[arg-type]
+
+
+def _paired(
+    held_out: pl.DataFrame, reference: pl.DataFrame, measure: str, seed: int
+) -> dict[str, Any]:
+    """CV-chosen minus reference over the queries where both define ``measure``."""
+    both = held_out.select("query_id", pl.col(measure).alias("a")).join(
+        reference.select("query_id", pl.col(measure).alias("b")), on="query_id"
+    )
+    both = both.drop_nulls()
+    if both.height == 0:
+        return {"queries": 0, "cv": None, "reference": None, "delta": None, "p": None}
+    a, b = both["a"].to_numpy(), both["b"].to_numpy()
+    lo, hi = bootstrap_ci(a - b, seed=seed)
+    return {
+        "queries": both.height,
+        "cv": float(a.mean()),
+        "reference": float(b.mean()),
+        "delta": float(a.mean() - b.mean()),
+        "delta_ci": [lo, hi],
+        "p": paired_randomization(a, b, seed=seed),
+    }
+
+
+def policy_cv(
+    policy_budgets: pl.DataFrame,
+    *,
+    baseline: str | None,
+    budgets: Sequence[int] = BUDGETS,
+    budget: int = EFFICIENCY[0],
+    reference_budget: int = EFFICIENCY[2],
+    folds: int = Tuning().folds,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The CV-chosen cell at each budget, and CV at ``budget`` against the reference cell.
+
+    Args:
+        policy_budgets: the per-query grid.
+        baseline: the run's baseline system: the reference is ``baseline`` + ``unit`` where the
+            grid has no ``message`` system.
+        budgets: the budgets reported (a budget the grid lacks is listed in ``missing``).
+        budget: the CV-chosen cell compared with the reference.
+        reference_budget: the reference cell's budget.
+        folds: the most folds.
+        seed: seed of the randomization test and the bootstrap interval.
+
+    Returns:
+        ``budgets`` (per budget: ``queries``, held-out ``coverage`` and ``answer_contained``,
+        ``folds``, ``choices`` per fold and ``chosen`` counts of folds per cell), ``reference``
+        (its cell and means), ``comparison`` (per measure: the paired delta, its 95% bootstrap
+        interval and randomization p), ``in_sample`` (the best cell at ``budget`` on all
+        queries, as :func:`~convlab.evaluation.policy_grid.efficiency_test` picks it (a tie to
+        the cell named first): it reads
+        the test queries, shown only beside the CV figure) and ``missing``.
+
+    Raises:
+        ValueError: the reference system is not in the grid, or as :func:`cv_cells`.
+    """
+    systems = policy_budgets["system"].unique(maintain_order=True).to_list()
+    ref_base = EFFICIENCY[1][0] if EFFICIENCY[1][0] in systems else (baseline or systems[0])
+    ref_system, ref_policy = reference_cell(policy_budgets, ref_base)
+    have = set(policy_budgets["budget"].unique().to_list())
+    out: dict[str, Any] = {"budgets": {}, "missing": sorted({*budgets, budget} - have)}
+    held: dict[int, pl.DataFrame] = {}
+    for b in sorted({*budgets, budget} & have):
+        held[b], choices = cv_cells(policy_budgets, b, folds=folds)
+        counts = choices.group_by("system", "policy", maintain_order=True).len()
+        out["budgets"][str(b)] = {
+            "queries": held[b]["coverage"].is_not_null().sum(),
+            "coverage": _mean(held[b]["coverage"]),
+            "answer_contained": _mean(held[b]["answer_contained"]),
+            "folds": choices.height,
+            "chosen": {f"{s} + {p}": n for s, p, n in counts.iter_rows()},
+            "choices": choices.to_dicts(),
+        }
+    ref = policy_budgets.filter(
+        (pl.col("system") == ref_system)
+        & (pl.col("policy") == ref_policy)
+        & (pl.col("budget") == reference_budget)
+    )
+    out["reference"] = {
+        "system": ref_system,
+        "policy": ref_policy,
+        "budget": reference_budget,
+        "message_in_grid": ref_system == EFFICIENCY[1][0],
+        "queries": ref["coverage"].is_not_null().sum(),
+        "coverage": _mean(ref["coverage"]),
+        "answer_contained": _mean(ref["answer_contained"]),
+    }
+    out["comparison"] = {
+        "budget": budget,
+        **(
+            {m: _paired(held[budget], ref, m, seed) for m in _MEASURES}
+            if budget in held and ref.height
+            else {}
+        ),
+    }
+    at = (
+        policy_budgets.filter(pl.col("budget") == budget)
+        .group_by("system", "policy", maintain_order=True)
+        .agg(pl.col("coverage").mean())
+    )
+    if at.height and not at["coverage"].is_null().all():
+        best = at.sort("coverage", descending=True, nulls_last=True, maintain_order=True).row(
+            0, named=True
+        )
+        out["in_sample"] = {k: best[k] for k in ("system", "policy", "coverage")}
+    return out
