@@ -21,6 +21,7 @@ from typing import Any
 import polars as pl
 
 from convlab.evaluation.policy_cv import BUDGETS, policy_cv
+from convlab.evaluation.queries import read_qrels
 
 PROG = "python -m eval.policy_cv"
 
@@ -34,22 +35,38 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--budgets", default=",".join(map(str, BUDGETS)), help="budgets reported (tokens)"
     )
     p.add_argument("--budget", type=int, default=512, help="the CV cell compared (tokens)")
-    p.add_argument(
-        "--reference-budget", type=int, default=1024, help="the reference cell's budget"
-    )
+    p.add_argument("--reference-budget", type=int, default=1024, help="the reference cell's budget")
     p.add_argument("--folds", type=int, default=10, help="most folds (fewer with fewer groups)")
     p.add_argument("--seed", type=int, default=0, help="seed of the tests")
     return p.parse_args(argv)
 
 
+def _source(folder: Path) -> Path:
+    """The run folder behind ``folder``: itself, or the run a ``grid.json`` was made from."""
+    if (folder / "config.json").exists() or not (folder / "grid.json").exists():
+        return folder
+    run = json.loads((folder / "grid.json").read_text()).get("run")
+    return Path(run) if isinstance(run, str) else folder
+
+
 def _baseline(run: Path) -> str | None:
-    """The run's baseline: from ``config.json`` (eval.run) or ``grid.json`` (resurrection_grid)."""
-    for name in ("config.json", "grid.json"):
-        if (run / name).exists():
-            baseline = json.loads((run / name).read_text()).get("baseline")
-            if isinstance(baseline, str):
-                return baseline
-    return None
+    """The run's baseline (``config.json``), or None."""
+    if not (run / "config.json").exists():
+        return None
+    baseline = json.loads((run / "config.json").read_text()).get("baseline")
+    return baseline if isinstance(baseline, str) else None
+
+
+def _qrels(run: Path) -> pl.DataFrame | None:
+    """The qrels that group queries by conversation (None: each query its own group).
+
+    None where each query has its own haystack (LongMemEval: grouped by question) or the run
+    keeps no qrels.
+    """
+    config = run / "config.json"
+    if config.exists() and json.loads(config.read_text()).get("data", {}).get("haystacks"):
+        return None
+    return read_qrels(run / "qrels.txt") if (run / "qrels.txt").exists() else None
 
 
 def _f(x: float | None, sign: bool = False) -> str:
@@ -73,12 +90,15 @@ def _markdown(results: dict[str, Any]) -> str:
         if "error" in r:
             lines.append(f"Not measured: {r['error']}")
             continue
-        lines += ["| budget | folds | queries | coverage | answer contained | cells chosen (folds) |"]
-        lines += ["|---|---|---|---|---|---|"]
+        lines += [
+            "| budget | folds | groups | queries | coverage | answer contained | "
+            "cells chosen (folds) |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for b, m in r["budgets"].items():
             chosen = ", ".join(f"`{c}` ({n})" for c, n in m["chosen"].items())
             lines.append(
-                f"| {b} | {m['folds']} | {m['queries']} | {_f(m['coverage'])} | "
+                f"| {b} | {m['folds']} | {m['groups']} | {m['queries']} | {_f(m['coverage'])} | "
                 f"{_f(m['answer_contained'])} | {chosen} |"
             )
         ref = r["reference"]
@@ -114,7 +134,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         budgets = tuple(int(b) for b in args.budgets.split(",") if b)
     except ValueError:
-        print(f"{PROG}: --budgets {args.budgets!r}: give integers, comma-separated", file=sys.stderr)
+        print(
+            f"{PROG}: --budgets {args.budgets!r}: give integers, comma-separated", file=sys.stderr
+        )
         return 2
     results: dict[str, Any] = {"command": " ".join([PROG, *sys.argv[1:]]), "runs": {}}
     for folder in map(Path, args.runs):
@@ -129,16 +151,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             continue
         try:
+            source = _source(folder)
             results["runs"][str(folder)] = policy_cv(
                 pl.read_parquet(grid),
-                baseline=_baseline(folder),
+                baseline=_baseline(source),
+                qrels=_qrels(source),
                 budgets=budgets,
                 budget=args.budget,
                 reference_budget=args.reference_budget,
                 folds=args.folds,
                 seed=args.seed,
             )
-        except (ValueError, pl.exceptions.PolarsError) as exc:
+        except (ValueError, pl.exceptions.PolarsError) as exc:  # LoadError is a ValueError
             print(f"{PROG}: {grid}: {exc}", file=sys.stderr)
             return 2
     out = Path(args.out)

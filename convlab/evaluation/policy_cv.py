@@ -4,7 +4,7 @@
 512 tokens on *all* queries and then tests it on those same queries, which favours it. Here the
 cell is chosen by grouped k-fold cross-validation instead (issue 23, point 5): the queries are
 split into folds by group with scikit-learn's ``GroupKFold`` (:func:`policy_groups`: a
-conversation, or the query itself where it has none, as on LongMemEval), each fold chooses the
+conversation, or the question itself on LongMemEval), each fold chooses the
 cell with the best mean coverage on its *training* groups, and each held-out query gets the values
 of its own fold's choice. Ties go to the cell the grid names first. The held-out values, which
 cover every query once, are then compared, paired over queries, with the reference cell
@@ -38,19 +38,33 @@ BUDGETS = (256, 512, 1024)
 _MEASURES = ("coverage", "answer_contained")
 
 
-def policy_groups(query_ids: Sequence[str]) -> list[str]:
+def policy_groups(query_ids: Sequence[str], qrels: pl.DataFrame | None = None) -> list[str]:
     """Each query's cross-validation group: its conversation, or itself when it has none.
 
-    The rule of :func:`convlab.evaluation.multiview.query_groups`, read from the query id since a
-    run folder keeps no queries frame: a LoCoMo or real-session id is ``conversation:qN`` (the
-    text before the last ``:``); a LongMemEval id has no ``:`` (each question has its own
-    haystack) and is its own group.
+    The rule of :func:`convlab.evaluation.multiview.query_groups`, read from the ids since a run
+    folder keeps no queries frame, and stricter where ``qrels`` are given. A LoCoMo id is
+    ``conversation:qN`` (the text before the last ``:``). An id without ``:`` takes, when
+    ``qrels`` are given, the conversation of its relevant docs (``conversation:mN``) when they
+    all share one: real-session queries (``rs-q001``) are each about one conversation though
+    the data names none. Otherwise the query is its own group: LongMemEval, whose questions
+    each have their own haystack (pass no ``qrels`` there).
 
     Example:
-        >>> policy_groups(["conv-26:q0", "conv-26:q1", "001be529"])
-        ['conv-26', 'conv-26', '001be529']
+        >>> qrels = pl.DataFrame({"query_id": ["rs-q1", "rs-q2", "rs-q2"],
+        ...     "doc_id": ["c1:m2", "c1:m4", "c2:m1"], "relevance": [1, 1, 1]})
+        >>> policy_groups(["conv-26:q0", "rs-q1", "rs-q2", "001be529"], qrels)
+        ['conv-26', 'c1', 'rs-q2', '001be529']
     """
-    return [q.rpartition(":")[0] or q for q in query_ids]
+    of_docs: dict[str, str] = {}
+    if qrels is not None:
+        convs = (
+            qrels.filter(pl.col("relevance") > 0)
+            .with_columns(pl.col("doc_id").str.replace(r":[^:]*$", "").alias("conv"))
+            .group_by("query_id")
+            .agg(pl.col("conv").unique(), pl.col("doc_id").str.contains(":").all().alias("ok"))
+        )
+        of_docs = {q: c[0] for q, c, ok in convs.iter_rows() if ok and len(c) == 1}
+    return [q.rpartition(":")[0] or of_docs.get(q, q) for q in query_ids]
 
 
 def _matrices(
@@ -76,7 +90,11 @@ def _matrices(
 
 
 def cv_cells(
-    policy_budgets: pl.DataFrame, budget: int, *, folds: int = Tuning().folds
+    policy_budgets: pl.DataFrame,
+    budget: int,
+    *,
+    folds: int = Tuning().folds,
+    qrels: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The cell chosen per fold at ``budget`` and each query's held-out values under it.
 
@@ -84,6 +102,8 @@ def cv_cells(
         policy_budgets: the per-query grid.
         budget: the token budget.
         folds: the most folds (fewer when there are fewer groups).
+        qrels: the run's qrels, to group queries by their relevant docs' conversation
+            (:func:`policy_groups`).
 
     Returns:
         ``held_out``: ``query_id, group, fold, system, policy, coverage, answer_contained``,
@@ -98,7 +118,7 @@ def cv_cells(
         raise ValueError(f"the grid has no rows at {budget} tokens")
     cells = at.select("system", "policy").unique(maintain_order=True).rows()
     ids = at["query_id"].unique(maintain_order=True).to_list()
-    group = policy_groups(ids)
+    group = policy_groups(ids, qrels)
     n_folds = min(folds, len(set(group)))
     if n_folds < 2:
         raise ValueError(f"{len(set(group))} query groups cannot make 2 folds")
@@ -176,6 +196,7 @@ def policy_cv(
     budget: int = EFFICIENCY[0],
     reference_budget: int = EFFICIENCY[2],
     folds: int = Tuning().folds,
+    qrels: pl.DataFrame | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:
     """The CV-chosen cell at each budget, and CV at ``budget`` against the reference cell.
@@ -188,16 +209,17 @@ def policy_cv(
         budget: the CV-chosen cell compared with the reference.
         reference_budget: the reference cell's budget.
         folds: the most folds.
+        qrels: as :func:`cv_cells` (None: a query id without a conversation is its own group).
         seed: seed of the randomization test and the bootstrap interval.
 
     Returns:
-        ``budgets`` (per budget: ``queries``, held-out ``coverage`` and ``answer_contained``,
-        ``folds``, ``choices`` per fold and ``chosen`` counts of folds per cell), ``reference``
-        (its cell and means), ``comparison`` (per measure: the paired delta, its 95% bootstrap
-        interval and randomization p), ``in_sample`` (the best cell at ``budget`` on all
-        queries, as :func:`~convlab.evaluation.policy_grid.efficiency_test` picks it (a tie to
-        the cell named first): it reads
-        the test queries, shown only beside the CV figure) and ``missing``.
+        ``budgets`` (per budget: ``queries``, ``groups``, held-out ``coverage`` and
+        ``answer_contained``, ``folds``, ``choices`` per fold and ``chosen``: folds per cell),
+        ``reference`` (its cell and means), ``comparison`` (per measure: the paired delta, its
+        95% bootstrap interval and randomization p), ``in_sample`` (the best cell at ``budget``
+        on all queries, as :func:`~convlab.evaluation.policy_grid.efficiency_test` picks it, a
+        tie to the cell named first: it reads the test queries, so it is shown only beside the
+        CV figure) and ``missing`` (budgets the grid lacks).
 
     Raises:
         ValueError: the reference system is not in the grid, or as :func:`cv_cells`.
@@ -209,10 +231,11 @@ def policy_cv(
     out: dict[str, Any] = {"budgets": {}, "missing": sorted({*budgets, budget} - have)}
     held: dict[int, pl.DataFrame] = {}
     for b in sorted({*budgets, budget} & have):
-        held[b], choices = cv_cells(policy_budgets, b, folds=folds)
+        held[b], choices = cv_cells(policy_budgets, b, folds=folds, qrels=qrels)
         counts = choices.group_by("system", "policy", maintain_order=True).len()
         out["budgets"][str(b)] = {
             "queries": held[b]["coverage"].is_not_null().sum(),
+            "groups": held[b]["group"].n_unique(),
             "coverage": _mean(held[b]["coverage"]),
             "answer_contained": _mean(held[b]["answer_contained"]),
             "folds": choices.height,

@@ -265,13 +265,15 @@ def test_policy_cv(tiny: tuple[Path, list[Any]]) -> None:
     run = result["runs"][str(tiny[0] / "run")]
     # two conversations: two folds, each choosing on the other conversation's queries
     assert {b: m["folds"] for b, m in run["budgets"].items()} == {"128": 2, "512": 2}
-    assert run["reference"]["system"] == "message" and run["reference"]["budget"] == 512
+    assert (run["reference"]["system"], run["reference"]["budget"]) == ("message", 512)
     assert set(run["comparison"]) == {"budget", "coverage", "answer_contained"}
     assert "does not exist" in result["runs"][str(tiny[0] / "store")]["error"]
     assert "| 512 | 2 |" in (tiny[0] / "policy_cv" / "policy_cv.md").read_text()
     refused = _result(tiny, "eval.policy_cv", 1)
     assert refused["code"] == 2
-    assert refused["err"].strip() == f"python -m eval.policy_cv: {tiny[0] / 'nowhere'}: no such folder"
+    assert (
+        refused["err"].strip() == f"python -m eval.policy_cv: {tiny[0] / 'nowhere'}: no such folder"
+    )
 
 
 def test_fuse_runs(tiny: tuple[Path, list[Any]]) -> None:

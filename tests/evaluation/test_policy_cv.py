@@ -48,6 +48,28 @@ def test_groups_are_conversations_or_the_query_itself() -> None:
     assert policy_groups(["conv-26:q0", "a:b:q1", "001be529"]) == ["conv-26", "a:b", "001be529"]
 
 
+def test_without_a_conversation_in_the_id_the_relevant_docs_name_it() -> None:
+    qrels = pl.DataFrame(
+        {
+            "query_id": ["r1", "r2", "r3", "r3", "r4"],
+            "doc_id": ["c1:m1", "c1:m9", "c1:m2", "c2:m2", "c2:m1"],
+            "relevance": [1, 1, 1, 1, 0],
+        }
+    )
+    # r3's docs are in two conversations, r4 has no relevant doc, r5 no qrels: their own groups
+    assert policy_groups(["r1", "r2", "r3", "r4", "r5"], qrels) == ["c1", "c1", "r3", "r4", "r5"]
+    grid = _grid(LEAKY).with_columns(pl.col("query_id").str.replace(":", "-"))
+    qrels = pl.DataFrame(
+        {
+            "query_id": [q.replace(":", "-") for q in QUERIES],
+            "doc_id": [f"{q[0]}:m1" for q in QUERIES],
+            "relevance": [1] * 4,
+        }
+    )
+    assert cv_cells(grid, 512, qrels=qrels)[1].height == 2  # two conversations: two folds
+    assert cv_cells(grid, 512)[1].height == 4  # without qrels: four questions
+
+
 def test_each_fold_chooses_on_its_training_groups_only() -> None:
     held_out, choices = cv_cells(_grid(LEAKY), 512)
     by_group = {r["test_groups"]: (r["system"], r["policy"]) for r in choices.to_dicts()}
