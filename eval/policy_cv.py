@@ -37,6 +37,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--budget", type=int, default=512, help="the CV cell compared (tokens)")
     p.add_argument("--reference-budget", type=int, default=1024, help="the reference cell's budget")
     p.add_argument("--folds", type=int, default=10, help="most folds (fewer with fewer groups)")
+    p.add_argument(
+        "--group-by",
+        choices=("conversation", "question"),
+        default="conversation",
+        help="CV groups of queries whose id names no conversation (real sessions): the "
+        "conversation of their relevant docs (default), or each question alone; LongMemEval "
+        "questions are always their own groups",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the tests")
     return p.parse_args(argv)
 
@@ -155,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["runs"][str(folder)] = policy_cv(
                 pl.read_parquet(grid),
                 baseline=_baseline(source),
-                qrels=_qrels(source),
+                qrels=_qrels(source) if args.group_by == "conversation" else None,
                 budgets=budgets,
                 budget=args.budget,
                 reference_budget=args.reference_budget,
