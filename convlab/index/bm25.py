@@ -11,6 +11,7 @@ loaded.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -70,11 +71,36 @@ class BM25Index:
             return np.zeros(self.n, dtype=np.float32)
         return np.asarray(self.retriever.get_scores(terms), dtype=np.float32)
 
+    def terms(self, text: str) -> list[str]:
+        """The index's tokens of ``text`` (stemmed, stopwords out), as documents were tokenised."""
+        return list(_tokenize([text])[0])
+
+    def weighted_scores(self, weights: Mapping[str, float]) -> np.ndarray:
+        """``sum_t weights[t] * bm25(t, d)`` for every document (terms not indexed count 0).
+
+        bm25s scores a bag of tokens only, so the weighted query is scored on its matrix of
+        precomputed per-term scores (``scores``: CSC, one column of documents per token id).
+        """
+        out = np.zeros(self.n, dtype=np.float32)
+        m = self.retriever.scores
+        vocab = self.retriever.vocab_dict
+        for term, weight in weights.items():
+            if term in vocab and weight:
+                tid = vocab[term]
+                lo, hi = m["indptr"][tid], m["indptr"][tid + 1]
+                np.add.at(out, m["indices"][lo:hi], np.float32(weight) * m["data"][lo:hi])
+        return out
+
     def search(
         self, query: str, k: int, *, rows: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` (scores, rows) among ``rows`` (all by default); zero scores left out."""
-        s = self.scores(query)
+        return self.top(self.scores(query), k, rows=rows)
+
+    def top(
+        self, s: np.ndarray, k: int, *, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top ``k`` (scores, rows) of the scores ``s`` among ``rows``; zero scores left out."""
         cand = np.arange(self.n) if rows is None else np.asarray(rows, dtype=np.int64)
         sc = s[cand]
         keep = sc > 0

@@ -14,6 +14,7 @@ import polars as pl
 from convlab import schema
 from convlab.fusion import FUSIONS, check_params, describe
 from convlab.protocols import Ranker
+from convlab.retrieval.prf import PRF
 from convlab.retrieval.rankers import RANKERS
 
 __all__ = [
@@ -115,6 +116,8 @@ class SearchOptions:
             until the view has :attr:`pool` docs or its rows are exhausted.
         now: the reference time of the recency boost (None: the time of the search; give one
             to make an evaluation with recency reproducible).
+        prf: RM3 pseudo-relevance feedback in the lexical (BM25) retrieval
+            (:class:`convlab.retrieval.prf.PRF`, or its plain data); None: off.
     """
 
     k: int = 10
@@ -138,6 +141,7 @@ class SearchOptions:
     conversation_floor: float = 0.2
     depth: int | None = None
     now: datetime | None = None
+    prf: PRF | None = None
 
     def __post_init__(self) -> None:
         # a name is accepted for the mode (from configs, the CLI, JSON); stored as the Enum
@@ -156,6 +160,8 @@ class SearchOptions:
             raise ValueError("top_conversations must be at least 1")
         if self.depth is not None and self.depth < 1:
             raise ValueError("depth must be at least 1")
+        if self.prf is not None:
+            object.__setattr__(self, "prf", PRF.of(self.prf))
 
     @property
     def fetch(self) -> int:

@@ -13,6 +13,7 @@ import numpy as np
 
 from convlab.index.topk import top_into
 from convlab.protocols import Candidates, Embedder, Query
+from convlab.retrieval.prf import PRF, expand
 
 if TYPE_CHECKING:
     from convlab.index import VectorIndex
@@ -83,14 +84,34 @@ class DenseRetriever:
 class LexicalRetriever:
     """BM25 scores of the query's terms in the unit texts (rows scoring 0 are left out).
 
+    With ``prf``, RM3 pseudo-relevance feedback (:mod:`convlab.retrieval.prf`): a first BM25
+    pass among ``rows`` gives ``prf.fb_docs`` feedback units, whose texts (tokenised as the
+    index tokenised them) make the expanded, weighted query of a second pass; its scores are
+    the weighted sums of the terms' BM25 scores. A query whose first pass finds nothing is
+    searched as it is.
+
     Args:
         bm25: a :class:`convlab.index.bm25.BM25Index` over the same units frame.
+        prf: RM3 feedback (None: plain BM25, the one pass).
+        texts: the units' texts, row for row (needed with ``prf``).
     """
 
-    def __init__(self, bm25: BM25Index) -> None:
-        self.bm25 = bm25
+    def __init__(
+        self, bm25: BM25Index, prf: PRF | None = None, texts: Sequence[str] | None = None
+    ) -> None:
+        if prf is not None and texts is None:
+            raise ValueError("pseudo-relevance feedback needs the units' texts")
+        self.bm25, self.prf, self.texts = bm25, prf, texts
 
     def search(self, query: Query, depth: int, rows: np.ndarray | None) -> Candidates:
         """The ``depth`` best BM25 rows among ``rows``."""
-        scores, found = self.bm25.search(query.text, depth, rows=rows)
+        if self.prf is None or self.texts is None:
+            scores, found = self.bm25.search(query.text, depth, rows=rows)
+            return Candidates.of(found, scores)
+        first, feedback = self.bm25.search(query.text, self.prf.fb_docs, rows=rows)
+        if not len(feedback):
+            return Candidates.empty()
+        docs = [self.bm25.terms(self.texts[int(r)]) for r in feedback]
+        weights = expand(self.bm25.terms(query.text), docs, first.tolist(), self.prf)
+        scores, found = self.bm25.top(self.bm25.weighted_scores(weights), depth, rows=rows)
         return Candidates.of(found, scores)

@@ -79,7 +79,8 @@ class Searcher:
         if options.retrieval.needs_vectors:
             self.retrievers.append(self.dense)
         if bm25 is not None and options.retrieval.needs_bm25:
-            self.retrievers.append(LexicalRetriever(bm25))
+            texts = index.units["text"].to_list() if options.prf is not None else None
+            self.retrievers.append(LexicalRetriever(bm25, options.prf, texts))
         self.group = RANKERS.get("best_per_doc").from_options(options)
         self.rankers: list[Ranker] = options.rankers()
         # one chunk (frames read or concatenated come in several): each query's gather of its

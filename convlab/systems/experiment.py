@@ -66,6 +66,14 @@ class _Strict(msgspec.Struct, forbid_unknown_fields=True):
     """A table whose unknown keys are refused."""
 
 
+class _PRF(_Strict):
+    """:class:`convlab.retrieval.prf.PRF` (RM3), each key optional and bounded."""
+
+    fb_docs: Annotated[int, Meta(ge=1, le=1000)] | UnsetType = UNSET
+    fb_terms: Annotated[int, Meta(ge=1, le=1000)] | UnsetType = UNSET
+    original_weight: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
+
+
 class _Options(_Strict):
     """:class:`convlab.retrieval.SearchOptions`, each key optional and bounded."""
 
@@ -91,6 +99,7 @@ class _Options(_Strict):
     conversation_floor: _Real | UnsetType = UNSET
     depth: _Count | UnsetType = UNSET
     now: datetime | UnsetType = UNSET
+    prf: _PRF | UnsetType = UNSET
 
 
 class _Tuning(_Strict):
@@ -206,6 +215,8 @@ def _system(record: _System) -> System:
         for key in ("conversations", "roles"):  # tuples, as SearchOptions holds them
             if key in options:
                 options[key] = tuple(options[key])
+        if "prf" in options:
+            options["prf"] = _given(options["prf"])
         fields["options"] = SearchOptions(**options)
     for key in ("views", "weights"):
         if key in fields:
@@ -262,6 +273,7 @@ _STRUCTS: dict[str, type[msgspec.Struct]] = {
     "systems[]": _System,
     "systems[].tuning": _Tuning,
     "systems[].options": _Options,
+    "systems[].options.prf": _PRF,
 }
 
 
