@@ -13,9 +13,7 @@ import polars as pl
 
 from convlab import schema
 from convlab.fusion import FUSIONS, check_params, describe
-from convlab.protocols import Ranker
 from convlab.retrieval.prf import PRF
-from convlab.retrieval.rankers import RANKERS
 
 __all__ = [
     "SCORINGS",
@@ -203,10 +201,6 @@ class SearchOptions:
         """
         on = {"recency": self.recency, "density": self.density, "mmr": self.mmr is not None}
         return tuple(name for name, wanted in on.items() if wanted)
-
-    def rankers(self) -> list[Ranker]:
-        """The doc rankers of :attr:`ranker_names`, each made by its :data:`RANKERS` class."""
-        return [RANKERS.get(name).from_options(self) for name in self.ranker_names]
 
     def replace(self, **changes: Any) -> SearchOptions:
         """A copy with ``changes`` (validated like a new one)."""

@@ -14,7 +14,7 @@ The order of the steps is fixed:
 4. **fuse** (hybrid): the dense and BM25 doc rankings fused by :attr:`SearchOptions.fusion`
    (RRF by default: ``1/(k + rank)`` summed), through :func:`convlab.fusion.fuse_carrying`
    (:func:`~convlab.retrieval.fused.fused_docs`), as a system's views are fused;
-5. the doc rankers :meth:`SearchOptions.rankers` composes, each
+5. the doc rankers the options name (:func:`~convlab.retrieval.rankers.doc_rankers`), each
    ``(Candidates, RankContext) -> Candidates`` (:mod:`convlab.retrieval.rankers`):
 
    - **recency** (optional, seeds/001): ``score * (1 + 0.20 * max(0, 1 - age_days / 14))``,
@@ -42,7 +42,12 @@ from convlab import schema
 from convlab.protocols import Candidates, Embedder, Query, RankContext, Ranker, Retriever
 from convlab.retrieval.fused import fused_docs
 from convlab.retrieval.options import SearchOptions, conversations_in_projects
-from convlab.retrieval.rankers import RANKERS, ConversationFirst, conversation_centroids
+from convlab.retrieval.rankers import (
+    RANKERS,
+    ConversationFirst,
+    conversation_centroids,
+    doc_rankers,
+)
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
 
 if TYPE_CHECKING:
@@ -82,7 +87,7 @@ class Searcher:
             texts = index.units["text"].to_list() if options.prf is not None else None
             self.retrievers.append(LexicalRetriever(bm25, options.prf, texts))
         self.group = RANKERS.get("best_per_doc").from_options(options)
-        self.rankers: list[Ranker] = options.rankers()
+        self.rankers: list[Ranker] = doc_rankers(options)
         # one chunk (frames read or concatenated come in several): each query's gather of its
         # hits is then one copy; at 120k units in 40 chunks it took most of a warm search's time
         u = index.units.rechunk()

@@ -11,7 +11,7 @@ import pytest
 
 from convlab.protocols import Candidates, Query, RankContext, Ranker, Retriever
 from convlab.retrieval import Retrieval, SearchOptions
-from convlab.retrieval.rankers import MMR, RANKERS, BestPerDoc, Density, Recency
+from convlab.retrieval.rankers import MMR, RANKERS, BestPerDoc, Density, Recency, doc_rankers
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -129,9 +129,9 @@ def test_registry_and_composition_follow_the_options() -> None:
     assert all(isinstance(factory(), Ranker) for _, factory in RANKERS.items())
     with pytest.raises(ValueError, match="valid: best_per_doc, density, mmr, recency"):
         RANKERS.get("bm42")
-    assert SearchOptions().rankers() == []  # grouping per doc is each view's, not a choice
+    assert doc_rankers(SearchOptions()) == []  # grouping per doc is each view's, not a choice
     every = SearchOptions(retrieval="hybrid", recency=True, density=True, mmr=0.5, recency_days=7)
-    assert every.rankers() == [Recency(7.0, 0.2), Density(0.15), MMR(0.5)]
+    assert doc_rankers(every) == [Recency(7.0, 0.2), Density(0.15), MMR(0.5)]
     assert every.retrieval is Retrieval.HYBRID
 
 
@@ -160,7 +160,7 @@ def test_the_options_name_their_rankers_and_each_is_made_by_its_registered_class
 
     monkeypatch.setitem(RANKERS._items, "density", Tagged)
     options = SearchOptions(density=True, density_max=0.4)
-    (made,) = options.rankers()
+    (made,) = doc_rankers(options)
     assert isinstance(made, Tagged)
     assert made.made_from is options
 

@@ -4,7 +4,7 @@ A ranker is a small frozen record of its parameters whose call is
 ``(Candidates, RankContext) -> Candidates`` (:class:`convlab.protocols.Ranker`); it is made from
 the search options by its :meth:`~RegisteredRanker.from_options`, so the options name the
 rankers they switch on (:attr:`convlab.retrieval.SearchOptions.ranker_names`) and
-:meth:`convlab.retrieval.SearchOptions.rankers` resolves each name here. A new ranker is one
+:func:`convlab.retrieval.rankers.doc_rankers` resolves each name here. A new ranker is one
 file: the class, its ``from_options`` and its registration.
 """
 
