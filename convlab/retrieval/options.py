@@ -14,6 +14,7 @@ import polars as pl
 from convlab import schema
 from convlab.fusion import FUSIONS, check_params, describe
 from convlab.retrieval.prf import PRF
+from convlab.retrieval.rocchio import Rocchio
 
 __all__ = [
     "SCORINGS",
@@ -116,6 +117,8 @@ class SearchOptions:
             to make an evaluation with recency reproducible).
         prf: RM3 pseudo-relevance feedback in the lexical (BM25) retrieval
             (:class:`convlab.retrieval.prf.PRF`, or its plain data); None: off.
+        rocchio: Rocchio pseudo-relevance feedback in the dense retrieval
+            (:class:`convlab.retrieval.rocchio.Rocchio`, or its plain data); None: off.
     """
 
     k: int = 10
@@ -140,6 +143,7 @@ class SearchOptions:
     depth: int | None = None
     now: datetime | None = None
     prf: PRF | None = None
+    rocchio: Rocchio | None = None
 
     def __post_init__(self) -> None:
         # a name is accepted for the mode (from configs, the CLI, JSON); stored as the Enum
@@ -160,6 +164,8 @@ class SearchOptions:
             raise ValueError("depth must be at least 1")
         if self.prf is not None:
             object.__setattr__(self, "prf", PRF.of(self.prf))
+        if self.rocchio is not None:
+            object.__setattr__(self, "rocchio", Rocchio.of(self.rocchio))
 
     @property
     def fetch(self) -> int:

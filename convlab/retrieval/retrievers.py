@@ -14,6 +14,7 @@ import numpy as np
 from convlab.index.topk import top_into
 from convlab.protocols import Candidates, Embedder, Query
 from convlab.retrieval.prf import PRF, expand
+from convlab.retrieval.rocchio import Rocchio, moved
 
 if TYPE_CHECKING:
     from convlab.index import VectorIndex
@@ -32,14 +33,23 @@ class DenseRetriever:
     instead of copying the conversation's vectors per query. Each query's similarities are still
     its own matrix-vector product, so the scores are bit for bit those of the index's search.
 
+    With ``rocchio``, Rocchio feedback (:mod:`convlab.retrieval.rocchio`): a first pass among
+    ``rows`` gives ``rocchio.fb_docs`` feedback units, whose stored vectors move the query
+    (:func:`convlab.retrieval.rocchio.moved`) for a second pass among the same ``rows``. A
+    query whose first pass finds nothing is searched as it is.
+
     Args:
         index: the units and their vectors.
         embedder: the embedder the index was built with (it embeds the queries).
+        rocchio: Rocchio feedback (None: the one pass).
     """
 
-    def __init__(self, index: VectorIndex, embedder: Embedder) -> None:
+    def __init__(
+        self, index: VectorIndex, embedder: Embedder, rocchio: Rocchio | None = None
+    ) -> None:
         self.index = index
         self.embedder = embedder
+        self.rocchio = rocchio
         self._rows: np.ndarray | None = None  # the subset whose vectors are held
         self._vectors = np.zeros((0, index.dimension), dtype=np.float32)
 
@@ -52,6 +62,15 @@ class DenseRetriever:
 
     def search(self, query: Query, depth: int, rows: np.ndarray | None) -> Candidates:
         """The ``depth`` most similar units among ``rows`` (exact inside a subset)."""
+        if self.rocchio is not None:
+            first = self._one_pass(query, self.rocchio.fb_docs, rows)
+            if len(first.rows):
+                vector = moved(query.vector, self.index.vectors(first.rows), self.rocchio)
+                query = Query(query.text, vector)
+        return self._one_pass(query, depth, rows)
+
+    def _one_pass(self, query: Query, depth: int, rows: np.ndarray | None) -> Candidates:
+        """One search of ``query.vector`` among ``rows``."""
         if rows is None:
             scores, found = self.index.search(query.vector[None, :], depth, rows=rows)
             keep = found[0] >= 0

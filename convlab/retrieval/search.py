@@ -79,7 +79,7 @@ class Searcher:
                 f"{options.retrieval} search needs a BM25 index over the units (bm25=...)"
             )
         self.index, self.options = index, options
-        self.dense = DenseRetriever(index, embedder)
+        self.dense = DenseRetriever(index, embedder, options.rocchio)
         self.retrievers: list[Retriever] = []
         if options.retrieval.needs_vectors:
             self.retrievers.append(self.dense)

@@ -74,6 +74,14 @@ class _PRF(_Strict):
     original_weight: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
 
 
+class _Rocchio(_Strict):
+    """:class:`convlab.retrieval.rocchio.Rocchio`, each key optional and bounded."""
+
+    fb_docs: Annotated[int, Meta(ge=1, le=1000)] | UnsetType = UNSET
+    alpha: Annotated[float, Meta(ge=0.0, le=100.0)] | UnsetType = UNSET
+    beta: Annotated[float, Meta(ge=0.0, le=100.0)] | UnsetType = UNSET
+
+
 class _Options(_Strict):
     """:class:`convlab.retrieval.SearchOptions`, each key optional and bounded."""
 
@@ -100,6 +108,7 @@ class _Options(_Strict):
     depth: _Count | UnsetType = UNSET
     now: datetime | UnsetType = UNSET
     prf: _PRF | UnsetType = UNSET
+    rocchio: _Rocchio | UnsetType = UNSET
 
 
 class _Tuning(_Strict):
@@ -215,8 +224,9 @@ def _system(record: _System) -> System:
         for key in ("conversations", "roles"):  # tuples, as SearchOptions holds them
             if key in options:
                 options[key] = tuple(options[key])
-        if "prf" in options:
-            options["prf"] = _given(options["prf"])
+        for key in ("prf", "rocchio"):  # plain data, as SearchOptions takes it
+            if key in options:
+                options[key] = _given(options[key])
         fields["options"] = SearchOptions(**options)
     for key in ("views", "weights"):
         if key in fields:
@@ -274,6 +284,7 @@ _STRUCTS: dict[str, type[msgspec.Struct]] = {
     "systems[].tuning": _Tuning,
     "systems[].options": _Options,
     "systems[].options.prf": _PRF,
+    "systems[].options.rocchio": _Rocchio,
 }
 
 
