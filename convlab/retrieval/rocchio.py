@@ -77,6 +77,7 @@ def moved(query: np.ndarray, feedback: np.ndarray, rocchio: Rocchio) -> np.ndarr
     Args:
         query: the query vector (d,).
         feedback: the feedback units' vectors (n, d); none: the query itself.
+        rocchio: the weights alpha and beta.
     """
     q = np.asarray(query, dtype=np.float64)
     if len(feedback) == 0:
