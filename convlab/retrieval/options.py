@@ -162,10 +162,10 @@ class SearchOptions:
             raise ValueError("top_conversations must be at least 1")
         if self.depth is not None and self.depth < 1:
             raise ValueError("depth must be at least 1")
-        if self.prf is not None:
-            object.__setattr__(self, "prf", PRF.of(self.prf))
-        if self.rocchio is not None:
-            object.__setattr__(self, "rocchio", Rocchio.of(self.rocchio))
+        for name, config in (("prf", PRF), ("rocchio", Rocchio)):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, config):
+                object.__setattr__(self, name, _feedback(config, value, name))
 
     @property
     def fetch(self) -> int:
@@ -248,3 +248,16 @@ def conversations_in_projects(conversations: pl.DataFrame, projects: tuple[str, 
         else:
             match = match | (name == value)
     return conversations.filter(match.fill_null(False))["conversation_id"].to_list()
+
+
+def _feedback(config: Any, value: Mapping[str, Any], name: str) -> Any:
+    """A feedback config (:class:`PRF`, :class:`Rocchio`) from its plain data.
+
+    Raises:
+        ValueError: an unknown key (naming the valid ones) or a value out of its range.
+    """
+    fields = config.__dataclass_fields__
+    unknown = sorted(set(value) - set(fields))
+    if unknown:
+        raise ValueError(f"{name}: unknown key(s) {', '.join(unknown)}; valid: {', '.join(fields)}")
+    return config(**value)

@@ -24,9 +24,8 @@ Example:
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = ["PRF", "expand", "relevance_model"]
 
@@ -57,21 +56,6 @@ class PRF:
         if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= w <= 1.0:
             raise ValueError(f"prf.original_weight must be a number in [0, 1], not {w!r}")
         object.__setattr__(self, "original_weight", float(w))
-
-    @classmethod
-    def of(cls, value: PRF | Mapping[str, Any]) -> PRF:
-        """A :class:`PRF` from itself or its plain data (a run config, an experiment file).
-
-        Raises:
-            ValueError: an unknown key (naming the valid ones) or a value out of its range.
-        """
-        if isinstance(value, PRF):
-            return value
-        unknown = sorted(set(value) - set(cls.__dataclass_fields__))
-        if unknown:
-            valid = ", ".join(cls.__dataclass_fields__)
-            raise ValueError(f"prf: unknown key(s) {', '.join(unknown)}; valid: {valid}")
-        return cls(**value)
 
 
 def relevance_model(

@@ -52,6 +52,8 @@ class DenseRetriever:
         self.rocchio = rocchio
         self._rows: np.ndarray | None = None  # the subset whose vectors are held
         self._vectors = np.zeros((0, index.dimension), dtype=np.float32)
+        # the last query moved by feedback: a search that fetches deeper asks again
+        self._moved: tuple[str, np.ndarray | None, Query] | None = None
 
     def queries(self, texts: Sequence[str]) -> list[Query]:
         """The queries of a batch, embedded in one call."""
@@ -63,11 +65,20 @@ class DenseRetriever:
     def search(self, query: Query, depth: int, rows: np.ndarray | None) -> Candidates:
         """The ``depth`` most similar units among ``rows`` (exact inside a subset)."""
         if self.rocchio is not None:
-            first = self._one_pass(query, self.rocchio.fb_docs, rows)
-            if len(first.rows):
-                vector = moved(query.vector, self.index.vectors(first.rows), self.rocchio)
-                query = Query(query.text, vector)
+            query = self._with_feedback(query, self.rocchio, rows)
         return self._one_pass(query, depth, rows)
+
+    def _with_feedback(self, query: Query, rocchio: Rocchio, rows: np.ndarray | None) -> Query:
+        """``query`` moved by its first pass among ``rows``, made once per query and rows."""
+        last = self._moved
+        if last is not None and last[0] == query.text and last[1] is rows:
+            return last[2]
+        first = self._one_pass(query, rocchio.fb_docs, rows)
+        if len(first.rows):
+            vector = moved(query.vector, self.index.vectors(first.rows), rocchio)
+            query = Query(query.text, vector)
+        self._moved = (query.text, rows, query)
+        return query
 
     def _one_pass(self, query: Query, depth: int, rows: np.ndarray | None) -> Candidates:
         """One search of ``query.vector`` among ``rows``."""
@@ -121,16 +132,31 @@ class LexicalRetriever:
         if prf is not None and texts is None:
             raise ValueError("pseudo-relevance feedback needs the units' texts")
         self.bm25, self.prf, self.texts = bm25, prf, texts
+        # the last query's expansion: a search that fetches deeper asks again
+        self._expanded: tuple[str, np.ndarray | None, dict[str, float] | None] | None = None
 
     def search(self, query: Query, depth: int, rows: np.ndarray | None) -> Candidates:
         """The ``depth`` best BM25 rows among ``rows``."""
         if self.prf is None or self.texts is None:
             scores, found = self.bm25.search(query.text, depth, rows=rows)
             return Candidates.of(found, scores)
-        first, feedback = self.bm25.search(query.text, self.prf.fb_docs, rows=rows)
-        if not len(feedback):
+        weights = self._expansion(query.text, self.prf, self.texts, rows)
+        if weights is None:
             return Candidates.empty()
-        docs = [self.bm25.terms(self.texts[int(r)]) for r in feedback]
-        weights = expand(self.bm25.terms(query.text), docs, first.tolist(), self.prf)
         scores, found = self.bm25.top(self.bm25.weighted_scores(weights), depth, rows=rows)
         return Candidates.of(found, scores)
+
+    def _expansion(
+        self, text: str, prf: PRF, texts: Sequence[str], rows: np.ndarray | None
+    ) -> dict[str, float] | None:
+        """The RM3 query of ``text`` among ``rows`` (None: no first-pass hit), once per both."""
+        last = self._expanded
+        if last is not None and last[0] == text and last[1] is rows:
+            return last[2]
+        first, feedback = self.bm25.search(text, prf.fb_docs, rows=rows)
+        weights = None
+        if len(feedback):
+            docs = [self.bm25.terms(texts[int(r)]) for r in feedback]
+            weights = expand(self.bm25.terms(text), docs, first.tolist(), prf)
+        self._expanded = (text, rows, weights)
+        return weights

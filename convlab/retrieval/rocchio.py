@@ -17,9 +17,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -54,21 +52,6 @@ class Rocchio:
             object.__setattr__(self, name, float(w))
         if self.alpha + self.beta <= 0:
             raise ValueError("rocchio: alpha and beta cannot both be 0")
-
-    @classmethod
-    def of(cls, value: Rocchio | Mapping[str, Any]) -> Rocchio:
-        """A :class:`Rocchio` from itself or its plain data (a run config, an experiment file).
-
-        Raises:
-            ValueError: an unknown key (naming the valid ones) or a value out of its range.
-        """
-        if isinstance(value, Rocchio):
-            return value
-        unknown = sorted(set(value) - set(cls.__dataclass_fields__))
-        if unknown:
-            valid = ", ".join(cls.__dataclass_fields__)
-            raise ValueError(f"rocchio: unknown key(s) {', '.join(unknown)}; valid: {valid}")
-        return cls(**value)
 
 
 def moved(query: np.ndarray, feedback: np.ndarray, rocchio: Rocchio) -> np.ndarray:
