@@ -103,6 +103,10 @@ def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
                               "--nlist", "4", "--m", "8", "--nbits", "4",
                               "--base-cache", str(tmp / "base.npy"), "--work", str(tmp / "ivf"),
                               "--out", str(bench)]),
+        ("eval.levers", [str(tmp / "levers.toml"), "--runs", str(tmp),
+                         "--out", str(tmp / "levers" / "levers.md")]),
+        ("eval.levers", [str(tmp / "bad_levers.toml"), "--runs", str(tmp),
+                         "--out", str(tmp / "bad_levers.md")]),
         ("eval.answer_visible", ["--store", str(tmp / "store"), "--conversation", "conv-26",
                                  "-n", "2", "-k", "20"]),
         ("eval.bench_stages", ["--json", str(bench / "stages.json"), "--", "--data", sample,
@@ -167,6 +171,11 @@ def launched(
     (tmp / "t.toml").write_text(
         '[low.message]\n"recall@5" = 0.0\n\n[high.message]\n"recall@5" = 1.5\n'
     )
+    (tmp / "levers.toml").write_text(
+        '[[levers]]\nlever = "L"\ndata = "tiny"\nrun = "run"\nsystem = "sequential"\n'
+        'baseline = "message"\n'
+    )
+    (tmp / "bad_levers.toml").write_text('[[levers]]\nlever = "L"\nspeed = 1\n')
     oracle = [
         _question("q1", {"answer_a": ("2023/01/01 (Sun) 10:00", "alpha one. alpha two.")}),
         _question("q2", {"answer_b": ("2023/02/01 (Wed) 10:00", "beta one. beta two.")}),
@@ -286,6 +295,23 @@ def test_fuse_runs(tiny: tuple[Path, list[Any]]) -> None:
     _ok(tiny, "eval.fuse_runs", 1)
     fixed = json.loads((tiny[0] / "fixed" / "fixed.json").read_text())
     assert fixed["weights"] == {"bm25:message": 1.0, "sequential": 0.5}
+
+
+def test_levers(tiny: tuple[Path, list[Any]]) -> None:
+    _ok(tiny, "eval.levers")
+    rows = json.loads((tiny[0] / "levers" / "levers.json").read_text())
+    assert [(r["system"], r["baseline"], r["queries"]) for r in rows] == [
+        ("sequential", "message", 4)
+    ]
+    page = (tiny[0] / "levers" / "levers.md").read_text()
+    assert "| L | tiny | `sequential` vs `message` | recall@5 | 4 |" in page
+    assert "python -m eval.run --data " in page  # the run's command, from its config.json
+    bad = _result(tiny, "eval.levers", 1)
+    assert bad["code"] == 2
+    assert bad["err"].strip() == (
+        f"python -m eval.levers: {tiny[0] / 'bad_levers.toml'}: lever 1: unknown key(s) speed"
+    )
+    assert not (tiny[0] / "bad_levers.md").exists()
 
 
 def test_unit_costs(tiny: tuple[Path, list[Any]]) -> None:

@@ -1,0 +1,194 @@
+"""The lever table: every research lever tried, with its held-out delta, significance and cost.
+
+A :class:`Lever` names one comparison: a system with the lever and the same system without it
+(``baseline``), both scored per query in one run folder's ``per_query.parquet`` (the schema of
+``python -m eval.run``: ``system, query_id, category, metric, value``; other drivers that write the
+same schema, the fine-tuning, routing and policy studies, are read the same way). Every value is
+held out: a run's cross-validated systems report each query under its own fold's choice.
+
+:func:`lever_table` pairs the two systems on the queries both scored, and for each lever reports
+both means, the delta, the paired randomization p (:func:`convlab.evaluation.significance.
+paired_randomization`) and the Holm-adjusted p over **every row of the table** (one family: all
+the levers tried, on every data set), beside the per-category deltas the lever targets and the
+run's cost as the lever's row declares it.
+
+Example:
+    >>> pq = pl.DataFrame({"system": ["a", "a", "b", "b"], "query_id": ["q1", "q2"] * 2,
+    ...                    "category": ["x", "y"] * 2, "metric": ["recall@5"] * 4,
+    ...                    "value": [1.0, 0.0, 1.0, 1.0]})
+    >>> row = Lever(lever="L", data="d", run="r", system="b", baseline="a")
+    >>> t = lever_table([row], {"r": pq})
+    >>> t.select("baseline_mean", "lever_mean", "delta", "queries").row(0)
+    (0.5, 1.0, 0.5, 2)
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from convlab.evaluation.significance import holm, paired_randomization
+from convlab.files import CONFIG, read_text_regular
+
+__all__ = ["Lever", "lever_table", "read_levers", "read_per_query", "table_markdown"]
+
+PER_QUERY = "per_query.parquet"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lever:
+    """One row of the lever table.
+
+    Attributes:
+        lever: the lever's name (``RM3``, ``fine-tuned MiniLM``, ...).
+        data: the data set (``LoCoMo``, ``LongMemEval oracle``, ``real sessions``).
+        run: the run folder holding both systems' per-query values (relative to the runs root).
+        system: the system with the lever.
+        baseline: the same system without it.
+        metric: the metric compared (``recall@5``; ``coverage@512`` for a resurrection policy).
+        point: the issue's point the lever belongs to (free text: ``2 query``).
+        cost: what the lever costs, as measured (free text with its figure: ``+41 s embed``).
+        categories: the categories whose deltas the table shows beside the overall one.
+        note: one line on how the choice was made (fixed in advance, CV by conversation, ...).
+    """
+
+    lever: str
+    data: str
+    run: str
+    system: str
+    baseline: str
+    metric: str = "recall@5"
+    point: str = ""
+    cost: str = ""
+    categories: tuple[str, ...] = field(default_factory=tuple)
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "categories", tuple(self.categories))
+        for name in ("lever", "data", "run", "system", "baseline", "metric"):
+            if not getattr(self, name):
+                raise ValueError(f"a lever row needs {name!r}")
+        if self.system == self.baseline:
+            raise ValueError(f"lever {self.lever!r}: system and baseline are both {self.system!r}")
+
+
+def read_levers(path: Path) -> list[Lever]:
+    """The ``[[levers]]`` of a TOML file.
+
+    Raises:
+        ValueError: an unknown key or a missing field, naming the file and the row.
+    """
+    data = tomllib.loads(read_text_regular(path, limit=CONFIG))
+    known = {f.name for f in fields(Lever)}
+    rows: list[Lever] = []
+    for i, row in enumerate(data.get("levers", []), start=1):
+        unknown = sorted(set(row) - known)
+        if unknown:
+            raise ValueError(f"{path}: lever {i}: unknown key(s) {', '.join(unknown)}")
+        try:
+            rows.append(Lever(**row))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: lever {i}: {exc}") from None
+    if not rows:
+        raise ValueError(f"{path}: no [[levers]] rows")
+    return rows
+
+
+def read_per_query(root: Path, runs: Sequence[str]) -> dict[str, pl.DataFrame]:
+    """Each run folder's ``per_query.parquet`` (``root / run``), by run.
+
+    Raises:
+        FileNotFoundError: a run folder without it (naming the file).
+    """
+    out: dict[str, pl.DataFrame] = {}
+    for run in dict.fromkeys(runs):
+        path = root / run / PER_QUERY
+        if not path.is_file():
+            raise FileNotFoundError(f"{path}: no per-query values (is {root / run} a run folder?)")
+        out[run] = pl.read_parquet(path, glob=False)
+    return out
+
+
+def _values(pq: pl.DataFrame, lever: Lever, system: str) -> pl.DataFrame:
+    rows = pq.filter((pl.col("system") == system) & (pl.col("metric") == lever.metric))
+    if rows.is_empty():
+        raise ValueError(
+            f"lever {lever.lever!r} ({lever.data}): run {lever.run!r} has no "
+            f"{lever.metric} for system {system!r}"
+        )
+    has_category = "category" in rows.columns
+    cols = ["query_id", *(["category"] if has_category else []), "value"]
+    return rows.select(cols).unique("query_id", keep="first", maintain_order=True)
+
+
+def _paired(lever: Lever, pq: pl.DataFrame) -> dict[str, Any]:
+    base = _values(pq, lever, lever.baseline)
+    with_lever = _values(pq, lever, lever.system).select("query_id", pl.col("value").alias("lv"))
+    pair = base.join(with_lever, on="query_id", how="inner", maintain_order="left")
+    a, b = pair["lv"].to_numpy(), pair["value"].to_numpy()
+    row: dict[str, Any] = {
+        "point": lever.point,
+        "lever": lever.lever,
+        "data": lever.data,
+        "system": lever.system,
+        "baseline": lever.baseline,
+        "metric": lever.metric,
+        "queries": pair.height,
+        "baseline_mean": float(b.mean()),
+        "lever_mean": float(a.mean()),
+        "delta": float((a - b).mean()),
+        "p": paired_randomization(a, b),
+        "cost": lever.cost,
+        "note": lever.note,
+    }
+    deltas = []
+    for cat in lever.categories:
+        sub = pair.filter(pl.col("category") == cat) if "category" in pair.columns else pair[:0]
+        if not sub.is_empty():
+            d = sub["lv"].to_numpy() - sub["value"].to_numpy()
+            deltas.append(f"{cat} {float(d.mean()):+.3f}")
+    row["by_category"] = "; ".join(deltas)
+    return row
+
+
+def lever_table(levers: Sequence[Lever], per_query: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+    """One row per lever: the two means on the paired queries, delta, p and Holm p over the table.
+
+    Args:
+        levers: the rows.
+        per_query: each run's per-query values (:func:`read_per_query`), by the rows' ``run``.
+
+    Raises:
+        ValueError: a row whose run lacks one of its systems or metric, or no paired query.
+    """
+    rows = []
+    for lever in levers:
+        row = _paired(lever, per_query[lever.run])
+        if row["queries"] == 0:
+            raise ValueError(f"lever {lever.lever!r} ({lever.data}): no query scored by both")
+        rows.append(row)
+    table = pl.DataFrame(rows)
+    return table.with_columns(pl.Series("p_holm", holm(table["p"].to_list()), dtype=pl.Float64))
+
+
+def table_markdown(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
+    """The table as Markdown: a star marks Holm p < ``alpha``."""
+    head = (
+        "| point | lever | data | system vs baseline | metric | n | baseline | lever | delta "
+        "| Holm p | by category | cost | how chosen |"
+    )
+    lines = [head, "|" + "---|" * 13]
+    for r in table.iter_rows(named=True):
+        star = "*" if r["p_holm"] < alpha else ""
+        lines.append(
+            f"| {r['point']} | {r['lever']} | {r['data']} | `{r['system']}` vs `{r['baseline']}` "
+            f"| {r['metric']} | {r['queries']} | {r['baseline_mean']:.3f} | {r['lever_mean']:.3f} "
+            f"| {r['delta']:+.3f}{star} | {r['p_holm']:.4f} | {r['by_category']} | {r['cost']} "
+            f"| {r['note']} |"
+        )
+    return "\n".join(lines) + "\n"

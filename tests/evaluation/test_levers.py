@@ -1,0 +1,81 @@
+"""The lever table: paired deltas worked by hand, Holm over the table, refusals naming the row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from convlab.evaluation.levers import Lever, lever_table, read_levers, read_per_query
+
+METRIC = "recall@5"
+
+
+def _pq(system: str, values: dict[str, float], category: str = "c") -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "system": [system] * len(values),
+            "query_id": list(values),
+            "category": [category if q != "q4" else "other" for q in values],
+            "metric": [METRIC] * len(values),
+            "value": list(values.values()),
+        }
+    )
+
+
+def test_delta_is_paired_over_the_queries_both_scored() -> None:
+    # base scores q1..q4, the lever q2..q5: paired on q2, q3, q4 only
+    pq = pl.concat([
+        _pq("base", {"q1": 1.0, "q2": 0.0, "q3": 0.5, "q4": 1.0}),
+        _pq("lev", {"q2": 1.0, "q3": 1.0, "q4": 0.0, "q5": 1.0}),
+    ])  # fmt: skip
+    row = Lever(lever="L", data="d", run="r", system="lev", baseline="base", categories=["c"])
+    t = lever_table([row], {"r": pq}).row(0, named=True)
+    # base on q2..q4: (0 + 0.5 + 1) / 3 = 0.5; lever (1 + 1 + 0) / 3 = 2/3
+    assert t["queries"] == 3
+    assert t["baseline_mean"] == pytest.approx(0.5)
+    assert t["lever_mean"] == pytest.approx(2 / 3)
+    assert t["delta"] == pytest.approx(1 / 6)
+    # category c holds q2, q3: deltas +1 and +0.5, mean +0.75 (q4 is in "other")
+    assert t["by_category"] == "c +0.750"
+
+
+def test_holm_runs_over_every_row_of_the_table() -> None:
+    # 30 queries each: lever A always +1 (p tiny), lever B no change (p 1)
+    q = {f"q{i}": 0.0 for i in range(30)}
+    pq = pl.concat([_pq("base", q), _pq("a", dict.fromkeys(q, 1.0)), _pq("b", q)])
+    rows = [
+        Lever(lever="A", data="d", run="r", system="a", baseline="base"),
+        Lever(lever="B", data="d", run="r", system="b", baseline="base"),
+    ]
+    t = lever_table(rows, {"r": pq})
+    p = t["p"].to_list()
+    # Holm with m = 2: the smaller p doubled, the larger kept (already 1)
+    assert t["p_holm"].to_list() == pytest.approx([min(1.0, 2 * p[0]), 1.0])
+    assert p[0] < 0.001
+
+
+def test_a_missing_system_is_refused_by_name() -> None:
+    pq = _pq("base", {"q1": 1.0})
+    row = Lever(lever="L", data="d", run="r", system="gone", baseline="base")
+    with pytest.raises(ValueError, match="run 'r' has no recall@5 for system 'gone'"):
+        lever_table([row], {"r": pq})
+
+
+def test_rows_are_read_and_bad_rows_named(tmp_path: Path) -> None:
+    good = tmp_path / "levers.toml"
+    good.write_text(
+        '[[levers]]\nlever = "L"\ndata = "d"\nrun = "r"\nsystem = "a"\nbaseline = "b"\n'
+        'categories = ["multi-hop"]\n'
+    )
+    (lever,) = read_levers(good)
+    assert (lever.system, lever.categories, lever.metric) == ("a", ("multi-hop",), "recall@5")
+    same = tmp_path / "same.toml"
+    same.write_text(
+        '[[levers]]\nlever = "L"\ndata = "d"\nrun = "r"\nsystem = "a"\nbaseline = "a"\n'
+    )
+    with pytest.raises(ValueError, match=r"same.toml: lever 1: .*both 'a'"):
+        read_levers(same)
+    with pytest.raises(FileNotFoundError, match="no per-query values"):
+        read_per_query(tmp_path, ["r"])
