@@ -1,9 +1,12 @@
 """BM25 over the same units as the dense index (bm25s, Snowball-stemmed, English stopwords).
 
-BM25 (Robertson & Zaragoza, 2009) with bm25s's defaults (Lucene variant, k1=1.5, b=0.75):
+BM25 (Robertson & Zaragoza, 2009), bm25s's Lucene variant, by default with bm25s's defaults
+k1=1.5, b=0.75 (:class:`BM25Params`):
 ``score(q, d) = sum_t idf(t) * tf(t,d) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))`` with
 ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``.
-On LoCoMo lexical search is a serious baseline, not a formality.
+On LoCoMo lexical search is a serious baseline, not a formality. A search may ask for other
+parameters (:attr:`convlab.retrieval.SearchOptions.bm25`): :meth:`BM25Index.reparametrized`
+indexes the same texts again with them, once per index and parameters.
 
 bm25s and PyStemmer are the ``convlab-memory[index]`` extra, imported when an index is built or
 loaded.
@@ -11,7 +14,8 @@ loaded.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
@@ -25,7 +29,7 @@ from convlab.extras import require
 if TYPE_CHECKING:
     import bm25s
 
-__all__ = ["BM25Index"]
+__all__ = ["BM25Index", "BM25Params"]
 
 _FEATURE = "BM25 (lexical and hybrid search)"
 
@@ -46,22 +50,73 @@ def _tokenize(texts: list[str]) -> list[list[str]]:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class BM25Params:
+    """BM25's two parameters: term-frequency saturation ``k1`` and length normalisation ``b``.
+
+    Attributes:
+        k1: >= 0 (0: a term counts once however often it occurs).
+        b: in [0, 1] (0: no length normalisation; 1: full).
+
+    Raises:
+        ValueError: a value out of its range.
+    """
+
+    k1: float = 1.5
+    b: float = 0.75
+
+    def __post_init__(self) -> None:
+        for name, low, high in (("k1", 0.0, 100.0), ("b", 0.0, 1.0)):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or not low <= v <= high:
+                raise ValueError(f"bm25.{name} must be a number in [{low:g}, {high:g}], not {v!r}")
+            object.__setattr__(self, name, float(v))
+
+
 class BM25Index:
-    """BM25 over the ``text`` of a units frame; row i of the frame is document i."""
+    """BM25 over the ``text`` of a units frame; row i of the frame is document i.
+
+    Attributes:
+        params: the k1 and b its scores were computed with.
+    """
 
     def __init__(self, retriever: bm25s.BM25, n: int) -> None:
         self.retriever = retriever
         self.n = n
+        self.params = BM25Params(float(retriever.k1), float(retriever.b))
+        self._variants: dict[BM25Params, BM25Index] = {}
 
     @classmethod
-    def build(cls, units: pl.DataFrame) -> BM25Index:
-        """Index the units' texts."""
+    def build(cls, units: pl.DataFrame, params: BM25Params | None = None) -> BM25Index:
+        """Index the units' texts (with bm25s's defaults unless ``params`` are given)."""
+        return cls.of_texts(units["text"].to_list(), params)
+
+    @classmethod
+    def of_texts(cls, texts: Sequence[str], params: BM25Params | None = None) -> BM25Index:
+        """Index ``texts`` (document i is ``texts[i]``)."""
         lib = _bm25s()
-        retriever = lib.BM25()
-        texts = units["text"].to_list()
-        tokens = lib.tokenize(texts, stopwords="en", stemmer=_stemmer(), show_progress=False)
+        p = params or BM25Params()
+        retriever = lib.BM25(k1=p.k1, b=p.b)
+        tokens = lib.tokenize(list(texts), stopwords="en", stemmer=_stemmer(), show_progress=False)
         retriever.index(tokens, show_progress=False)
         return cls(retriever, len(texts))
+
+    def reparametrized(self, params: BM25Params, texts: Sequence[str]) -> BM25Index:
+        """This index's documents under ``params``: itself when they are its own.
+
+        ``texts`` are the documents this index was built from, row for row (bm25s keeps scores,
+        not term counts); the new index is made once per parameters and kept.
+
+        Raises:
+            ValueError: ``texts`` of another length than the index.
+        """
+        if params == self.params:
+            return self
+        if len(texts) != self.n:
+            raise ValueError(f"BM25 over {self.n} documents given {len(texts)} texts")
+        if params not in self._variants:
+            self._variants[params] = BM25Index.of_texts(texts, params)
+        return self._variants[params]
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query`` (0 where no query term occurs)."""

@@ -13,6 +13,7 @@ import polars as pl
 
 from convlab import schema
 from convlab.fusion import FUSIONS, check_params, describe
+from convlab.index.bm25 import BM25Params
 from convlab.retrieval.prf import PRF
 from convlab.retrieval.rocchio import Rocchio
 
@@ -119,6 +120,9 @@ class SearchOptions:
             (:class:`convlab.retrieval.prf.PRF`, or its plain data); None: off.
         rocchio: Rocchio pseudo-relevance feedback in the dense retrieval
             (:class:`convlab.retrieval.rocchio.Rocchio`, or its plain data); None: off.
+        bm25: BM25's k1 and b in the lexical retrieval
+            (:class:`convlab.index.bm25.BM25Params`, or its plain data); None: the index's own
+            (bm25s's defaults, k1 1.5 and b 0.75).
     """
 
     k: int = 10
@@ -144,6 +148,7 @@ class SearchOptions:
     now: datetime | None = None
     prf: PRF | None = None
     rocchio: Rocchio | None = None
+    bm25: BM25Params | None = None
 
     def __post_init__(self) -> None:
         # a name is accepted for the mode (from configs, the CLI, JSON); stored as the Enum
@@ -162,7 +167,7 @@ class SearchOptions:
             raise ValueError("top_conversations must be at least 1")
         if self.depth is not None and self.depth < 1:
             raise ValueError("depth must be at least 1")
-        for name, config in (("prf", PRF), ("rocchio", Rocchio)):
+        for name, config in (("prf", PRF), ("rocchio", Rocchio), ("bm25", BM25Params)):
             value = getattr(self, name)
             if value is not None and not isinstance(value, config):
                 object.__setattr__(self, name, _feedback(config, value, name))
@@ -251,7 +256,7 @@ def conversations_in_projects(conversations: pl.DataFrame, projects: tuple[str, 
 
 
 def _feedback(config: Any, value: Mapping[str, Any], name: str) -> Any:
-    """A feedback config (:class:`PRF`, :class:`Rocchio`) from its plain data.
+    """A retrieval's config (:class:`PRF`, :class:`Rocchio`, :class:`BM25Params`) from plain data.
 
     Raises:
         ValueError: an unknown key (naming the valid ones) or a value out of its range.

@@ -84,7 +84,10 @@ class Searcher:
         if options.retrieval.needs_vectors:
             self.retrievers.append(self.dense)
         if bm25 is not None and options.retrieval.needs_bm25:
-            texts = index.units["text"].to_list() if options.prf is not None else None
+            wanted = options.prf is not None or options.bm25 is not None
+            texts = index.units["text"].to_list() if wanted else None
+            if options.bm25 is not None and texts is not None:
+                bm25 = bm25.reparametrized(options.bm25, texts)
             self.retrievers.append(LexicalRetriever(bm25, options.prf, texts))
         self.group = RANKERS.get("best_per_doc").from_options(options)
         self.rankers: list[Ranker] = doc_rankers(options)

@@ -82,6 +82,13 @@ class _Rocchio(_Strict):
     beta: Annotated[float, Meta(ge=0.0, le=100.0)] | UnsetType = UNSET
 
 
+class _BM25(_Strict):
+    """:class:`convlab.index.bm25.BM25Params`, each key optional and bounded."""
+
+    k1: Annotated[float, Meta(ge=0.0, le=100.0)] | UnsetType = UNSET
+    b: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
+
+
 class _Options(_Strict):
     """:class:`convlab.retrieval.SearchOptions`, each key optional and bounded."""
 
@@ -109,6 +116,7 @@ class _Options(_Strict):
     now: datetime | UnsetType = UNSET
     prf: _PRF | UnsetType = UNSET
     rocchio: _Rocchio | UnsetType = UNSET
+    bm25: _BM25 | UnsetType = UNSET
 
 
 class _Tuning(_Strict):
@@ -224,7 +232,7 @@ def _system(record: _System) -> System:
         for key in ("conversations", "roles"):  # tuples, as SearchOptions holds them
             if key in options:
                 options[key] = tuple(options[key])
-        for key in ("prf", "rocchio"):  # plain data, as SearchOptions takes it
+        for key in ("prf", "rocchio", "bm25"):  # plain data, as SearchOptions takes it
             if key in options:
                 options[key] = _given(options[key])
         fields["options"] = SearchOptions(**options)
@@ -285,6 +293,7 @@ _STRUCTS: dict[str, type[msgspec.Struct]] = {
     "systems[].options": _Options,
     "systems[].options.prf": _PRF,
     "systems[].options.rocchio": _Rocchio,
+    "systems[].options.bm25": _BM25,
 }
 
 
