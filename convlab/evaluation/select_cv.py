@@ -1,0 +1,118 @@
+"""One system chosen among candidates by grouped cross-validation, from per-query values.
+
+A run folder scores every candidate (say BM25 under a grid of k1 and b) on every query. For each
+fold of :class:`~sklearn.model_selection.GroupKFold` (groups: conversations; a LongMemEval
+question is its own group, :func:`convlab.evaluation.policy_cv.policy_groups`), the candidate
+with the best mean ``metric`` on the **training** queries is chosen (ties: the first candidate in
+the given order), and the held-out queries get that candidate's values for every metric. The
+held-out values, each query once, are a new system's per-query values (``name``): they can be
+compared with any other system of the run by the paired tests, and the choices say what each
+fold picked.
+
+Example:
+    >>> pq = pl.DataFrame({
+    ...     "system": ["a"] * 4 + ["b"] * 4,
+    ...     "query_id": ["c1:q0", "c1:q1", "c2:q0", "c2:q1"] * 2,
+    ...     "metric": ["recall@5"] * 8,
+    ...     "value": [1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0]})
+    >>> held, choices = select_by_cv(pq, ["a", "b"], name="cv", metric="recall@5", folds=2)
+    >>> choices.select("test_groups", "system").rows()
+    [('c2', 'a'), ('c1', 'b')]
+    >>> held.filter(pl.col("metric") == "recall@5")["value"].to_list()
+    [0.0, 0.0, 0.0, 0.0]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+from sklearn.model_selection import GroupKFold
+
+from convlab.evaluation.policy_cv import policy_groups
+
+__all__ = ["select_by_cv"]
+
+
+def _matrix(pq: pl.DataFrame, candidates: Sequence[str], ids: list[str]) -> np.ndarray:
+    """(candidates x queries) of one metric.
+
+    Raises:
+        ValueError: a candidate that lacks a query or holds one twice.
+    """
+    out = np.empty((len(candidates), len(ids)))
+    for c, name in enumerate(candidates):
+        part = pq.filter(pl.col("system") == name)
+        if part.height != len(ids) or part["query_id"].n_unique() != len(ids):
+            raise ValueError(f"candidate {name!r} has {part.height} values for {len(ids)} queries")
+        values = dict(zip(part["query_id"], part["value"], strict=True))
+        out[c] = [values[q] for q in ids]
+    return out
+
+
+def select_by_cv(
+    per_query: pl.DataFrame,
+    candidates: Sequence[str],
+    *,
+    name: str,
+    metric: str = "recall@5",
+    folds: int = 10,
+    qrels: pl.DataFrame | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Each fold's choice among ``candidates`` and the held-out values under it.
+
+    Args:
+        per_query: ``system, query_id, metric, value`` (and ``category``), every candidate
+            scored on the same queries.
+        candidates: the systems to choose from, in tie-breaking order.
+        name: the system name the held-out values are given.
+        metric: what the choice maximises (on the training queries only).
+        folds: the most folds (fewer when there are fewer groups).
+        qrels: the run's qrels, grouping queries by their relevant docs' conversation where a
+            query id does not name it (:func:`~convlab.evaluation.policy_cv.policy_groups`).
+
+    Returns:
+        ``held_out``: ``per_query``'s columns for ``name``, every metric of each query taken
+        from its own fold's choice; ``choices``: ``fold, system, train_mean, test_mean,
+        test_queries, test_groups``.
+
+    Raises:
+        ValueError: fewer than two candidates, a candidate missing or incomplete, or fewer
+            than two groups.
+    """
+    if len(set(candidates)) < 2:
+        raise ValueError(f"choosing needs two or more candidates, not {list(candidates)}")
+    if name in candidates or name in per_query["system"].unique().to_list():
+        raise ValueError(f"the chosen system's name {name!r} is already a system of the run")
+    at = per_query.filter(pl.col("metric") == metric)
+    ids = at.filter(pl.col("system") == candidates[0])["query_id"].to_list()
+    if not ids:
+        raise ValueError(f"candidate {candidates[0]!r} has no {metric} values")
+    values = _matrix(at, candidates, ids)
+    group = policy_groups(ids, qrels)
+    n_folds = min(folds, len(set(group)))
+    if n_folds < 2:
+        raise ValueError(f"{len(set(group))} query groups cannot make 2 folds")
+    chosen: dict[str, str] = {}
+    rows = []
+    splits = GroupKFold(n_splits=n_folds).split(np.zeros(len(ids)), groups=group)
+    for fold, (train, test) in enumerate(splits):
+        means = values[:, train].mean(axis=1)
+        best = int(np.argmax(means))  # the first of equal maxima
+        chosen.update((ids[i], candidates[best]) for i in test)
+        rows.append(
+            {
+                "fold": fold,
+                "system": candidates[best],
+                "train_mean": float(means[best]),
+                "test_mean": float(values[best, test].mean()),
+                "test_queries": len(test),
+                "test_groups": ",".join(sorted({group[i] for i in test})),
+            }
+        )
+    pick = pl.DataFrame({"query_id": ids, "system": [chosen[q] for q in ids]})
+    held = per_query.join(
+        pick, on=["query_id", "system"], how="inner", maintain_order="left"
+    ).with_columns(pl.lit(name).alias("system"))
+    return held, pl.DataFrame(rows)
