@@ -74,8 +74,8 @@ def select_by_cv(
 
     Returns:
         ``held_out``: ``per_query``'s columns for ``name``, every metric of each query taken
-        from its own fold's choice; ``choices``: ``fold, system, train_mean, test_mean,
-        test_queries, test_groups``.
+        from its own fold's choice, in the order of the first candidate's queries;
+        ``choices``: ``fold, system, train_mean, test_mean, test_queries, test_groups``.
 
     Raises:
         ValueError: fewer than two candidates, a candidate missing or incomplete, or fewer
@@ -111,8 +111,13 @@ def select_by_cv(
                 "test_groups": ",".join(sorted({group[i] for i in test})),
             }
         )
-    pick = pl.DataFrame({"query_id": ids, "system": [chosen[q] for q in ids]})
-    held = per_query.join(
-        pick, on=["query_id", "system"], how="inner", maintain_order="left"
-    ).with_columns(pl.lit(name).alias("system"))
+    pick = pl.DataFrame(
+        {"query_id": ids, "system": [chosen[q] for q in ids], "_at": range(len(ids))}
+    )
+    held = (
+        per_query.join(pick, on=["query_id", "system"], how="inner", maintain_order="left")
+        .sort("_at", maintain_order=True)
+        .drop("_at")
+        .with_columns(pl.lit(name).alias("system"))
+    )
     return held, pl.DataFrame(rows)

@@ -103,6 +103,9 @@ def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
                               "--nlist", "4", "--m", "8", "--nbits", "4",
                               "--base-cache", str(tmp / "base.npy"), "--work", str(tmp / "ivf"),
                               "--out", str(bench)]),
+        ("eval.select_cv", [str(run), "--candidates", "message,bm25:message", "--name",
+                            "chosen", "--folds", "2", "--out", str(tmp / "select")]),
+        ("eval.select_cv", [str(run), "--name", "chosen", "--out", str(tmp / "select_refused")]),
         ("eval.levers", [str(tmp / "levers.toml"), "--runs", str(tmp),
                          "--out", str(tmp / "levers" / "levers.md")]),
         ("eval.levers", [str(tmp / "bad_levers.toml"), "--runs", str(tmp),
@@ -295,6 +298,24 @@ def test_fuse_runs(tiny: tuple[Path, list[Any]]) -> None:
     _ok(tiny, "eval.fuse_runs", 1)
     fixed = json.loads((tiny[0] / "fixed" / "fixed.json").read_text())
     assert fixed["weights"] == {"bm25:message": 1.0, "sequential": 0.5}
+
+
+def test_select_cv(tiny: tuple[Path, list[Any]]) -> None:
+    _ok(tiny, "eval.select_cv")
+    out = tiny[0] / "select"
+    choices = pl.read_parquet(out / "choices.parquet")
+    assert choices["test_groups"].sort().to_list() == ["conv-26", "conv-30"]
+    assert set(choices["system"]) <= {"message", "bm25:message"}
+    pq = pl.read_parquet(out / "per_query.parquet")
+    chosen = pq.filter((pl.col("system") == "chosen") & (pl.col("metric") == "recall@5"))
+    assert chosen.height == 4  # each of the 4 queries once, from its own fold's choice
+    assert json.loads((out / "config.json").read_text())["command"].startswith(
+        "python -m eval.select_cv "
+    )
+    refused = _result(tiny, "eval.select_cv", 1)
+    assert refused["code"] == 2
+    assert refused["err"].strip().endswith("give --match or --candidates (one of them)")
+    assert not (tiny[0] / "select_refused").exists()
 
 
 def test_levers(tiny: tuple[Path, list[Any]]) -> None:

@@ -35,8 +35,15 @@ IDF = math.log(1.6)
 def index() -> VectorIndex:
     units = schema.frame(
         [
-            {"unit_id": f"u{i}", "text": t, "doc_ids": [f"d{i}"], "chunk_ids": [],
-             "conversation_id": "c", "turn_index": i, "role": "user"}
+            {
+                "unit_id": f"u{i}",
+                "text": t,
+                "doc_ids": [f"d{i}"],
+                "chunk_ids": [],
+                "conversation_id": "c",
+                "turn_index": i,
+                "role": "user",
+            }
             for i, t in enumerate(TEXTS)
         ],
         schema.UNITS,
