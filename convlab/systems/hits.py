@@ -28,10 +28,13 @@ DEPTH = 100
 def view_options(system: System, view: View, depth: int) -> SearchOptions:
     """How one view of ``system`` is searched: its options, the view's retrieval, ``depth`` docs.
 
+    A view with its own BM25 parameters (:attr:`View.bm25`) searches with them.
+
     Fusion normalises each view's scores over its ``depth`` docs, so every caller of one
     system searches its views to the same depth.
     """
-    return system.options.replace(retrieval=view.retrieval, k=depth)
+    options = system.options.replace(retrieval=view.retrieval, k=depth)
+    return options if view.bm25 is None else options.replace(bm25=view.bm25)
 
 
 def system_hits(system: System, view_hits: Sequence[pl.DataFrame], *, depth: int) -> pl.DataFrame:

@@ -15,7 +15,7 @@ read from an experiment file (:func:`convlab.systems.file.read_systems`).
 
 Example:
     >>> System(name="bm25:sequential", strategy="sequential", retrieval="lexical").views
-    (View(strategy='sequential', retrieval=<Retrieval.LEXICAL: 'lexical'>),)
+    (View(strategy='sequential', retrieval=<Retrieval.LEXICAL: 'lexical'>, bm25=None),)
     >>> s = System(name="fusion", views=("bm25:message", "sequential"), weights=(1, 0.5))
     >>> [v.name for v in s.views], s.strategy, s.fused
     (['bm25:message', 'sequential'], 'message', True)
@@ -23,10 +23,12 @@ Example:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from convlab.index.bm25 import BM25Params
 from convlab.retrieval import Retrieval, SearchOptions
 
 __all__ = ["FUSION_STRATEGIES", "System", "Tuning", "View", "default_systems"]
@@ -38,6 +40,9 @@ _PARSE = {
     "lexical": Retrieval.LEXICAL,
     "hybrid": Retrieval.HYBRID,
 }
+
+_PARAMS = re.compile(r"^(?P<kind>[a-z0-9]+)(?:\(k1=(?P<k1>[0-9.]+),b=(?P<b>[0-9.]+)\))?$")
+"""A view prefix: ``bm25``, or ``bm25(k1=0.9,b=0.2)`` with BM25 parameters."""
 
 FUSION_STRATEGIES = ("message", "sequential", "turn_pair")
 """The strategies whose views the default fused systems combine (dense and BM25 each)."""
@@ -52,36 +57,58 @@ class View:
         retrieval: ``dense``, ``lexical`` (BM25) or ``hybrid`` (:class:`Retrieval`: the dense
             and BM25 rankings fused by the options' ``fusion``, through the same
             :func:`convlab.fusion.fuse_carrying` as a system's views).
+        bm25: the BM25 parameters of this view (lexical or hybrid only; None: the system's
+            options', by default the index's own). Named ``bm25(k1=0.9,b=0):message``.
+
+    Example:
+        >>> View.parse("bm25(k1=0.9,b=0):message").bm25
+        BM25Params(k1=0.9, b=0.0)
     """
 
     strategy: str
     retrieval: Retrieval = Retrieval.DENSE
+    bm25: BM25Params | None = None
 
     def __post_init__(self) -> None:
         if not self.strategy:
             raise ValueError("a view needs a strategy")
         object.__setattr__(self, "retrieval", Retrieval(self.retrieval))
+        if self.bm25 is not None and not self.retrieval.needs_bm25:
+            raise ValueError(f"view {self.strategy!r}: BM25 parameters need a lexical view")
 
     @property
     def name(self) -> str:
-        """``sequential``, ``bm25:sequential`` or ``hybrid:sequential``."""
-        return f"{_PREFIX[self.retrieval]}{self.strategy}"
+        """``sequential``, ``bm25:sequential``, ``hybrid:sequential``, ``bm25(k1=0.9,b=0):...``."""
+        prefix = _PREFIX[self.retrieval]
+        if self.bm25 is not None:
+            prefix = f"{prefix[:-1]}(k1={self.bm25.k1:g},b={self.bm25.b:g}):"
+        return f"{prefix}{self.strategy}"
 
     @classmethod
     def parse(cls, text: str | View) -> View:
         """A view from its name: ``sequential``, ``dense:sequential``, ``bm25:message``, ...
 
         Raises:
-            ValueError: an unknown prefix (naming the valid ones).
+            ValueError: an unknown prefix (naming the valid ones) or malformed parameters.
         """
         if isinstance(text, View):
             return text
         head, sep, tail = str(text).partition(":")
         if not sep:
             return cls(head)
-        if head not in _PARSE:
-            raise ValueError(f"view {text!r}: prefix {head!r} is not one of {', '.join(_PARSE)}")
-        return cls(tail, _PARSE[head])
+        m = _PARAMS.match(head)
+        if m is None and "(" in head:
+            raise ValueError(f"view {text!r}: write BM25 parameters as bm25(k1=K,b=B):STRATEGY")
+        if m is None or m["kind"] not in _PARSE:
+            kind = m["kind"] if m else head
+            raise ValueError(f"view {text!r}: prefix {kind!r} is not one of {', '.join(_PARSE)}")
+        bm25 = None
+        if m["k1"] is not None:
+            try:
+                bm25 = BM25Params(k1=float(m["k1"]), b=float(m["b"]))
+            except ValueError as exc:
+                raise ValueError(f"view {text!r}: {exc}") from None
+        return cls(tail, _PARSE[m["kind"]], bm25)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -120,3 +120,41 @@ def test_experiment_file_round_trip() -> None:
     bad = {**table, "options": {"bm25": {"k": 2}}}
     with pytest.raises(ValueError, match="unknown key 'k'; valid: k1, b"):
         parse_experiment({"systems": [bad]}, "x.toml")
+
+
+def test_a_view_carries_its_own_parameters() -> None:
+    from convlab.systems.hits import view_options
+    from convlab.systems.system import View
+
+    view = View.parse("bm25(k1=0.9,b=0.2):message")
+    assert (view.strategy, view.bm25) == ("message", BM25Params(k1=0.9, b=0.2))
+    assert view.name == "bm25(k1=0.9,b=0.2):message"
+    assert View.parse(view.name) == view
+    system = System(
+        name="f",
+        views=(view, "bm25:sequential", "sequential"),
+        weights=(1, 1, 1),
+        options=SearchOptions(bm25={"k1": 2.0, "b": 0.5}),  # type: ignore[arg-type]
+    )
+    # the view's own parameters win; other lexical views keep the system's
+    assert [view_options(system, v, 50).bm25 for v in system.views] == [
+        BM25Params(k1=0.9, b=0.2),
+        BM25Params(k1=2.0, b=0.5),
+        BM25Params(k1=2.0, b=0.5),
+    ]
+    assert System.from_dict(system.as_dict()) == system
+
+
+@pytest.mark.parametrize(
+    ("name", "error"),
+    [
+        ("bm25(k1=0.9):message", r"write BM25 parameters as bm25\(k1=K,b=B\):STRATEGY"),
+        ("bm25(k1=0.9,b=2):message", r"bm25.b must be a number in \[0, 1\]"),
+        ("dense(k1=1,b=0):message", "BM25 parameters need a lexical view"),
+    ],
+)
+def test_bad_view_parameters_are_named(name: str, error: str) -> None:
+    from convlab.systems.system import View
+
+    with pytest.raises(ValueError, match=error):
+        View.parse(name)
