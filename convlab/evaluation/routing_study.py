@@ -44,7 +44,15 @@ from convlab.evaluation.significance import holm, paired_randomization
 from convlab.evaluation.tune import tune
 from convlab.fusion import fuse
 
-__all__ = ["CATEGORIES", "METRICS", "RoutingStudy", "paired_tests", "routing_cv", "transfer"]
+__all__ = [
+    "CATEGORIES",
+    "METRICS",
+    "RoutingStudy",
+    "in_sample_ceiling",
+    "paired_tests",
+    "routing_cv",
+    "transfer",
+]
 
 METRICS = ("recall@5", "ndcg@10")
 """What every system is scored on; the first is the one routing chooses on."""
@@ -282,6 +290,7 @@ def routing_cv(study: RoutingStudy) -> dict[str, Any]:
         "queries": q.height,
         "classifier_heldout": _accuracy(gold, routed["routing:predicted"].routed_by),
         "classifier_cv_seconds": round(classifier_seconds, 2),
+        "in_sample_ceiling": in_sample_ceiling(values[metric], gold),
         "means": _means(per_q, cats, [*names, *routed]),
         "tests": sig.to_dicts(),
         "choices": choices.to_dicts(),
@@ -340,6 +349,18 @@ def transfer(study: RoutingStudy) -> dict[str, Any]:
     per_q = per_q.join(cats, on="query_id", how="left").join(routed, on="query_id", how="left")
     _write(study.out, report, per_q, None)
     return report
+
+
+def in_sample_ceiling(values: np.ndarray, types: Sequence[str]) -> dict[str, float]:
+    """The best setting's mean over all queries, and per type, chosen on those very queries.
+
+    NOT cross-validated: the most any weights of the space could give, a ceiling to read the
+    held-out figures against, never a result.
+    """
+    kinds = np.asarray(types, dtype=object)
+    per_type = {str(k): float(values[:, kinds == k].mean(axis=1).max()) for k in set(types)}
+    routed = sum(per_type[str(k)] * float(np.mean(kinds == k)) for k in set(types))
+    return {"all-type": float(values.mean(axis=1).max()), "per-type": routed} | per_type
 
 
 def _config(study: RoutingStudy) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from convlab.evaluation.routing import (
     routed_run,
     weight_space,
 )
-from convlab.evaluation.routing_study import paired_tests
+from convlab.evaluation.routing_study import in_sample_ceiling, paired_tests
 from convlab.systems.system import Tuning
 
 # two settings, four queries; groups a, b; types x, x, y, y. Setting 0 is right for type x,
@@ -194,3 +194,8 @@ def test_tests_holm_adjust_overall_and_per_category() -> None:
     assert min(rows["temporal"]["p_holm"], rows["multi-hop"]["p_holm"]) == pytest.approx(
         min(1.0, 2 * ps[0])
     )
+
+
+def test_the_in_sample_ceiling_routes_each_type_to_its_best_setting() -> None:
+    # all-type: both settings 0.5; per type: x -> setting 0 (1.0), y -> setting 1 (1.0)
+    assert in_sample_ceiling(VALUES, TYPES) == {"all-type": 0.5, "per-type": 1.0, "x": 1.0, "y": 1.0}
