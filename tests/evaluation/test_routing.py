@@ -198,4 +198,5 @@ def test_tests_holm_adjust_overall_and_per_category() -> None:
 
 def test_the_in_sample_ceiling_routes_each_type_to_its_best_setting() -> None:
     # all-type: both settings 0.5; per type: x -> setting 0 (1.0), y -> setting 1 (1.0)
-    assert in_sample_ceiling(VALUES, TYPES) == {"all-type": 0.5, "per-type": 1.0, "x": 1.0, "y": 1.0}
+    expected = {"all-type": 0.5, "per-type": 1.0, "x": 1.0, "y": 1.0}
+    assert in_sample_ceiling(VALUES, TYPES) == expected
