@@ -8,18 +8,31 @@ type a classifier trained on the training folds predicts, tested against the fol
 --transfer-data LOCOMO_JSON``: the routes and the classifier learned on all of LoCoMo, applied
 unchanged to RUN's questions (:func:`convlab.evaluation.routing_study.transfer`). Writes
 ``routing.json``, ``routing.md`` and ``per_query.parquet`` (and ``choices.parquet``) into DIR.
-Exit 0, 2 on bad input.
+``--resurrection 256,512,1024`` also routes the resurrection cell (system + policy) per type
+at each budget, against the one-cell CV choice, from RUN's ``policy_budgets.parquet``
+(:func:`convlab.evaluation.policy_routing.policy_routing`): ``policy_routing.json`` and
+``policy_routing.md``. Exit 0, 2 on bad input.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import polars as pl
+
+from convlab.evaluation.policy_routing import policy_routing
 from convlab.evaluation.routing import Routing
-from convlab.evaluation.routing_study import RoutingStudy, routing_cv, transfer
+from convlab.evaluation.routing_study import (
+    RoutingStudy,
+    markdown,
+    routing_cv,
+    scored_queries,
+    transfer,
+)
 from convlab.systems.system import Tuning
 
 PROG = "python -m eval.routing"
@@ -41,7 +54,31 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=Routing().min_train,
         help="a type with fewer training queries takes the all-type choice",
     )
+    p.add_argument(
+        "--resurrection",
+        default="",
+        metavar="BUDGETS",
+        help="also route the resurrection cell per type at these budgets (e.g. 256,512,1024)",
+    )
+    p.add_argument(
+        "--resurrection-only", action="store_true", help="route the resurrection cell only"
+    )
     return p.parse_args(argv)
+
+
+def _resurrection(study: RoutingStudy, budgets: list[int]) -> None:
+    """Route the resurrection cell per type at each budget; write policy_routing.json/.md."""
+    grid = pl.read_parquet(study.folder / "policy_budgets.parquet", glob=False)
+    queries = scored_queries(study.folder, study.data)
+    out = {str(b): policy_routing(grid, queries, study.routing, budget=b) for b in budgets}
+    study.out.mkdir(parents=True, exist_ok=True)
+    (study.out / "policy_routing.json").write_text(json.dumps(out, indent=1, default=str))
+    text = "".join(
+        f"## {b} tokens (coverage)\n\n" + markdown({"tests": r["tests"]}) + "\n"
+        for b, r in out.items()
+    )
+    (study.out / "policy_routing.md").write_text(text)
+    print(text, end="")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,6 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             transfer_from=args.transfer_from,
             transfer_data=args.transfer_data,
         )
+        budgets = [int(b) for b in args.resurrection.split(",") if b.strip()]
+        if budgets:
+            _resurrection(study, budgets)
+        if args.resurrection_only:
+            return 0
         report = transfer(study) if study.transfer_from is not None else routing_cv(study)
     except (ValueError, FileNotFoundError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)

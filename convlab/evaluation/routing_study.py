@@ -51,6 +51,7 @@ __all__ = [
     "in_sample_ceiling",
     "paired_tests",
     "routing_cv",
+    "scored_queries",
     "transfer",
 ]
 
@@ -99,14 +100,15 @@ class _Inputs:
     queries: pl.DataFrame  # query_id, relevant, text, category, group: the scored queries
 
 
-def _inputs(folder: Path, data: Path, config: Routing) -> _Inputs:
-    """The folder's runs and its scored queries with their text, type and CV group."""
-    runs = read_runs(folder)
-    missing = [v for v in config.views if v not in runs]
-    if missing:
-        raise ValueError(
-            f"{folder}: no run {', '.join(missing)}; the runs: {', '.join(sorted(runs))}"
-        )
+def scored_queries(folder: Path, data: Path) -> pl.DataFrame:
+    """The folder's scored queries (``qrels.txt``) with their text, type and CV group.
+
+    ``query_id, relevant, text, category, group``: the type is the data's ``category`` (``none``
+    where it has none), the group the conversation (the query itself where it has none).
+
+    Raises:
+        ValueError: a scored query the data does not have.
+    """
     scored = relevant_by_query(read_qrels(folder / "qrels.txt"))
     labelled = load_labelled(data).queries.select(
         "query_id",
@@ -118,7 +120,18 @@ def _inputs(folder: Path, data: Path, config: Routing) -> _Inputs:
     lost = queries.filter(pl.col("text").is_null())["query_id"].to_list()
     if lost:
         raise ValueError(f"{data}: {len(lost)} queries of {folder} not in the data ({lost[0]})")
-    return _Inputs(runs, queries)
+    return queries
+
+
+def _inputs(folder: Path, data: Path, config: Routing) -> _Inputs:
+    """The folder's runs and its scored queries (:func:`scored_queries`)."""
+    runs = read_runs(folder)
+    missing = [v for v in config.views if v not in runs]
+    if missing:
+        raise ValueError(
+            f"{folder}: no run {', '.join(missing)}; the runs: {', '.join(sorted(runs))}"
+        )
+    return _Inputs(runs, scored_queries(folder, data))
 
 
 def _scored(run: pl.DataFrame, queries: pl.DataFrame, system: str) -> pl.DataFrame:
