@@ -411,9 +411,9 @@ def _write(
     write_file_atomic(out / "routing.md", lambda t: t.write_text(md))
 
 
-def markdown(report: dict[str, Any]) -> str:
+def markdown(report: dict[str, Any], measure: str = "R@5") -> str:
     """The report's tests as a Markdown table (one row per subset, system and reference)."""
-    head = "| subset | system | vs | queries | R@5 vs | R@5 | delta | p | p (Holm) |"
+    head = f"| subset | system | vs | queries | {measure} vs | {measure} | delta | p | p (Holm) |"
     lines = [head, "|---|---|---|---|---|---|---|---|---|"]
     for r in report["tests"]:
         lines.append(
