@@ -82,6 +82,13 @@ def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
                             "--samples", "2"]),
         ("eval.fuse_runs", [str(run), "--out", str(tmp / "fixed"), "--fixed",
                             "bm25:message=1,sequential=0.5"]),
+        ("eval.routing", [str(run), "--data", str(locomo), "--out", str(tmp / "routing"),
+                          "--folds", "2", "--samples", "4", "--min-train", "1"]),
+        ("eval.routing", [str(run), "--data", str(locomo), "--out", str(tmp / "routed"),
+                          "--transfer-from", str(run), "--transfer-data", str(locomo),
+                          "--folds", "2", "--samples", "4", "--min-train", "1"]),
+        ("eval.routing", [str(run), "--data", str(locomo), "--out", str(tmp / "unrouted"),
+                          "--transfer-from", str(run)]),
         ("eval.unit_costs", ["--data", sample, "--strategies", "message,turn_pair",
                              "--out", str(tmp / "costs.json")]),
         ("eval.lme_haystacks", ["--oracle", str(tmp / "oracle.json"), "--sessions", "2",
@@ -333,6 +340,23 @@ def test_levers(tiny: tuple[Path, list[Any]]) -> None:
         f"python -m eval.levers: {tiny[0] / 'bad_levers.toml'}: lever 1: unknown key(s) speed"
     )
     assert not (tiny[0] / "bad_levers.md").exists()
+
+
+def test_routing(tiny: tuple[Path, list[Any]]) -> None:
+    _ok(tiny, "eval.routing")
+    report = json.loads((tiny[0] / "routing" / "routing.json").read_text())
+    assert report["mode"] == "cv"
+    assert report["queries"] == 4
+    assert {r["system"] for r in report["tests"]} == {"routing:gold", "routing:predicted"}
+    assert 0.0 <= report["classifier_heldout"]["accuracy"] <= 1.0
+    assert pl.read_parquet(tiny[0] / "routing" / "choices.parquet")["fold"].n_unique() == 2
+    _ok(tiny, "eval.routing", 1)
+    routed = json.loads((tiny[0] / "routed" / "routing.json").read_text())
+    assert routed["mode"] == "transfer"
+    assert sum(r["len"] for r in routed["routed_types"]) == 4
+    refused = _result(tiny, "eval.routing", 2)
+    assert refused["code"] == 2
+    assert "transfer needs both" in refused["err"]
 
 
 def test_unit_costs(tiny: tuple[Path, list[Any]]) -> None:

@@ -100,7 +100,9 @@ def test_the_readme_table_is_rewritten_between_its_markers() -> None:
     assert "`base` | `lev`" not in block
     old = f"# T\n\nbefore\n{README_BEGIN}\nstale\n{README_END}\nafter\n"
     new = with_readme_table(old, block)
-    assert new.startswith("# T\n\nbefore\n") and new.endswith("\nafter\n")
-    assert "stale" not in new and "Made by `python -m eval.levers T`" in new
+    assert new.startswith("# T\n\nbefore\n")
+    assert new.endswith("\nafter\n")
+    assert "stale" not in new
+    assert "Made by `python -m eval.levers T`" in new
     with pytest.raises(ValueError, match="no results table markers"):
         with_readme_table("# T\n", block)

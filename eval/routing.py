@@ -1,0 +1,113 @@
+"""Routing, fusion weights per question type: ``python -m eval.routing RUN --data DATA --out DIR``.
+
+On a run folder of data with question types (LoCoMo): the weights of the views' fusion chosen
+per type by grouped cross-validation, held-out queries routed by their gold type and by the
+type a classifier trained on the training folds predicts, tested against the folder's
+``fusion:convex`` and ``bm25:message``
+(:func:`convlab.evaluation.routing_study.routing_cv`). With ``--transfer-from LOCOMO_RUN
+--transfer-data LOCOMO_JSON``: the routes and the classifier learned on all of LoCoMo, applied
+unchanged to RUN's questions (:func:`convlab.evaluation.routing_study.transfer`). Writes
+``routing.json``, ``routing.md`` and ``per_query.parquet`` (and ``choices.parquet``) into DIR.
+``--resurrection 256,512,1024`` also routes the resurrection cell (system + policy) per type
+at each budget, against the one-cell CV choice, from RUN's ``policy_budgets.parquet``
+(:func:`convlab.evaluation.policy_routing.policy_routing`): ``policy_routing.json`` and
+``policy_routing.md``. Exit 0, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import polars as pl
+
+from convlab.evaluation.policy_routing import policy_routing
+from convlab.evaluation.routing import Routing
+from convlab.evaluation.routing_study import (
+    RoutingStudy,
+    markdown,
+    routing_cv,
+    scored_queries,
+    transfer,
+)
+from convlab.systems.system import Tuning
+
+PROG = "python -m eval.routing"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line."""
+    p = argparse.ArgumentParser(prog=PROG, description=__doc__)
+    p.add_argument("folder", type=Path, help="an eval.run folder holding the fused views' runs")
+    p.add_argument("--data", type=Path, required=True, help="the data the folder was run on")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--transfer-from", type=Path, default=None, help="the source run folder")
+    p.add_argument("--transfer-data", type=Path, default=None, help="the source's data")
+    p.add_argument("--folds", type=int, default=10, help="10 = leave one conversation out")
+    p.add_argument("--samples", type=int, default=64, help="weight settings drawn")
+    p.add_argument(
+        "--min-train",
+        type=int,
+        default=Routing().min_train,
+        help="a type with fewer training queries takes the all-type choice",
+    )
+    p.add_argument(
+        "--resurrection",
+        default="",
+        metavar="BUDGETS",
+        help="also route the resurrection cell per type at these budgets (e.g. 256,512,1024)",
+    )
+    p.add_argument(
+        "--resurrection-only", action="store_true", help="route the resurrection cell only"
+    )
+    return p.parse_args(argv)
+
+
+def _resurrection(study: RoutingStudy, budgets: list[int]) -> None:
+    """Route the resurrection cell per type at each budget; write policy_routing.json/.md."""
+    grid = pl.read_parquet(study.folder / "policy_budgets.parquet", glob=False)
+    queries = scored_queries(study.folder, study.data)
+    out = {str(b): policy_routing(grid, queries, study.routing, budget=b) for b in budgets}
+    study.out.mkdir(parents=True, exist_ok=True)
+    (study.out / "policy_routing.json").write_text(json.dumps(out, indent=1, default=str))
+    text = "".join(
+        f"## {b} tokens (coverage)\n\n" + markdown({"tests": r["tests"]}, "coverage") + "\n"
+        for b, r in out.items()
+    )
+    (study.out / "policy_routing.md").write_text(text)
+    print(text, end="")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the study and print where it wrote; 2 on bad input."""
+    args = parse_args(argv)
+    try:
+        study = RoutingStudy(
+            folder=args.folder,
+            data=args.data,
+            out=args.out,
+            routing=Routing(
+                tuning=Tuning(samples=args.samples, folds=args.folds), min_train=args.min_train
+            ),
+            transfer_from=args.transfer_from,
+            transfer_data=args.transfer_data,
+        )
+        budgets = [int(b) for b in args.resurrection.split(",") if b.strip()]
+        if budgets:
+            _resurrection(study, budgets)
+        if args.resurrection_only:
+            return 0
+        report = transfer(study) if study.transfer_from is not None else routing_cv(study)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    print((args.out / "routing.md").read_text(), end="")
+    print(f"wrote {args.out}/routing.json in {report['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
