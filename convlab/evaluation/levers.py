@@ -69,6 +69,7 @@ class Lever:
         categories: the categories whose deltas the table shows beside the overall one.
         note: one line on how the choice was made (fixed in advance, CV by conversation, ...).
         readme: the row is one of the README's results table (:func:`readme_table`).
+        command: the command that made the run, for a run folder that does not record it.
     """
 
     lever: str
@@ -82,6 +83,7 @@ class Lever:
     categories: tuple[str, ...] = field(default_factory=tuple)
     note: str = ""
     readme: bool = False
+    command: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "categories", tuple(self.categories))
