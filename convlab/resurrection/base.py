@@ -14,9 +14,13 @@ conversation order.
 Evaluation measures per budget (:func:`budget_measures`):
 
 - **coverage**: share of a query's relevant docs fully brought back (every chunk of the doc --
-  of the turn in chats, of the message in dialogs -- is in the context);
-- **evidence token recall**: share of the relevant docs' tokens that are in the context (the
-  partial credit that strict coverage does not give: half of a long turn counts half);
+  of the turn in chats, of the message in dialogs -- is in the context). Where the queries name
+  the evidence messages inside a doc (an ``evidence`` column, :data:`convlab.schema.QUERY_EVIDENCE`:
+  LongMemEval's ``has_answer`` messages, whose docs are turns), the doc counts as brought back
+  when those messages are: the other half of the turn is not evidence, and without this a
+  ``message`` unit could never cover an evidence turn (:func:`evidence_chunks`);
+- **evidence token recall**: share of the relevant docs' (evidence's) tokens that are in the
+  context (the partial credit that strict coverage does not give: half of a long turn counts half);
 - **tokens used**;
 - **answer containment**: the normalised reference answer (lower-cased, punctuation and articles
   removed, whitespace folded: SQuAD's normalisation) is found in the normalised context;
@@ -43,6 +47,7 @@ __all__ = [
     "POLICIES",
     "Resurrection",
     "budget_measures",
+    "evidence_chunks",
     "get_policy",
     "normalize_answer",
     "resurrect",
@@ -328,6 +333,26 @@ def normalize_answer(text: str) -> str:
     return " ".join(t.split())
 
 
+def evidence_chunks(
+    relevant: Sequence[str], evidence: Sequence[str] | None, memo: Shared
+) -> list[set[str]]:
+    """Per relevant doc, the chunks that must be in the context for it to count as covered.
+
+    A doc's chunks, or, when ``evidence`` names messages whose chunks lie in that doc, the
+    chunks of those messages only. A doc without chunks gives an empty set (never covered).
+
+    Example:
+        A turn ``c:t0`` of a user message ``c:m0`` (chunk ``u``) and its reply ``c:m1`` (``a``),
+        whose evidence is the user message: ``[{"u"}]``; without evidence: ``[{"u", "a"}]``.
+    """
+    by_doc: dict[str, set[str]] = {}
+    doc_of = memo.layout.doc_of
+    for m in evidence or []:
+        for c in memo.message_chunks.get(m, ()):
+            by_doc.setdefault(doc_of[c], set()).add(c)
+    return [by_doc.get(d) or memo.doc_chunks.get(d, set()) for d in relevant]
+
+
 def budget_measures(
     hits: pl.DataFrame,
     queries: pl.DataFrame,
@@ -343,7 +368,8 @@ def budget_measures(
     Args:
         hits: ranked hits (``query_id``, ``rank``, ``unit_id``; ``doc_id`` when present tells
             doc-based policies which doc of a many-doc unit the hit stands for).
-        queries: labelled queries (``relevant``, ``answer``).
+        queries: labelled queries (``relevant``, ``answer``; ``evidence`` when present:
+            :func:`evidence_chunks`).
         units: the units hits point to.
         chunks: the chunks; each one's doc (its turn or its message) follows its ``doc_kind``.
         budgets: token budgets.
@@ -358,7 +384,7 @@ def budget_measures(
     pol = get_policy(policy)
     memo = Shared.of(units, chunks) if shared is None else shared
     pieces = _pieces_of(pol, memo.layout)
-    doc_chunks, tokens = memo.doc_chunks, memo.layout.tokens
+    tokens = memo.layout.tokens
     prepared: dict[tuple[str, str | None], tuple[Piece, ...]] = {}
     by_query: dict[str, list[tuple[int, tuple[Piece, ...]]]] = {}
     docs = hits["doc_id"].to_list() if "doc_id" in hits.columns else [None] * hits.height
@@ -376,9 +402,13 @@ def budget_measures(
     for ranked in by_query.values():
         ranked.sort(key=lambda r: r[0])
     rows = []
-    for q, relevant, answer in queries.select("query_id", "relevant", "answer").iter_rows():
+    if "evidence" not in queries.columns:
+        queries = queries.with_columns(pl.lit(None, dtype=pl.List(pl.String)).alias("evidence"))
+    for q, relevant, answer, named in queries.select(
+        "query_id", "relevant", "answer", "evidence"
+    ).iter_rows():
         ranked = by_query.get(q, [])
-        evidence = [doc_chunks.get(d, set()) for d in relevant or []]
+        evidence = evidence_chunks(relevant or [], named, memo)
         evidence_tokens = sum(tokens[c] for doc in evidence for c in doc)
         wanted = normalize_answer(answer) if answer is not None else ""
         for b in budgets:
