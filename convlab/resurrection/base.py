@@ -40,7 +40,7 @@ import polars as pl
 
 from convlab import schema
 from convlab.protocols import Layout, ResurrectionPolicy
-from convlab.registry import Registry
+from convlab.resurrection.policies import POLICIES, get_policy
 from convlab.resurrection.shared import Shared, context_text
 
 __all__ = [
@@ -53,28 +53,6 @@ __all__ = [
     "resurrect",
     "walk",
 ]
-
-POLICIES: Registry[Callable[[], ResurrectionPolicy]] = Registry("resurrection policy")
-"""Resurrection policies by name; each is a class whose defaults make a working policy."""
-
-
-def get_policy(policy: str | ResurrectionPolicy) -> ResurrectionPolicy:
-    """The policy named ``policy`` (made with its defaults), or ``policy`` itself.
-
-    Raises:
-        ValueError: an unknown name (listing the valid ones) or an object that is not a policy.
-
-    Example:
-        >>> get_policy("window").n
-        1
-    """
-    if isinstance(policy, str):
-        return POLICIES.get(policy)()
-    if not isinstance(policy, ResurrectionPolicy):
-        raise ValueError(
-            f"not a resurrection policy: {policy!r}; valid names: {', '.join(POLICIES.names())}"
-        )
-    return policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +226,8 @@ def resurrect(
         units: the units the ids point to (``unit_id``, ``chunk_ids``, ``doc_ids``,
             ``target_chunk_id``).
         chunks: the chunks (``chunk_id``, ``n_tokens``, ``text``, ...).
-        policy: a name in :data:`POLICIES` or a policy object; ``"unit"`` (seeds/003) by default.
+        policy: a name or spec (:func:`get_policy`) in :data:`POLICIES`, or a policy object;
+            ``"unit"`` (seeds/003) by default.
         doc_ids: the doc each hit stands for, in the order of ``unit_ids`` (a search's
             ``hits["doc_id"]``): doc-based policies bring back that doc of a many-doc unit.
         messages: the messages (:data:`convlab.schema.MESSAGES`): the context then carries
@@ -373,7 +352,7 @@ def budget_measures(
         units: the units hits point to.
         chunks: the chunks; each one's doc (its turn or its message) follows its ``doc_kind``.
         budgets: token budgets.
-        policy: a name in :data:`POLICIES` or a policy object; ``"unit"`` by default.
+        policy: a name or spec (:func:`get_policy`) or a policy object; ``"unit"`` by default.
         shared: the look-ups of ``units`` over ``chunks`` (:meth:`Shared.of`), when the caller
             measures the same frames again (every system and policy of one strategy): made once
             there and passed here. None: made here for this call.
@@ -402,10 +381,9 @@ def budget_measures(
     for ranked in by_query.values():
         ranked.sort(key=lambda r: r[0])
     rows = []
-    if "evidence" not in queries.columns:
-        queries = queries.with_columns(pl.lit(None, dtype=pl.List(pl.String)).alias("evidence"))
+    named_col = pl.col("evidence") if "evidence" in queries.columns else pl.lit(None)
     for q, relevant, answer, named in queries.select(
-        "query_id", "relevant", "answer", "evidence"
+        "query_id", "relevant", "answer", named_col
     ).iter_rows():
         ranked = by_query.get(q, [])
         evidence = evidence_chunks(relevant or [], named, memo)
