@@ -61,7 +61,7 @@ def test_experiment_files_and_eval_run_name_a_window_by_its_n() -> None:
 
 def test_adaptive_is_registered_with_defaults_fixed_in_advance() -> None:
     assert "adaptive" in POLICIES.names()
-    assert get_policy("adaptive") == AdaptivePolicy(short=20, long=60, n=1)
+    assert get_policy("adaptive") == AdaptivePolicy(short=20, long=60, n=1, cap=0)
 
 
 def test_adaptive_takes_a_window_the_pair_or_the_doc_by_the_docs_length() -> None:
@@ -101,3 +101,21 @@ def test_adaptive_refuses_bad_thresholds() -> None:
         AdaptivePolicy(short=-1)
     with pytest.raises(ValueError, match="adaptive n must be an int >= 0"):
         get_policy("adaptive:n=-1")
+
+
+def test_adaptive_cap_brings_back_the_unit_alone_for_a_doc_past_it() -> None:
+    # c:t0 has 110 tokens: with cap=100 the unit tp:c:R2 alone (Q R0 R2: 60), not the turn
+    assert run(["tp:c:R2"], 1000, "adaptive:short=20:long=60:cap=100") == (["Q", "R0", "R2"], 60)
+    assert run(["tp:c:R2"], 1000, "adaptive:short=20:long=60:cap=111") == (
+        ["Q", "R0", "R1", "R2"],
+        110,
+    )
+    # d:m4 (110) past the cap: the unit tp:d:D2 (C1 D1 D2: 150), more than the doc here
+    assert run(["tp:d:D2"], 1000, "adaptive:short=35:long=100:cap=110") == (
+        ["C1", "D1", "D2"],
+        150,
+    )
+    # a unit of two docs (m1 30, m2 40): one past the cap makes the whole hit its unit (B1 C1)
+    assert run(["win:d:w0"], 1000, "adaptive:short=35:long=35:cap=40") == (["B1", "C1"], 70)
+    with pytest.raises(ValueError, match=r"cap \(50\) must be 0 or not below long \(60\)"):
+        get_policy("adaptive:cap=50")
