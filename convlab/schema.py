@@ -45,6 +45,7 @@ __all__ = [
     "HITS",
     "MESSAGES",
     "QUERIES",
+    "QUERY_EVIDENCE",
     "ROLES",
     "SIDES",
     "SKIPPED",
@@ -217,6 +218,12 @@ QUERIES: Schema = {
     "category": pl.String,
     "answer": pl.String,  # reference answer when known
 }
+
+QUERY_EVIDENCE: Schema = {"evidence": pl.List(pl.String)}
+"""An optional column of a queries frame: the message ids that hold the evidence, where the
+labels name it finer than the docs (LongMemEval's ``has_answer`` messages, whose docs are turns
+under convlab's protocol). Resurrection's coverage then asks for those messages, not their whole
+turn (:func:`convlab.resurrection.budget_measures`); retrieval still judges the docs."""
 
 
 def message_id(conversation_id: str, message_index: int) -> str:

@@ -122,8 +122,8 @@ def _markdown(results: dict[str, Any]) -> str:
                 f"In-sample best @{r['comparison']['budget']}: `{s['system']}` + "
                 f"`{s['policy']}`, coverage {_f(s['coverage'])}."
             )
-        lines += ["", "| measure | queries | CV | reference | delta | delta 95% CI | p |"]
-        lines += ["|---|---|---|---|---|---|---|"]
+        lines += ["", "| measure | queries | CV | reference | delta | delta 95% CI | p | Holm p |"]
+        lines += ["|---|---|---|---|---|---|---|---|"]
         for measure in ("coverage", "answer_contained"):
             c = r["comparison"].get(measure)
             if not c or not c["queries"]:
@@ -131,9 +131,49 @@ def _markdown(results: dict[str, Any]) -> str:
             lo, hi = c["delta_ci"]
             lines.append(
                 f"| {measure} | {c['queries']} | {_f(c['cv'])} | {_f(c['reference'])} | "
-                f"{_f(c['delta'], True)} | [{_f(lo, True)}, {_f(hi, True)}] | {c['p']:.4f} |"
+                f"{_f(c['delta'], True)} | [{_f(lo, True)}, {_f(hi, True)}] | {c['p']:.4f} | "
+                f"{c.get('p_holm', float('nan')):.4f} |"
             )
+        lines += _policy_lines(r)
     return "\n".join(lines) + "\n"
+
+
+def _policy_lines(r: dict[str, Any]) -> list[str]:
+    """Each policy family chosen by CV alone: coverage and containment per budget, and its test."""
+    families = r.get("policies") or {}
+    if not families:
+        return []
+    budgets = list(next(iter(families.values()))["budgets"])
+    at = r["comparison"]["budget"]
+    head = " | ".join(f"coverage@{b} | contained@{b}" for b in budgets)
+    lines = [
+        "",
+        "Each policy family chosen by CV alone (its system and its parameters, e.g. window's n, "
+        f"on the training folds); delta at {at} against the reference, Holm over every test of "
+        "this grid.",
+        "",
+        f"| policy | {head} | chosen @{at} (folds) | delta coverage | Holm p | "
+        "delta contained | Holm p |",
+        "|---|" + "---|---|" * len(budgets) + "---|---|---|---|---|",
+    ]
+    for family, row in families.items():
+        cells = " | ".join(
+            f"{_f(row['budgets'].get(b, {}).get('coverage'))} | "
+            f"{_f(row['budgets'].get(b, {}).get('answer_contained'))}"
+            for b in budgets
+        )
+        chosen = row["budgets"].get(str(at), {}).get("chosen", {})
+        tests = []
+        for m in ("coverage", "answer_contained"):
+            c = row["comparison"].get(m) or {}
+            p = c.get("p_holm")
+            tests.append(f"{_f(c.get('delta'), True)} | {'' if p is None else f'{p:.4f}'}")
+        lines.append(
+            f"| {family} | {cells} | "
+            + ", ".join(f"`{c}` ({n})" for c, n in chosen.items())
+            + f" | {' | '.join(tests)} |"
+        )
+    return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:

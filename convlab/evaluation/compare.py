@@ -156,11 +156,11 @@ def check_policies(text: str) -> tuple[str, ...]:
     Raises:
         ValueError: one is not registered, naming it and the valid ones.
     """
-    from convlab.resurrection import POLICIES
+    from convlab.resurrection import get_policy
 
     policies = tuple(p for p in text.split(",") if p)
     for name in policies:
-        POLICIES.get(name)  # an unknown policy: its error lists the valid ones
+        get_policy(name)  # an unknown policy or a bad parameter: its error says which
     return policies
 
 

@@ -80,7 +80,7 @@ class EvalConfig:
     protocol: str = "convlab"
 
     def __post_init__(self) -> None:
-        from convlab.resurrection import POLICIES
+        from convlab.resurrection import get_policy
 
         if self.scope not in SCOPES:
             raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
@@ -94,7 +94,7 @@ class EvalConfig:
         if not self.resurrection:
             raise ValueError("resurrection needs at least one policy")
         for name in self.resurrection:
-            POLICIES.get(name)  # an unknown name fails here, listing the valid ones
+            get_policy(name)  # an unknown name or a bad parameter fails here
         if len(set(self.resurrection)) != len(self.resurrection):
             raise ValueError(f"resurrection names a policy twice: {self.resurrection}")
         UnitSpec("any", self.max_tokens, self.policy)  # UnitSpec's checks of max_tokens

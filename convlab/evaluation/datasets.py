@@ -181,7 +181,9 @@ def longmemeval(
     ``protocol="convlab"`` (convlab's own): docs are turns (a user message and the reply:
     :mod:`convlab.pipeline.turns`); a query's relevant docs are the turns holding a
     ``has_answer`` message of either role, its relevant sessions (``sessions``) its
-    ``answer_session_ids``. ``protocol="longmemeval"`` (the official one: :func:`official`):
+    ``answer_session_ids``; its ``evidence`` (:data:`convlab.schema.QUERY_EVIDENCE`) the
+    ``has_answer`` messages themselves, so that resurrection's coverage asks for them and not for
+    the other half of their turn. ``protocol="longmemeval"`` (the official one: :func:`official`):
     docs are user messages, relevant as the official code rules. Abstention questions
     (``_abs``) are kept without relevant docs.
 
@@ -210,8 +212,8 @@ def longmemeval(
     queries = (
         labels.queries.join(relevant, on="query_id", how="left")
         .with_columns(pl.col("turns").fill_null(pl.lit([], dtype=pl.List(pl.String))))
-        .with_columns(pl.col("turns").alias("relevant"))
-        .select(list(schema.QUERIES))
+        .with_columns(pl.col("relevant").alias("evidence"), pl.col("turns").alias("relevant"))
+        .select(*schema.QUERIES, *schema.QUERY_EVIDENCE)
     )
     return LabelledData(_name(p), corpus, queries, labels.report, labels.haystacks, labels.sessions)
 

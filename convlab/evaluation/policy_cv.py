@@ -11,6 +11,14 @@ cover every query once, are then compared, paired over queries, with the referen
 (``message`` + ``unit`` at 1,024 tokens, else the baseline with ``unit``) by
 :func:`convlab.evaluation.significance.paired_randomization`.
 
+Beside the free choice of a cell, each **policy family** is cross-validated alone: the cells of
+one registered policy, whatever its parameters (``window``, ``window:n=2`` and ``window:n=3``
+are the family ``window``; the ``adaptive`` thresholds likewise), so ``window``'s n and the
+adaptive thresholds are chosen on the training folds exactly as a system is. Each family's
+held-out coverage and answer containment are reported per budget, and its choice at the compared
+budget is tested against the reference like the free choice; the p values of one grid's tests
+(every family and the free choice, both measures) are Holm-adjusted together.
+
 Input: a ``policy_budgets`` frame (``system, policy, query_id, budget, coverage,
 answer_contained``, ...), as ``python -m eval.run --resurrection ...`` and
 ``python -m eval.resurrection_grid`` write it. ``python -m eval.policy_cv`` runs
@@ -27,10 +35,11 @@ import polars as pl
 from sklearn.model_selection import GroupKFold
 
 from convlab.evaluation.policy_grid import EFFICIENCY, reference_cell
-from convlab.evaluation.significance import bootstrap_ci, paired_randomization
+from convlab.evaluation.significance import bootstrap_ci, holm, paired_randomization
+from convlab.resurrection.policies import parse_spec
 from convlab.systems.system import Tuning
 
-__all__ = ["BUDGETS", "cv_cells", "policy_cv", "policy_groups"]
+__all__ = ["BUDGETS", "cv_cells", "family_cv", "policy_cv", "policy_groups"]
 
 BUDGETS = (256, 512, 1024)
 """The budgets whose CV-chosen cell is reported."""
@@ -188,6 +197,63 @@ def _paired(
     }
 
 
+def _summary(held_out: pl.DataFrame, choices: pl.DataFrame) -> dict[str, Any]:
+    """Held-out means and what the folds chose."""
+    counts = choices.group_by("system", "policy", maintain_order=True).len()
+    return {
+        "queries": held_out["coverage"].is_not_null().sum(),
+        "groups": held_out["group"].n_unique(),
+        "coverage": _mean(held_out["coverage"]),
+        "answer_contained": _mean(held_out["answer_contained"]),
+        "folds": choices.height,
+        "chosen": {f"{s} + {p}": n for s, p, n in counts.iter_rows()},
+        "choices": choices.to_dicts(),
+    }
+
+
+def family_cv(
+    policy_budgets: pl.DataFrame,
+    budgets: Sequence[int],
+    *,
+    folds: int = Tuning().folds,
+    qrels: pl.DataFrame | None = None,
+) -> dict[str, dict[int, tuple[pl.DataFrame, pl.DataFrame]]]:
+    """Per policy family and budget, :func:`cv_cells` over that family's cells only.
+
+    A family is a registered policy with all its parameter settings (:func:`parse_spec`'s name:
+    ``window`` holds ``window``, ``window:n=2``, ...), so a fold chooses the system and the
+    parameters on its training groups together.
+
+    Returns:
+        family -> budget -> (held_out, choices), families in the grid's order; a budget the
+        family lacks is left out, and a family with none of ``budgets``.
+
+    Example:
+        Grid cells ``s + window`` and ``s + window:n=2`` make one family, ``window``.
+    """
+    specs = policy_budgets["policy"].unique(maintain_order=True).to_list()
+    family_of = {p: parse_spec(p)[0] for p in specs}
+    out: dict[str, dict[int, tuple[pl.DataFrame, pl.DataFrame]]] = {}
+    for family in dict.fromkeys(family_of.values()):
+        part = policy_budgets.filter(
+            pl.col("policy").is_in([p for p in specs if family_of[p] == family])
+        )
+        have = set(part["budget"].unique().to_list())
+        if not have & set(budgets):
+            continue
+        out[family] = {
+            b: cv_cells(part, b, folds=folds, qrels=qrels) for b in sorted(set(budgets) & have)
+        }
+    return out
+
+
+def _with_holm(comparisons: list[dict[str, Any]]) -> None:
+    """Add ``p_holm`` to each comparison that has a p value (one family of tests)."""
+    tested = [c for c in comparisons if c.get("p") is not None]
+    for c, adjusted in zip(tested, holm([c["p"] for c in tested]), strict=True):
+        c["p_holm"] = adjusted
+
+
 def policy_cv(
     policy_budgets: pl.DataFrame,
     *,
@@ -215,11 +281,15 @@ def policy_cv(
     Returns:
         ``budgets`` (per budget: ``queries``, ``groups``, held-out ``coverage`` and
         ``answer_contained``, ``folds``, ``choices`` per fold and ``chosen``: folds per cell),
+        ``policies`` (per policy family, :func:`family_cv`: the same per budget, and its
+        ``comparison`` with the reference),
         ``reference`` (its cell and means), ``comparison`` (per measure: the paired delta, its
-        95% bootstrap interval and randomization p), ``in_sample`` (the best cell at ``budget``
-        on all queries, as :func:`~convlab.evaluation.policy_grid.efficiency_test` picks it, a
-        tie to the cell named first: it reads the test queries, so it is shown only beside the
-        CV figure) and ``missing`` (budgets the grid lacks).
+        95% bootstrap interval, randomization p and ``p_holm``, Holm over every comparison of
+        the grid: the free choice's and each family's, both measures), ``in_sample`` (the best
+        cell at ``budget`` on all queries, as
+        :func:`~convlab.evaluation.policy_grid.efficiency_test` picks it, a tie to the cell
+        named first: it reads the test queries, so it is shown only beside the CV figure) and
+        ``missing`` (budgets the grid lacks).
 
     Raises:
         ValueError: the reference system is not in the grid, or as :func:`cv_cells`.
@@ -232,16 +302,7 @@ def policy_cv(
     held: dict[int, pl.DataFrame] = {}
     for b in sorted({*budgets, budget} & have):
         held[b], choices = cv_cells(policy_budgets, b, folds=folds, qrels=qrels)
-        counts = choices.group_by("system", "policy", maintain_order=True).len()
-        out["budgets"][str(b)] = {
-            "queries": held[b]["coverage"].is_not_null().sum(),
-            "groups": held[b]["group"].n_unique(),
-            "coverage": _mean(held[b]["coverage"]),
-            "answer_contained": _mean(held[b]["answer_contained"]),
-            "folds": choices.height,
-            "chosen": {f"{s} + {p}": n for s, p, n in counts.iter_rows()},
-            "choices": choices.to_dicts(),
-        }
+        out["budgets"][str(b)] = _summary(held[b], choices)
     ref = policy_budgets.filter(
         (pl.col("system") == ref_system)
         & (pl.col("policy") == ref_policy)
@@ -264,6 +325,21 @@ def policy_cv(
             else {}
         ),
     }
+    out["policies"] = {}
+    tests = [out["comparison"][m] for m in _MEASURES if m in out["comparison"]]
+    for family, by_budget in family_cv(
+        policy_budgets, sorted({*budgets, budget}), folds=folds, qrels=qrels
+    ).items():
+        row: dict[str, Any] = {
+            "budgets": {str(b): _summary(*pair) for b, pair in by_budget.items()},
+            "comparison": {"budget": budget},
+        }
+        if budget in by_budget and ref.height:
+            for m in _MEASURES:
+                row["comparison"][m] = _paired(by_budget[budget][0], ref, m, seed)
+                tests.append(row["comparison"][m])
+        out["policies"][family] = row
+    _with_holm(tests)
     at = (
         policy_budgets.filter(pl.col("budget") == budget)
         .group_by("system", "policy", maintain_order=True)

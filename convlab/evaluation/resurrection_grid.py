@@ -48,7 +48,7 @@ from convlab.evaluation.runfolder import run_path
 from convlab.files import CONFIG, read_text_regular
 from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
-from convlab.resurrection import POLICIES, budget_measures
+from convlab.resurrection import POLICIES, budget_measures, get_policy
 from convlab.systems.system import System
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class GridStudy:
 
     def __post_init__(self) -> None:
         for p in self.policies:
-            POLICIES.get(p)  # an unknown name fails here, listing the valid ones
+            get_policy(p)  # an unknown name or a bad parameter fails here
 
 
 def rerun_grid(

@@ -14,9 +14,13 @@ conversation order.
 Evaluation measures per budget (:func:`budget_measures`):
 
 - **coverage**: share of a query's relevant docs fully brought back (every chunk of the doc --
-  of the turn in chats, of the message in dialogs -- is in the context);
-- **evidence token recall**: share of the relevant docs' tokens that are in the context (the
-  partial credit that strict coverage does not give: half of a long turn counts half);
+  of the turn in chats, of the message in dialogs -- is in the context). Where the queries name
+  the evidence messages inside a doc (an ``evidence`` column, :data:`convlab.schema.QUERY_EVIDENCE`:
+  LongMemEval's ``has_answer`` messages, whose docs are turns), the doc counts as brought back
+  when those messages are: the other half of the turn is not evidence, and without this a
+  ``message`` unit could never cover an evidence turn (:func:`evidence_chunks`);
+- **evidence token recall**: share of the relevant docs' (evidence's) tokens that are in the
+  context (the partial credit that strict coverage does not give: half of a long turn counts half);
 - **tokens used**;
 - **answer containment**: the normalised reference answer (lower-cased, punctuation and articles
   removed, whitespace folded: SQuAD's normalisation) is found in the normalised context;
@@ -36,40 +40,19 @@ import polars as pl
 
 from convlab import schema
 from convlab.protocols import Layout, ResurrectionPolicy
-from convlab.registry import Registry
+from convlab.resurrection.policies import POLICIES, get_policy
 from convlab.resurrection.shared import Shared, context_text
 
 __all__ = [
     "POLICIES",
     "Resurrection",
     "budget_measures",
+    "evidence_chunks",
     "get_policy",
     "normalize_answer",
     "resurrect",
     "walk",
 ]
-
-POLICIES: Registry[Callable[[], ResurrectionPolicy]] = Registry("resurrection policy")
-"""Resurrection policies by name; each is a class whose defaults make a working policy."""
-
-
-def get_policy(policy: str | ResurrectionPolicy) -> ResurrectionPolicy:
-    """The policy named ``policy`` (made with its defaults), or ``policy`` itself.
-
-    Raises:
-        ValueError: an unknown name (listing the valid ones) or an object that is not a policy.
-
-    Example:
-        >>> get_policy("window").n
-        1
-    """
-    if isinstance(policy, str):
-        return POLICIES.get(policy)()
-    if not isinstance(policy, ResurrectionPolicy):
-        raise ValueError(
-            f"not a resurrection policy: {policy!r}; valid names: {', '.join(POLICIES.names())}"
-        )
-    return policy
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,7 +226,8 @@ def resurrect(
         units: the units the ids point to (``unit_id``, ``chunk_ids``, ``doc_ids``,
             ``target_chunk_id``).
         chunks: the chunks (``chunk_id``, ``n_tokens``, ``text``, ...).
-        policy: a name in :data:`POLICIES` or a policy object; ``"unit"`` (seeds/003) by default.
+        policy: a name or spec (:func:`get_policy`) in :data:`POLICIES`, or a policy object;
+            ``"unit"`` (seeds/003) by default.
         doc_ids: the doc each hit stands for, in the order of ``unit_ids`` (a search's
             ``hits["doc_id"]``): doc-based policies bring back that doc of a many-doc unit.
         messages: the messages (:data:`convlab.schema.MESSAGES`): the context then carries
@@ -328,6 +312,26 @@ def normalize_answer(text: str) -> str:
     return " ".join(t.split())
 
 
+def evidence_chunks(
+    relevant: Sequence[str], evidence: Sequence[str] | None, memo: Shared
+) -> list[set[str]]:
+    """Per relevant doc, the chunks that must be in the context for it to count as covered.
+
+    A doc's chunks, or, when ``evidence`` names messages whose chunks lie in that doc, the
+    chunks of those messages only. A doc without chunks gives an empty set (never covered).
+
+    Example:
+        A turn ``c:t0`` of a user message ``c:m0`` (chunk ``u``) and its reply ``c:m1`` (``a``),
+        whose evidence is the user message: ``[{"u"}]``; without evidence: ``[{"u", "a"}]``.
+    """
+    by_doc: dict[str, set[str]] = {}
+    doc_of = memo.layout.doc_of
+    for m in evidence or []:
+        for c in memo.message_chunks.get(m, ()):
+            by_doc.setdefault(doc_of[c], set()).add(c)
+    return [by_doc.get(d) or memo.doc_chunks.get(d, set()) for d in relevant]
+
+
 def budget_measures(
     hits: pl.DataFrame,
     queries: pl.DataFrame,
@@ -343,11 +347,12 @@ def budget_measures(
     Args:
         hits: ranked hits (``query_id``, ``rank``, ``unit_id``; ``doc_id`` when present tells
             doc-based policies which doc of a many-doc unit the hit stands for).
-        queries: labelled queries (``relevant``, ``answer``).
+        queries: labelled queries (``relevant``, ``answer``; ``evidence`` when present:
+            :func:`evidence_chunks`).
         units: the units hits point to.
         chunks: the chunks; each one's doc (its turn or its message) follows its ``doc_kind``.
         budgets: token budgets.
-        policy: a name in :data:`POLICIES` or a policy object; ``"unit"`` by default.
+        policy: a name or spec (:func:`get_policy`) or a policy object; ``"unit"`` by default.
         shared: the look-ups of ``units`` over ``chunks`` (:meth:`Shared.of`), when the caller
             measures the same frames again (every system and policy of one strategy): made once
             there and passed here. None: made here for this call.
@@ -358,7 +363,7 @@ def budget_measures(
     pol = get_policy(policy)
     memo = Shared.of(units, chunks) if shared is None else shared
     pieces = _pieces_of(pol, memo.layout)
-    doc_chunks, tokens = memo.doc_chunks, memo.layout.tokens
+    tokens = memo.layout.tokens
     prepared: dict[tuple[str, str | None], tuple[Piece, ...]] = {}
     by_query: dict[str, list[tuple[int, tuple[Piece, ...]]]] = {}
     docs = hits["doc_id"].to_list() if "doc_id" in hits.columns else [None] * hits.height
@@ -376,9 +381,12 @@ def budget_measures(
     for ranked in by_query.values():
         ranked.sort(key=lambda r: r[0])
     rows = []
-    for q, relevant, answer in queries.select("query_id", "relevant", "answer").iter_rows():
+    named_col = pl.col("evidence") if "evidence" in queries.columns else pl.lit(None)
+    for q, relevant, answer, named in queries.select(
+        "query_id", "relevant", "answer", named_col
+    ).iter_rows():
         ranked = by_query.get(q, [])
-        evidence = [doc_chunks.get(d, set()) for d in relevant or []]
+        evidence = evidence_chunks(relevant or [], named, memo)
         evidence_tokens = sum(tokens[c] for doc in evidence for c in doc)
         wanted = normalize_answer(answer) if answer is not None else ""
         for b in budgets:

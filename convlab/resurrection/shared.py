@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from convlab import schema
 from convlab.protocols import Layout
 
 __all__ = ["Shared", "context_text"]
@@ -31,6 +32,8 @@ class Shared:
         texts: chunk id -> its text.
         order: chunk id -> its place in conversation order.
         normalized: chunk id -> its normalised text (filled as chunks come back).
+        message_chunks: message id -> the set of its chunk ids (what a query's ``evidence``
+            names, :data:`convlab.schema.QUERY_EVIDENCE`).
     """
 
     layout: Layout
@@ -38,6 +41,7 @@ class Shared:
     texts: dict[str, str]
     order: dict[str, int]
     normalized: dict[str, str] = field(default_factory=dict)
+    message_chunks: dict[str, set[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, units: pl.DataFrame, chunks: pl.DataFrame) -> Shared:
@@ -47,6 +51,9 @@ class Shared:
             ValueError: as :meth:`Layout.of`.
         """
         layout = Layout.of(units, chunks)
+        message_chunks: dict[str, set[str]] = {}
+        for m, c in chunks.select(schema.message_id_expr(), "chunk_id").iter_rows():
+            message_chunks.setdefault(m, set()).add(c)
         return cls(
             layout=layout,
             doc_chunks={d: set(cs) for d, cs in layout.doc_chunks.items()},
@@ -58,6 +65,7 @@ class Shared:
                     chunks.sort("conversation_id", "position")["chunk_id"].to_list()
                 )
             },
+            message_chunks=message_chunks,
         )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from convlab.protocols import Layout
-from convlab.resurrection.base import POLICIES
+from convlab.resurrection.policies import POLICIES
 
 __all__ = ["UnitDocPolicy"]
 

@@ -202,7 +202,7 @@ class System:
 
     def __post_init__(self) -> None:
         from convlab.fusion import FUSIONS
-        from convlab.resurrection import POLICIES
+        from convlab.resurrection import get_policy
 
         if not self.name:
             raise ValueError("a system needs a name")
@@ -228,7 +228,7 @@ class System:
         elif self.weights is not None or self.tuning is not None:
             raise ValueError(f"system {self.name!r} has one view: weights and tuning need several")
         if self.resurrection is not None:
-            POLICIES.get(self.resurrection)
+            get_policy(self.resurrection)  # a name or a spec (window:n=2)
         if self.text is not None:
             from convlab.pipeline.policy import TEXT_FORMATS
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from convlab.evaluation.policy_cv import cv_cells, policy_cv, policy_groups
-from convlab.evaluation.significance import paired_randomization
+from convlab.evaluation.policy_cv import cv_cells, family_cv, policy_cv, policy_groups
+from convlab.evaluation.significance import holm, paired_randomization
 
 QUERIES = ["a:q0", "a:q1", "b:q0", "b:q1"]
 
@@ -158,3 +158,57 @@ def test_without_message_the_reference_is_the_baseline_with_unit() -> None:
     assert result["reference"]["message_in_grid"] is False
     assert result["missing"] == [256]
     assert result["comparison"]["coverage"]["delta"] == pytest.approx(-0.5)
+
+
+# Window's n and the adaptive thresholds as candidates (issue 23, point 5). Per conversation:
+# window:n=2 is best on a (and on all queries), window:n=3 on b; adaptive:short=32:long=128 on a
+# (and on all), adaptive:short=64:long=256 on b. A fold that holds a out trains on b alone.
+PARAMETERS = {
+    ("x", "window", 512): [0.3, 0.3, 0.3, 0.3],
+    ("x", "window:n=2", 512): [1.0, 1.0, 0.0, 0.0],
+    ("x", "window:n=3", 512): [0.0, 0.0, 0.4, 0.4],
+    ("x", "adaptive", 512): [0.0, 0.0, 0.0, 0.0],
+    ("x", "adaptive:short=32:long=128", 512): [0.9, 0.9, 0.1, 0.1],
+    ("x", "adaptive:short=64:long=256", 512): [0.2, 0.2, 0.6, 0.6],
+}
+
+
+def test_window_n_and_adaptive_thresholds_are_chosen_on_the_training_folds_only() -> None:
+    families = family_cv(_grid(PARAMETERS), [512])
+    assert list(families) == ["window", "adaptive"]  # one family per registered policy
+    for family, expected, held_out_mean in (
+        # a held out: b chooses n=3 (0.4 > 0.3 > 0.0), a scores 0.0; b held out: a chooses n=2
+        # (b 0.0). Best on all queries (n=2) would give 0.5, best on the test fold 0.7.
+        ("window", {"a": "window:n=3", "b": "window:n=2"}, 0.0),
+        # a held out: b chooses 64/256 (0.6), a scores 0.2; b held out: a chooses 32/128, b 0.1.
+        # Best on all (32/128) would give 0.5, best on the test fold 0.75.
+        (
+            "adaptive",
+            {"a": "adaptive:short=64:long=256", "b": "adaptive:short=32:long=128"},
+            0.15,
+        ),
+    ):
+        held_out, choices = families[family][512]
+        assert dict(zip(choices["test_groups"], choices["policy"], strict=True)) == expected
+        assert held_out["coverage"].mean() == pytest.approx(held_out_mean)
+    # the free choice over every cell: b alone picks adaptive 64/256 (a: 0.2), a alone n=2 (b: 0)
+    held_out, choices = cv_cells(_grid(PARAMETERS), 512)
+    assert held_out["coverage"].to_list() == pytest.approx([0.2, 0.2, 0.0, 0.0])
+
+
+def test_each_policy_family_is_tested_against_the_reference_with_holm() -> None:
+    grid = _grid({**PARAMETERS, ("message", "unit", 1024): [0.0, 0.0, 0.0, 0.0]})
+    result = policy_cv(grid, baseline="message", budgets=(512,))
+    assert list(result["policies"]) == ["window", "adaptive"]  # unit has no row at 512
+    window = result["policies"]["window"]
+    assert window["budgets"]["512"]["coverage"] == pytest.approx(0.0)
+    assert window["budgets"]["512"]["chosen"] == {"x + window:n=3": 1, "x + window:n=2": 1}
+    adaptive = result["policies"]["adaptive"]["comparison"]["coverage"]
+    assert adaptive["delta"] == pytest.approx(0.15)
+    ps = [result["comparison"][m]["p"] for m in ("coverage", "answer_contained")]
+    ps += [
+        result["policies"][f]["comparison"][m]["p"]
+        for f in ("window", "adaptive")
+        for m in ("coverage", "answer_contained")
+    ]
+    assert adaptive["p_holm"] == pytest.approx(holm(ps)[4])

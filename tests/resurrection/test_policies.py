@@ -95,11 +95,11 @@ def run(ids: list[str], budget: int, policy: object) -> tuple[list[str], int]:
 
 
 def test_registry_holds_the_five_policies_and_refuses_unknown_names() -> None:
-    assert POLICIES.names() == ("doc", "pair", "unit", "unit+doc", "window")
+    assert POLICIES.names() == ("adaptive", "doc", "pair", "unit", "unit+doc", "window")
     assert {name: get_policy(name).name for name in POLICIES.names()} == {
         n: n for n in POLICIES.names()
     }
-    with pytest.raises(ValueError, match=r"unknown resurrection policy 'turn'; valid: doc, pair"):
+    with pytest.raises(ValueError, match=r"policy 'turn'; valid: adaptive, doc, pair"):
         get_policy("turn")
     with pytest.raises(ValueError, match="not a resurrection policy"):
         get_policy(42)  # type: ignore[arg-type]

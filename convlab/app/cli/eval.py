@@ -65,7 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--resurrection",
         default="unit",
         help="resurrection policies compared at each budget, comma-separated; the first "
-        "gives coverage@B, several add the system x policy grid (%(default)s)",
+        "gives coverage@B, several add the system x policy grid (%(default)s); a policy may "
+        "set its parameters: window:n=2, adaptive:short=32:long=128",
     )
     p.add_argument(
         "--scope",
