@@ -5,7 +5,9 @@
 and runs :func:`convlab.evaluation.policy_cv.policy_cv`: the (system, policy) cell chosen per
 fold by grouped cross-validation at 256, 512 and 1,024 tokens, its held-out coverage and answer
 containment, and CV@512 against ``message`` + ``unit`` at 1,024 tokens (paired randomization
-test). Writes ``policy_cv.json`` and ``policy_cv.md`` into ``DIR``; the run folders are only read.
+test). Writes ``policy_cv.json`` and ``policy_cv.md`` into ``DIR``, and per run folder
+``DIR/<its name>/per_query.parquet`` (:func:`convlab.evaluation.policy_cv.cv_per_query`, for
+``eval.levers``); the run folders are only read.
 A folder without a grid is listed as such. Exit 0, 1 when no folder had a grid, 2 on bad input.
 """
 
@@ -20,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from convlab.evaluation.policy_cv import BUDGETS, policy_cv
+from convlab.evaluation.policy_cv import BUDGETS, cv_per_query, policy_cv
 from convlab.evaluation.queries import read_qrels
 
 PROG = "python -m eval.policy_cv"
@@ -187,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     results: dict[str, Any] = {"command": " ".join([PROG, *sys.argv[1:]]), "runs": {}}
+    per_query: dict[str, pl.DataFrame] = {}
     for folder in map(Path, args.runs):
         grid = folder / "policy_budgets.parquet"
         if not folder.is_dir():
@@ -200,6 +203,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         try:
             source = _source(folder)
+            per_query[folder.name] = cv_per_query(
+                pl.read_parquet(grid),
+                baseline=_baseline(source),
+                qrels=_qrels(source) if args.group_by == "conversation" else None,
+                budget=args.budget,
+                reference_budget=args.reference_budget,
+                folds=args.folds,
+            )
             results["runs"][str(folder)] = policy_cv(
                 pl.read_parquet(grid),
                 baseline=_baseline(source),
@@ -217,6 +228,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     (out / "policy_cv.json").write_text(json.dumps(results, indent=1) + "\n")
     (out / "policy_cv.md").write_text(_markdown(results))
+    for name, frame in per_query.items():  # the lever table's input, one folder per run
+        (out / name).mkdir(exist_ok=True)
+        frame.write_parquet(out / name / "per_query.parquet")
+        record = {"command": results["command"], "run": name}
+        (out / name / "config.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {out / 'policy_cv.md'}")
     return 0 if any("error" not in r for r in results["runs"].values()) else 1
 

@@ -39,7 +39,7 @@ from convlab.evaluation.significance import bootstrap_ci, holm, paired_randomiza
 from convlab.resurrection.policies import parse_spec
 from convlab.systems.system import Tuning
 
-__all__ = ["BUDGETS", "cv_cells", "family_cv", "policy_cv", "policy_groups"]
+__all__ = ["BUDGETS", "cv_cells", "cv_per_query", "family_cv", "policy_cv", "policy_groups"]
 
 BUDGETS = (256, 512, 1024)
 """The budgets whose CV-chosen cell is reported."""
@@ -252,6 +252,48 @@ def _with_holm(comparisons: list[dict[str, Any]]) -> None:
     tested = [c for c in comparisons if c.get("p") is not None]
     for c, adjusted in zip(tested, holm([c["p"] for c in tested]), strict=True):
         c["p_holm"] = adjusted
+
+
+def cv_per_query(
+    policy_budgets: pl.DataFrame,
+    *,
+    baseline: str | None,
+    budget: int = EFFICIENCY[0],
+    reference_budget: int = EFFICIENCY[2],
+    folds: int = Tuning().folds,
+    qrels: pl.DataFrame | None = None,
+) -> pl.DataFrame:
+    """The CV-chosen cell at ``budget`` and the reference cell, per query, as a run's values.
+
+    ``system, query_id, metric, value`` rows (metrics ``coverage`` and ``answer_contained``) of
+    two systems, ``policy CV@<budget>`` (each query under its own fold's cell, :func:`cv_cells`)
+    and ``<reference system>+<policy>@<reference_budget>``, for the lever table
+    (:mod:`convlab.evaluation.levers`).
+
+    Raises:
+        ValueError: as :func:`policy_cv`.
+    """
+    systems = policy_budgets["system"].unique(maintain_order=True).to_list()
+    ref_base = EFFICIENCY[1][0] if EFFICIENCY[1][0] in systems else (baseline or systems[0])
+    ref_system, ref_policy = reference_cell(policy_budgets, ref_base)
+    held, _ = cv_cells(policy_budgets, budget, folds=folds, qrels=qrels)
+    ref = policy_budgets.filter(
+        (pl.col("system") == ref_system)
+        & (pl.col("policy") == ref_policy)
+        & (pl.col("budget") == reference_budget)
+    )
+    parts = [
+        frame.select(
+            pl.lit(name).alias("system"), "query_id", pl.col(m).cast(pl.Float64).alias("value")
+        ).with_columns(pl.lit(m).alias("metric"))
+        for name, frame in (
+            (f"policy CV@{budget}", held),
+            (f"{ref_system}+{ref_policy}@{reference_budget}", ref),
+        )
+        for m in _MEASURES
+    ]
+    out = pl.concat(parts).select("system", "query_id", "metric", "value")
+    return out.filter(pl.col("value").is_not_null() & pl.col("value").is_not_nan())
 
 
 def policy_cv(

@@ -288,6 +288,12 @@ def test_policy_cv(tiny: tuple[Path, list[Any]]) -> None:
     assert set(run["comparison"]) == {"budget", "coverage", "answer_contained"}
     assert "does not exist" in result["runs"][str(tiny[0] / "store")]["error"]
     assert "| 512 | 2 |" in (tiny[0] / "policy_cv" / "policy_cv.md").read_text()
+    pq = pl.read_parquet(tiny[0] / "policy_cv" / "run" / "per_query.parquet")
+    assert set(pq["system"]) == {"policy CV@512", "message+unit@512"}
+    assert pq.filter(pl.col("metric") == "coverage").group_by("system").len()["len"].to_list() == [
+        4,
+        4,
+    ]
     refused = _result(tiny, "eval.policy_cv", 1)
     assert refused["code"] == 2
     assert (
