@@ -75,6 +75,9 @@ def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
         ("eval.orderings", ["--run", f"a={run}", "--run", f"b={run}", "--systems",
                             "message,bm25:message", "--out", str(tmp / "orderings")]),
         ("eval.resurrection_grid", [str(run), "--out", str(tmp / "grid")]),
+        ("eval.lever_rows", [str(run), "--pair", "bm25:message=message", "--categories",
+                             "multi-hop", "--out", str(tmp / "levers.json")]),
+        ("eval.lever_rows", [str(run), "--pair", "nope=message", "--out", str(tmp / "l.json")]),
         ("eval.policy_cv", [str(run), str(tmp / "store"), "--budgets", "128,512",
                             "--reference-budget", "512", "--out", str(tmp / "policy_cv")]),
         ("eval.policy_cv", [str(tmp / "nowhere"), "--out", str(tmp / "policy_cv_refused")]),
@@ -248,6 +251,17 @@ def test_orderings(tiny: tuple[Path, list[Any]]) -> None:
     record = json.loads((tiny[0] / "orderings" / "orderings.json").read_text())
     assert record["systems"] == ["bm25:message", "message"]
     assert len(record["pairs"]) == 2  # one pair, on each of the two runs
+
+
+def test_lever_rows(tiny: tuple[Path, list[Any]]) -> None:
+    _ok(tiny, "eval.lever_rows")
+    (row,) = json.loads((tiny[0] / "levers.json").read_text())["rows"]
+    assert (row["lever"], row["baseline"]) == ("bm25:message", "message")
+    assert row["delta"] == pytest.approx(row["lever_mean"] - row["baseline_mean"])
+    assert "multi-hop:lever" in row
+    refused = _result(tiny, "eval.lever_rows", 1)
+    assert refused["code"] == 2
+    assert "no system 'nope' with recall@5 in the run" in refused["err"]
 
 
 def test_resurrection_grid(tiny: tuple[Path, list[Any]]) -> None:
