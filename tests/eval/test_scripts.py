@@ -76,7 +76,8 @@ def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
                             "message,bm25:message", "--out", str(tmp / "orderings")]),
         ("eval.resurrection_grid", [str(run), "--out", str(tmp / "grid")]),
         ("eval.lever_rows", [str(run), "--pair", "bm25:message=message", "--categories",
-                             "multi-hop", "--out", str(tmp / "levers.json")]),
+                             "multi-hop", "--cv", "message|message|bm25:message", "--groups",
+                             "query", "--out", str(tmp / "levers.json")]),
         ("eval.lever_rows", [str(run), "--pair", "nope=message", "--out", str(tmp / "l.json")]),
         ("eval.policy_cv", [str(run), str(tmp / "store"), "--budgets", "128,512",
                             "--reference-budget", "512", "--out", str(tmp / "policy_cv")]),
@@ -255,8 +256,11 @@ def test_orderings(tiny: tuple[Path, list[Any]]) -> None:
 
 def test_lever_rows(tiny: tuple[Path, list[Any]]) -> None:
     _ok(tiny, "eval.lever_rows")
-    (row,) = json.loads((tiny[0] / "levers.json").read_text())["rows"]
+    record = json.loads((tiny[0] / "levers.json").read_text())
+    row, cv = record["rows"]
     assert (row["lever"], row["baseline"]) == ("bm25:message", "message")
+    assert (cv["lever"], cv["baseline"]) == ("cv(message|bm25:message)", "message")
+    assert {c["setting"] for c in record["cv"][cv["lever"]]} <= {"message", "bm25:message"}
     assert row["delta"] == pytest.approx(row["lever_mean"] - row["baseline_mean"])
     assert "multi-hop:lever" in row
     refused = _result(tiny, "eval.lever_rows", 1)

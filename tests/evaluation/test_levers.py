@@ -46,3 +46,30 @@ def test_pairs_by_hand() -> None:
 def test_unknown_system_is_named() -> None:
     with pytest.raises(ValueError, match="no system 'z' with recall@5"):
         lever_rows(_per_query(), [("z", "b")], "recall@5")
+
+
+def test_a_choice_by_cv_never_reads_its_test_fold() -> None:
+    """Four conversations, one query each; X scores 1, 1, 0, 0 and Y 0, 0, 1, 1 (a, b, c, d).
+
+    Four folds, each holding out one conversation: held out a (or b), the training queries
+    favour Y (X 1/3, Y 2/3), whose value on a is 0; held out c (or d) they favour X, 0 there
+    too. Every held-out value is 0; a choice that read its test query would score 1 each.
+    """
+    from convlab.evaluation.levers import chosen_by_cv
+
+    rows = [
+        {"system": s, "query_id": f"{g}:q0", "category": "x", "metric": "recall@5", "value": v}
+        for s, values in {"X": [1.0, 1.0, 0.0, 0.0], "Y": [0.0, 0.0, 1.0, 1.0]}.items()
+        for g, v in zip("abcd", values, strict=True)
+    ]
+    per_query = pl.DataFrame(rows)
+    held, folds = chosen_by_cv(per_query, ["X", "Y"], "recall@5", folds=4)
+    assert held["system"].unique().to_list() == ["cv(X|Y)"]
+    assert held.sort("query_id")["value"].to_list() == [0.0, 0.0, 0.0, 0.0]
+    chosen = dict(zip(folds["test_groups"], folds["setting"], strict=True))
+    assert chosen == {"a": "Y", "b": "Y", "c": "X", "d": "X"}
+    # by query, the same here (one query per conversation)
+    by_query, _ = chosen_by_cv(per_query, ["X", "Y"], "recall@5", grouping="query", folds=4)
+    assert by_query["value"].to_list() == [0.0, 0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="grouping 'day' is not one of conversation, query"):
+        chosen_by_cv(per_query, ["X", "Y"], "recall@5", grouping="day")
