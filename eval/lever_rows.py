@@ -11,7 +11,8 @@ system of the run), by the paired randomization test, Holm-corrected over the pa
 chosen among A, B, ... by grouped cross-validation (each fold the best on its training groups:
 by conversation, or ``--groups query``), paired with BASELINE like any lever
 (:func:`convlab.evaluation.levers.chosen_by_cv`); each fold's choice goes into the JSON.
-Prints a Markdown table, writes JSON to ``--out``. Exit 0 when written, 2 for a missing run or an unknown system.
+Prints a Markdown table, writes JSON to ``--out``. Exit 0 when written, 2 for a missing run or
+an unknown system.
 """
 
 from __future__ import annotations
