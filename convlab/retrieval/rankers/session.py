@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from convlab.protocols import Candidates, RankContext
@@ -25,7 +25,7 @@ class Session:
     conversation and time).
     """
 
-    setting: SessionFirst
+    setting: SessionFirst = field(default_factory=SessionFirst)
 
     @classmethod
     def from_options(cls, options: SearchOptions) -> Session:
