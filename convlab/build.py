@@ -97,20 +97,20 @@ def derive(
     chunks: pl.DataFrame | None = None,
     turns: pl.DataFrame | None = None,
 ) -> Derived:
-    """Turns, chunks and the units of ``unit`` over ``corpus``: no embedding.
+    """Turns, chunks and the units of ``unit`` over ``corpus`` (with its keys): no embedding.
 
     Args:
         corpus: the loaded corpus.
-        unit: what a unit is (a strategy's name: its defaults).
+        unit: what a unit is (a strategy's name: its defaults); its ``keys`` are appended.
         chunks: the corpus's chunks when already made with ``unit.policy`` (several strategies
             over one corpus chunk it once).
         turns: the corpus's turns when already made (likewise).
 
     Raises:
-        ValueError: an unknown strategy.
-        RuntimeError: the strategy produced duplicate unit ids.
+        ValueError: an unknown strategy. RuntimeError: the strategy produced duplicate unit ids.
     """
     from convlab.pipeline.chunks import chunks as make_chunks
+    from convlab.pipeline.keys import expand_keys
     from convlab.pipeline.turns import turns as make_turns
     from convlab.pipeline.units import units as make_units
 
@@ -120,6 +120,8 @@ def derive(
     if chunks is None:
         chunks = make_chunks(corpus, unit.policy)
     units = make_units(chunks, unit.strategy, max_tokens=unit.max_tokens)
+    if unit.keys is not None:
+        units = expand_keys(units, chunks, unit.keys, max_tokens=unit.max_tokens, corpus=corpus)
     if units["unit_id"].is_duplicated().any():
         raise RuntimeError(f"strategy {unit.strategy!r} produced duplicate unit ids")
     return Derived(turns, chunks, units)

@@ -30,6 +30,7 @@ Roles are ``user``, ``assistant``, ``system`` and ``tool``. In a dialog, the fir
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 import polars as pl
 
@@ -57,6 +58,7 @@ __all__ = [
     "frame",
     "message_id",
     "message_id_expr",
+    "session_id",
     "turn_id",
     "turn_id_expr",
     "validate",
@@ -244,6 +246,29 @@ def message_id_expr() -> pl.Expr:
 def turn_id_expr() -> pl.Expr:
     """:func:`turn_id` over a frame's ``conversation_id`` and ``turn_index`` columns."""
     return pl.format("{}:t{}", "conversation_id", "turn_index").alias("turn_id")
+
+
+def session_id(conversation_id: str, timestamp: datetime | None) -> str:
+    """The session a message (or a unit) belongs to: its conversation's messages of one UTC day.
+
+    ``"{conversation_id}@{YYYY-MM-DD}"``, or the conversation id alone when undated. One rule
+    for every source: LoCoMo stamps each ``session_N`` with one time and has no two sessions of
+    one conversation on one day (so this is exactly its ``session_index``), LongMemEval's
+    sessions are conversations stamped with one date, and an agent session is one
+    conversation, most within one day.
+
+    Example:
+        >>> from datetime import UTC, datetime
+        >>> session_id("conv-26", datetime(2023, 5, 8, 13, 56, tzinfo=UTC))
+        'conv-26@2023-05-08'
+        >>> session_id("conv-26", None)
+        'conv-26'
+    """
+    if timestamp is None:
+        return conversation_id
+    if timestamp.tzinfo is not None:
+        timestamp = timestamp.astimezone(UTC)
+    return f"{conversation_id}@{timestamp.date().isoformat()}"
 
 
 def doc_kind_of(kind: str) -> str:

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from convlab.model import MAX_TOKENS, MIN_TOKENS
+from convlab.pipeline.keys import KeyExpansion
 from convlab.pipeline.policy import ContentPolicy
 
 __all__ = ["IndexSpec", "UnitSpec"]
@@ -34,6 +35,8 @@ class UnitSpec:
         max_tokens: the longest unit, the model's [CLS] and [SEP] included (at most
             :data:`convlab.model.MAX_TOKENS`).
         policy: what text each block contributes (:class:`ContentPolicy`).
+        keys: keyphrases appended to each unit's embedded text (:class:`KeyExpansion`;
+            None, the default: none). Resurrection still brings back the chunks' own text.
 
     Raises:
         ValueError: no strategy, or ``max_tokens`` not an integer in
@@ -43,6 +46,7 @@ class UnitSpec:
     strategy: str
     max_tokens: int = MAX_TOKENS
     policy: ContentPolicy = field(default_factory=ContentPolicy)
+    keys: KeyExpansion | None = None
 
     def __post_init__(self) -> None:
         if not self.strategy:

@@ -24,6 +24,7 @@ from convlab.evaluation.levers import (
     lever_table,
     read_levers,
     read_per_query,
+    read_run_qrels,
     readme_table,
     table_markdown,
     with_readme_table,
@@ -69,7 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     command += f" --readme {args.readme}" if args.readme else ""
     try:
         levers = read_levers(args.table)
-        table = lever_table(levers, read_per_query(args.runs, [lv.run for lv in levers]))
+        names = [lv.run for lv in levers]
+        table = lever_table(
+            levers, read_per_query(args.runs, names), read_run_qrels(args.runs, names)
+        )
         readme = None
         if args.readme is not None:
             old = args.readme.read_text(encoding="utf-8")

@@ -74,7 +74,9 @@ def _resurrection(study: RoutingStudy, budgets: list[int]) -> None:
     study.out.mkdir(parents=True, exist_ok=True)
     (study.out / "policy_routing.json").write_text(json.dumps(out, indent=1, default=str))
     text = "".join(
-        f"## {b} tokens (coverage)\n\n" + markdown({"tests": r["tests"]}, "coverage") + "\n"
+        f"## {b} tokens (coverage)\n\n"
+        + markdown({"comparisons": r["comparisons"]}, "coverage")
+        + "\n"
         for b, r in out.items()
     )
     (study.out / "policy_routing.md").write_text(text)

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from convlab.model import MAX_TOKENS
+from convlab.pipeline.keys import KeyExpansion
 from convlab.pipeline.policy import ContentPolicy
 from convlab.specs import UnitSpec
 from convlab.systems.hits import DEPTH
@@ -99,10 +100,16 @@ class EvalConfig:
             raise ValueError(f"resurrection names a policy twice: {self.resurrection}")
         UnitSpec("any", self.max_tokens, self.policy)  # UnitSpec's checks of max_tokens
 
-    def units(self, strategies: Iterable[str], text_format: str | None = None) -> list[UnitSpec]:
+    def units(
+        self,
+        strategies: Iterable[str],
+        text_format: str | None = None,
+        keys: KeyExpansion | None = None,
+    ) -> list[UnitSpec]:
         """What the evaluation embeds of each strategy: a :class:`UnitSpec` each.
 
-        ``text_format``: a system's own text format, over :attr:`policy`'s.
+        ``text_format``: a system's own text format, over :attr:`policy`'s; ``keys``: its key
+        expansion (None: none).
         """
         policy = self.policy if text_format is None else self.policy.with_text_format(text_format)
-        return [UnitSpec(s, self.max_tokens, policy) for s in strategies]
+        return [UnitSpec(s, self.max_tokens, policy, keys) for s in strategies]

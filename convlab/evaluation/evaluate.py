@@ -32,6 +32,7 @@ from convlab.evaluation.multiview import Tuned, tuned_hits
 from convlab.evaluation.provenance import fingerprint, versions
 from convlab.evaluation.result import Evaluation
 from convlab.evaluation.significance import compare
+from convlab.pipeline.keys import KeyExpansion
 from convlab.protocols import Embedder
 from convlab.resurrection import budget_measures
 from convlab.resurrection.shared import Shared
@@ -74,20 +75,20 @@ def evaluate(
     _check_protocol(data, config.protocol)
     built = _build(data, systems, embedder=embedder, config=config)
     hits: dict[str, pl.DataFrame] = {}
-    view_hits: dict[tuple[str | None, str, str], pl.DataFrame] = {}
+    view_hits: dict[tuple[Variant, str, str], pl.DataFrame] = {}
     tuning, tuned = [], {}
     # (text, strategies) -> the units and chunks resurrection reads and their look-ups: the same
     # for every system of the same strategies, so the look-ups are made once (Shared.of)
-    resurrectable: dict[tuple[str | None, tuple[str, ...]], Resurrectable] = {}
+    resurrectable: dict[tuple[Variant, tuple[str, ...]], Resurrectable] = {}
     pq, budget_rows, policy_rows = [], [], []
     for system in tqdm(systems, desc="systems", disable=progress is False):
         views = []
         for view in system.views:
-            key = (system.text, view.name, json.dumps(system.options.as_dict(), default=str))
+            key = (_variant(system), view.name, json.dumps(system.options.as_dict(), default=str))
             if key not in view_hits:
                 view_hits[key] = _search(
                     data,
-                    built[(system.text, view.strategy)],
+                    built[(_variant(system), view.strategy)],
                     view_options(system, view, config.depth),
                     embedder=embedder,
                     config=config,
@@ -180,31 +181,47 @@ def _policy_measures(
     return measured[own], grid
 
 
-def _label(text: str | None, strategy: str) -> str:
-    """How reports name a strategy's units: ``sequential``, or ``sequential[locomo]``."""
-    return strategy if text is None else f"{strategy}[{text}]"
+Variant = tuple[str | None, KeyExpansion | None]
+"""What a system's units are made with besides the strategy: its text format and key expansion."""
+
+
+def _variant(system: System) -> Variant:
+    """The system's text format and key expansion (None each: the evaluation's)."""
+    return (system.text, system.keys)
+
+
+def _label(variant: Variant, strategy: str) -> str:
+    """How reports name a strategy's units: ``sequential``, ``sequential[locomo]``, ...
+
+    ``sequential[keys=session:5]`` for units with keyphrases, ``sequential[locomo,keys=...]``.
+    """
+    text, keys = variant
+    parts = [p for p in (text, None if keys is None else keys.label) if p is not None]
+    return f"{strategy}[{','.join(parts)}]" if parts else strategy
 
 
 def _build(
     data: LabelledData, systems: list[System], *, embedder: Embedder, config: EvalConfig
-) -> dict[tuple[str | None, str], BuiltIndex]:
-    """Every (text format, strategy) the systems' views need: one build per text format.
+) -> dict[tuple[Variant, str], BuiltIndex]:
+    """Every (variant, strategy) the systems' views need: one build per variant.
+
+    A variant is a text format and a key expansion (:data:`Variant`).
 
     Each build chunks the corpus once and embeds each distinct text once (across strategies);
     a strategy gets vectors only if a view searches it densely, BM25 only if one searches it
     by BM25.
     """
-    built: dict[tuple[str | None, str], BuiltIndex] = {}
-    for text in dict.fromkeys(s.text for s in systems):
-        views = [v for s in systems if s.text == text for v in s.views]
+    built: dict[tuple[Variant, str], BuiltIndex] = {}
+    for variant in dict.fromkeys(_variant(s) for s in systems):
+        views = [v for s in systems if _variant(s) == variant for v in s.views]
         made = build_indexes(
             data.corpus,
-            config.units(dict.fromkeys(v.strategy for v in views), text),
+            config.units(dict.fromkeys(v.strategy for v in views), *variant),
             embedder=embedder,
             dense={v.strategy for v in views if v.retrieval.needs_vectors},
             lexical={v.strategy for v in views if v.retrieval.needs_bm25},
         )
-        built.update({(text, s): b for s, b in made.items()})
+        built.update({(variant, s): b for s, b in made.items()})
     return built
 
 
@@ -227,24 +244,24 @@ class Resurrectable(NamedTuple):
 
 def _resurrectable(
     system: System,
-    built: dict[tuple[str | None, str], BuiltIndex],
-    made: dict[tuple[str | None, tuple[str, ...]], Resurrectable],
+    built: dict[tuple[Variant, str], BuiltIndex],
+    made: dict[tuple[Variant, tuple[str, ...]], Resurrectable],
 ) -> Resurrectable:
     """The units a system's hits point to (every view's strategy), their chunks, the look-ups.
 
     Made once per (text format, strategies) and kept in ``made``.
     """
     strategies = tuple(dict.fromkeys(v.strategy for v in system.views))
-    key = (system.text, strategies)
+    key = (_variant(system), strategies)
     if key not in made:
-        parts = [built[(system.text, s)] for s in strategies]
+        parts = [built[(_variant(system), s)] for s in strategies]
         units = parts[0].units if len(parts) == 1 else pl.concat([b.units for b in parts])
         made[key] = Resurrectable(units, parts[0].chunks, Shared.of(units, parts[0].chunks))
     return made[key]
 
 
 def _costs(
-    built: dict[tuple[str | None, str], BuiltIndex],
+    built: dict[tuple[Variant, str], BuiltIndex],
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """Each strategy's units and embedding cost, and what the embedding passes took.
 
@@ -256,7 +273,7 @@ def _costs(
     from convlab.pipeline.unit_costs import messages_with_text, unit_costs
 
     rows: list[dict[str, Any]] = []
-    passes: dict[str | None, BuildManifest] = {}
+    passes: dict[Variant, BuildManifest] = {}
     for text in dict.fromkeys(t for t, _ in built):
         mine = {_label(text, s): b for (t, s), b in built.items() if t == text}
         first = next(iter(mine.values()))

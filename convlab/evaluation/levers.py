@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import fnmatch
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -42,6 +43,7 @@ __all__ = [
     "lever_table",
     "read_levers",
     "read_per_query",
+    "read_run_qrels",
     "readme_table",
     "table_markdown",
     "with_readme_table",
@@ -70,6 +72,11 @@ class Lever:
         note: one line on how the choice was made (fixed in advance, CV by conversation, ...).
         readme: the row is one of the README's results table (:func:`readme_table`).
         command: the command that made the run, for a run folder that does not record it.
+        settings: the lever's settings, each a system of the run (names, or one shell-style
+            pattern such as ``bm25:message k1=*``): the held-out system is then chosen among
+            them per fold by grouped CV on the training queries
+            (:func:`convlab.evaluation.select_cv.select_by_cv`), and ``system`` names it.
+        folds: the most folds of that choice.
     """
 
     lever: str
@@ -84,9 +91,12 @@ class Lever:
     note: str = ""
     readme: bool = False
     command: str = ""
+    settings: tuple[str, ...] = field(default_factory=tuple)
+    folds: int = 10
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "categories", tuple(self.categories))
+        object.__setattr__(self, "settings", tuple(self.settings))
         for name in ("lever", "data", "run", "system", "baseline", "metric"):
             if not getattr(self, name):
                 raise ValueError(f"a lever row needs {name!r}")
@@ -131,6 +141,17 @@ def read_per_query(root: Path, runs: Sequence[str]) -> dict[str, pl.DataFrame]:
     return out
 
 
+def read_run_qrels(root: Path, runs: Sequence[str]) -> dict[str, pl.DataFrame | None]:
+    """Each run folder's ``qrels.txt`` (None where it has none), by run."""
+    from convlab.evaluation.queries import read_qrels
+
+    out: dict[str, pl.DataFrame | None] = {}
+    for run in dict.fromkeys(runs):
+        path = root / run / "qrels.txt"
+        out[run] = read_qrels(path) if path.is_file() else None
+    return out
+
+
 def _values(pq: pl.DataFrame, lever: Lever, system: str) -> pl.DataFrame:
     rows = pq.filter((pl.col("system") == system) & (pl.col("metric") == lever.metric))
     if rows.is_empty():
@@ -143,7 +164,27 @@ def _values(pq: pl.DataFrame, lever: Lever, system: str) -> pl.DataFrame:
     return rows.select(cols).unique("query_id", keep="first", maintain_order=True)
 
 
-def _paired(lever: Lever, pq: pl.DataFrame) -> dict[str, Any]:
+def _chosen(lever: Lever, pq: pl.DataFrame, qrels: pl.DataFrame | None) -> pl.DataFrame:
+    """``pq`` with the lever's held-out system added: its settings chosen per fold by CV."""
+    from convlab.evaluation.select_cv import select_by_cv
+
+    systems = pq["system"].unique(maintain_order=True).to_list()
+    names = [s for pattern in lever.settings for s in systems if fnmatch.fnmatchcase(s, pattern)]
+    names = list(dict.fromkeys(names))
+    if len(names) < 2:
+        raise ValueError(
+            f"lever {lever.lever!r} ({lever.data}): settings {list(lever.settings)} "
+            f"match {names} in run {lever.run!r}; give two or more"
+        )
+    held, _ = select_by_cv(
+        pq, names, name=lever.system, metric=lever.metric, folds=lever.folds, qrels=qrels
+    )
+    return pl.concat([pq, held], how="diagonal_relaxed")
+
+
+def _paired(lever: Lever, pq: pl.DataFrame, qrels: pl.DataFrame | None = None) -> dict[str, Any]:
+    if lever.settings:
+        pq = _chosen(lever, pq, qrels)
     base = _values(pq, lever, lever.baseline)
     with_lever = _values(pq, lever, lever.system).select("query_id", pl.col("value").alias("lv"))
     pair = base.join(with_lever, on="query_id", how="inner", maintain_order="left")
@@ -174,19 +215,25 @@ def _paired(lever: Lever, pq: pl.DataFrame) -> dict[str, Any]:
     return row
 
 
-def lever_table(levers: Sequence[Lever], per_query: Mapping[str, pl.DataFrame]) -> pl.DataFrame:
+def lever_table(
+    levers: Sequence[Lever],
+    per_query: Mapping[str, pl.DataFrame],
+    qrels: Mapping[str, pl.DataFrame | None] | None = None,
+) -> pl.DataFrame:
     """One row per lever: the two means on the paired queries, delta, p and Holm p over the table.
 
     Args:
         levers: the rows.
         per_query: each run's per-query values (:func:`read_per_query`), by the rows' ``run``.
+        qrels: each run's qrels (grouping queries for a choice by CV where their ids do not
+            name their conversation), by run.
 
     Raises:
         ValueError: a row whose run lacks one of its systems or metric, or no paired query.
     """
     rows = []
     for lever in levers:
-        row = _paired(lever, per_query[lever.run])
+        row = _paired(lever, per_query[lever.run], (qrels or {}).get(lever.run))
         if row["queries"] == 0:
             raise ValueError(f"lever {lever.lever!r} ({lever.data}): no query scored by both")
         rows.append(row)

@@ -108,7 +108,7 @@ def policy_routing(
         "queries": len(ids),
         "cells": len(cells),
         "means": means,
-        "tests": tests.to_dicts(),
+        "comparisons": tests.to_dicts(),
         "choices": choices.select("route", "fold", "type", "cell", "train_queries", "fallback")
         .filter(pl.col("route") != "routed:predicted")
         .to_dicts(),

@@ -305,7 +305,7 @@ def routing_cv(study: RoutingStudy) -> dict[str, Any]:
         "classifier_cv_seconds": round(classifier_seconds, 2),
         "in_sample_ceiling": in_sample_ceiling(values[metric], gold),
         "means": _means(per_q, cats, [*names, *routed]),
-        "tests": sig.to_dicts(),
+        "comparisons": sig.to_dicts(),
         "choices": choices.to_dicts(),
         "seconds": round(time.perf_counter() - started, 1),
     }
@@ -356,7 +356,7 @@ def transfer(study: RoutingStudy) -> dict[str, Any]:
         "classifier_fit_seconds": round(fit_seconds, 3),
         "classify_ms_per_query": round(1000 * predict_seconds / max(q.height, 1), 4),
         "means": _means(per_q, cats, [*names, "routing:transferred"]),
-        "tests": sig.to_dicts(),
+        "comparisons": sig.to_dicts(),
         "seconds": round(time.perf_counter() - started, 1),
     }
     per_q = per_q.join(cats, on="query_id", how="left").join(routed, on="query_id", how="left")
@@ -415,7 +415,7 @@ def markdown(report: dict[str, Any], measure: str = "R@5") -> str:
     """The report's tests as a Markdown table (one row per subset, system and reference)."""
     head = f"| subset | system | vs | queries | {measure} vs | {measure} | delta | p | p (Holm) |"
     lines = [head, "|---|---|---|---|---|---|---|---|---|"]
-    for r in report["tests"]:
+    for r in report["comparisons"]:
         lines.append(
             f"| {r['subset']} | {r['system']} | {r['against']} | {r['queries']} | "
             f"{r['against_mean']:.3f} | {r['mean']:.3f} | {r['delta']:+.3f} | {r['p']:.4f} | "

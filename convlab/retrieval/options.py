@@ -16,6 +16,7 @@ from convlab.fusion import FUSIONS, check_params, describe
 from convlab.index.bm25 import BM25Params
 from convlab.retrieval.prf import PRF
 from convlab.retrieval.rocchio import Rocchio
+from convlab.retrieval.sessions import SessionFirst
 
 __all__ = [
     "SCORINGS",
@@ -123,6 +124,9 @@ class SearchOptions:
         bm25: BM25's k1 and b in the lexical retrieval
             (:class:`convlab.index.bm25.BM25Params`, or its plain data); None: the index's own
             (bm25s's defaults, k1 1.5 and b 0.75).
+        session: session-first ranking of each view's docs, their scores mixed with their
+            session's best (:class:`convlab.retrieval.sessions.SessionFirst`, or its plain
+            data); None: off.
     """
 
     k: int = 10
@@ -149,6 +153,7 @@ class SearchOptions:
     prf: PRF | None = None
     rocchio: Rocchio | None = None
     bm25: BM25Params | None = None
+    session: SessionFirst | None = None
 
     def __post_init__(self) -> None:
         # a name is accepted for the mode (from configs, the CLI, JSON); stored as the Enum
@@ -167,7 +172,8 @@ class SearchOptions:
             raise ValueError("top_conversations must be at least 1")
         if self.depth is not None and self.depth < 1:
             raise ValueError("depth must be at least 1")
-        for name, config in (("prf", PRF), ("rocchio", Rocchio), ("bm25", BM25Params)):
+        configs = (("prf", PRF), ("rocchio", Rocchio), ("bm25", BM25Params))
+        for name, config in (*configs, ("session", SessionFirst)):
             value = getattr(self, name)
             if value is not None and not isinstance(value, config):
                 object.__setattr__(self, name, _feedback(config, value, name))
@@ -179,8 +185,12 @@ class SearchOptions:
 
     @property
     def pool(self) -> int:
-        """Docs each view gathers before fusion and the doc rankers: ``k``, or MMR's pool."""
-        return max(5 * self.k, 50) if self.mmr is not None else self.k
+        """Docs each view gathers before fusion and the doc rankers: ``k``, or a wider pool.
+
+        MMR and session-first (which may raise a doc of a strong session) take ``max(5 k, 50)``.
+        """
+        wide = self.mmr is not None or self.session is not None
+        return max(5 * self.k, 50) if wide else self.k
 
     @property
     def scoring(self) -> str:
@@ -195,7 +205,7 @@ class SearchOptions:
         first = {Retrieval.DENSE: "cosine", Retrieval.LEXICAL: "bm25"}.get(
             self.retrieval, self.fusion
         )
-        boosts = [name for name in self.ranker_names if name in ("recency", "density")]
+        boosts = [n for n in self.ranker_names if n in ("session", "recency", "density")]
         return "+".join([first, *boosts])
 
     @property
@@ -203,14 +213,19 @@ class SearchOptions:
         """The doc rankers these options switch on, by their :data:`RANKERS` names, in order.
 
         Each view's units are grouped per doc (``best_per_doc``) and, in hybrid search, the
-        views' doc rankings fused; then recency -> density -> MMR run on the docs, and the
-        cut to ``k`` follows them.
+        views' doc rankings fused; then session -> recency -> density -> MMR run on the docs,
+        and the cut to ``k`` follows them.
 
         Example:
             >>> SearchOptions(mmr=0.5, recency=True).ranker_names
             ('recency', 'mmr')
         """
-        on = {"recency": self.recency, "density": self.density, "mmr": self.mmr is not None}
+        on = {
+            "session": self.session is not None,
+            "recency": self.recency,
+            "density": self.density,
+            "mmr": self.mmr is not None,
+        }
         return tuple(name for name, wanted in on.items() if wanted)
 
     def replace(self, **changes: Any) -> SearchOptions:

@@ -17,6 +17,8 @@ The order of the steps is fixed:
 5. the doc rankers the options name (:func:`~convlab.retrieval.rankers.doc_rankers`), each
    ``(Candidates, RankContext) -> Candidates`` (:mod:`convlab.retrieval.rankers`):
 
+   - **session** (optional, :mod:`convlab.retrieval.sessions`): ``(1 - w) * score + w *``
+     the best score of the doc's session, or the docs of the top sessions only;
    - **recency** (optional, seeds/001): ``score * (1 + 0.20 * max(0, 1 - age_days / 14))``,
      age from :attr:`SearchOptions.now` (default: the time of the search);
    - **density** (optional, seeds/001):

@@ -89,6 +89,21 @@ class _BM25(_Strict):
     b: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
 
 
+class _Session(_Strict):
+    """:class:`convlab.retrieval.sessions.SessionFirst`, each key optional and bounded."""
+
+    weight: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
+    top: Annotated[int, Meta(ge=1, le=100000)] | UnsetType | None = UNSET
+
+
+class _Keys(_Strict):
+    """:class:`convlab.pipeline.keys.KeyExpansion`, each key optional and bounded."""
+
+    source: Literal["unit", "session"] | UnsetType = UNSET
+    phrases: Annotated[int, Meta(ge=1, le=50)] | UnsetType = UNSET
+    max_words: Annotated[int, Meta(ge=1, le=5)] | UnsetType = UNSET
+
+
 class _Options(_Strict):
     """:class:`convlab.retrieval.SearchOptions`, each key optional and bounded."""
 
@@ -117,6 +132,7 @@ class _Options(_Strict):
     prf: _PRF | UnsetType = UNSET
     rocchio: _Rocchio | UnsetType = UNSET
     bm25: _BM25 | UnsetType = UNSET
+    session: _Session | UnsetType = UNSET
 
 
 class _Tuning(_Strict):
@@ -146,6 +162,7 @@ class _System(_Strict):
     tuning: _Tuning | UnsetType = UNSET
     resurrection: _Short | UnsetType = UNSET
     text: _Short | UnsetType = UNSET
+    keys: _Keys | UnsetType = UNSET
 
 
 class _File(_Strict):
@@ -232,7 +249,7 @@ def _system(record: _System) -> System:
         for key in ("conversations", "roles"):  # tuples, as SearchOptions holds them
             if key in options:
                 options[key] = tuple(options[key])
-        for key in ("prf", "rocchio", "bm25"):  # plain data, as SearchOptions takes it
+        for key in ("prf", "rocchio", "bm25", "session"):  # plain data, as SearchOptions takes
             if key in options:
                 options[key] = _given(options[key])
         fields["options"] = SearchOptions(**options)
@@ -248,6 +265,8 @@ def _system(record: _System) -> System:
         tuning = _given(record.tuning)  # type: ignore[arg-type]
         _check_params(fusion, tuning.get("params", {}), "tuning.params")
         fields["tuning"] = Tuning(**tuning)
+    if "keys" in fields:
+        fields["keys"] = _given(record.keys)  # type: ignore[arg-type]
     system = System(**fields)
     if system.tuning is not None:
         size = len(system.tuning.weights) ** (len(system.views) - 1)
@@ -294,6 +313,8 @@ _STRUCTS: dict[str, type[msgspec.Struct]] = {
     "systems[].options.prf": _PRF,
     "systems[].options.rocchio": _Rocchio,
     "systems[].options.bm25": _BM25,
+    "systems[].options.session": _Session,
+    "systems[].keys": _Keys,
 }
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from convlab.index.bm25 import BM25Params
+from convlab.pipeline.keys import KeyExpansion
 from convlab.retrieval import Retrieval, SearchOptions
 
 __all__ = ["FUSION_STRATEGIES", "System", "Tuning", "View", "default_systems"]
@@ -182,6 +183,8 @@ class System:
             (``None``: the evaluation's first policy).
         text: how dialog messages are written before chunking (``None``: the evaluation's
             :class:`convlab.pipeline.policy.ContentPolicy`).
+        keys: keyphrases appended to every view's units
+            (:class:`convlab.pipeline.keys.KeyExpansion`, or its plain data; ``None``: none).
 
     Raises:
         ValueError: no strategy and no views, weights that do not match the views, tuning or
@@ -199,6 +202,7 @@ class System:
     tuning: Tuning | None = None
     resurrection: str | None = None
     text: str | None = None
+    keys: KeyExpansion | None = None
 
     def __post_init__(self) -> None:
         from convlab.fusion import FUSIONS
@@ -233,6 +237,8 @@ class System:
             from convlab.pipeline.policy import TEXT_FORMATS
 
             TEXT_FORMATS.get(self.text)  # an unknown format: the error lists the valid ones
+        if self.keys is not None and not isinstance(self.keys, KeyExpansion):
+            object.__setattr__(self, "keys", KeyExpansion(**dict(self.keys)))
 
     @property
     def fused(self) -> bool:
@@ -282,6 +288,8 @@ class System:
         for key in ("resurrection", "text"):
             if getattr(self, key) is not None:
                 out[key] = getattr(self, key)
+        if self.keys is not None:
+            out["keys"] = self.keys.as_dict()
         return out
 
 

@@ -353,7 +353,7 @@ def test_routing(tiny: tuple[Path, list[Any]]) -> None:
     report = json.loads((tiny[0] / "routing" / "routing.json").read_text())
     assert report["mode"] == "cv"
     assert report["queries"] == 4
-    assert {r["system"] for r in report["tests"]} == {"routing:gold", "routing:predicted"}
+    assert {r["system"] for r in report["comparisons"]} == {"routing:gold", "routing:predicted"}
     assert 0.0 <= report["classifier_heldout"]["accuracy"] <= 1.0
     assert pl.read_parquet(tiny[0] / "routing" / "choices.parquet")["fold"].n_unique() == 2
     _ok(tiny, "eval.routing", 1)

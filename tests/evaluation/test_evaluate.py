@@ -226,6 +226,36 @@ def test_a_systems_text_format_builds_its_own_units(tmp_path: Path) -> None:
     assert tokens["bm25:message@locomo"] > tokens["bm25:message"]
 
 
+def test_a_systems_keys_build_their_own_units_and_resurrect_the_original(tmp_path: Path) -> None:
+    from convlab.pipeline.keys import KeyExpansion
+    from tests.helpers import locomo_file
+
+    said = [
+        ("Ann", "I adopted a puppy from the shelter."),
+        ("Bo", "What is its name?"),
+        ("Ann", "Her name is Pepper, a border collie puppy."),
+    ]
+    question = {"question": "What is the puppy called?", "answer": "Pepper", "evidence": ["D1:3"]}
+    data = load_labelled(str(locomo_file(tmp_path / "tiny.json", said, [question])))
+    keys = KeyExpansion(source="session", phrases=3)
+    systems = [
+        System(name="bm25:message", strategy="message", retrieval="bm25"),
+        System(name="bm25:message+keys", strategy="message", retrieval="bm25", keys=keys),
+    ]
+    ev = evaluate(data, systems, embedder=HashEmbedder(64), config=EvalConfig(budgets=(64,)))
+    assert set(ev.units) == {"message", "message[keys=session:3]"}
+    plain, keyed = ev.units["message"], ev.units["message[keys=session:3]"]
+    assert plain["text"].to_list()[2] == "Ann: Her name is Pepper, a border collie puppy."
+    for before, after in zip(plain["text"], keyed["text"], strict=True):
+        assert after.startswith(before + " ")  # the session's phrases appended to every unit
+    assert keyed["chunk_ids"].to_list() == plain["chunk_ids"].to_list()
+    # resurrection brings back the chunks: the same tokens for the same docs
+    used = ev.budgets.sort("query_id").group_by("system", maintain_order=True)
+    tokens = dict(used.agg(pl.col("tokens_used").sum()).iter_rows())
+    assert tokens["bm25:message+keys"] == tokens["bm25:message"]
+    assert ev.config["systems"][1]["keys"] == keys.as_dict()
+
+
 def test_the_config_records_each_strategys_cost_and_the_embedding_pass(tmp_path: Path) -> None:
     from convlab.embed import CachedEmbedder
     from convlab.evaluation.runfolder import metrics_record

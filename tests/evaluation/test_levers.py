@@ -106,3 +106,21 @@ def test_the_readme_table_is_rewritten_between_its_markers() -> None:
     assert "Made by `python -m eval.levers T`" in new
     with pytest.raises(ValueError, match="no results table markers"):
         with_readme_table("# T\n", block)
+
+
+def test_settings_are_chosen_per_fold_on_training_queries_only() -> None:
+    # two conversations; setting s1 is perfect on c1 only, s2 on c2 only: each fold, trained on
+    # the other conversation, picks the setting that fails its own: held-out mean 0
+    ids = ["c1:q0", "c1:q1", "c2:q0", "c2:q1"]
+    pq = pl.concat([
+        _pq("base", dict(zip(ids, [0.5] * 4, strict=True))),
+        _pq("s1", dict(zip(ids, [1.0, 1.0, 0.0, 0.0], strict=True))),
+        _pq("s2", dict(zip(ids, [0.0, 0.0, 1.0, 1.0], strict=True))),
+    ])  # fmt: skip
+    row = Lever(lever="L", data="d", run="r", system="cv", baseline="base", settings=["s*"],
+                folds=2)  # fmt: skip
+    t = lever_table([row], {"r": pq}).row(0, named=True)
+    assert (t["lever_mean"], t["baseline_mean"], t["delta"]) == (0.0, 0.5, -0.5)
+    with pytest.raises(ValueError, match=r"settings \['x\*'\] match \[\]"):
+        lever_table([Lever(lever="L", data="d", run="r", system="cv", baseline="base",
+                           settings=["x*"])], {"r": pq})  # fmt: skip

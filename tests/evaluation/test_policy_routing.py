@@ -60,7 +60,7 @@ def test_each_type_gets_its_best_cell_held_out() -> None:
     assert means[("cv one cell", "coverage")] == 0.5
     assert means[("routed:gold", "coverage")] == 1.0
     assert means[("routed:gold", "answer_contained")] == 0.0  # 1 - coverage in this grid
-    gold = [r for r in out["tests"] if r["system"] == "routed:gold" and r["subset"] == "all"]
+    gold = [r for r in out["comparisons"] if r["system"] == "routed:gold" and r["subset"] == "all"]
     assert gold[0]["delta"] == 0.5
     cells = {(r["type"], r["cell"]) for r in out["choices"] if r["route"] == "routed:gold"}
     assert cells == {("*", "message + unit"), ("x", "message + unit"), ("y", "message + doc")}

@@ -11,8 +11,17 @@ import pytest
 
 from convlab.protocols import Candidates, Query, RankContext, Ranker, Retriever
 from convlab.retrieval import Retrieval, SearchOptions
-from convlab.retrieval.rankers import MMR, RANKERS, BestPerDoc, Density, Recency, doc_rankers
+from convlab.retrieval.rankers import (
+    MMR,
+    RANKERS,
+    BestPerDoc,
+    Density,
+    Recency,
+    Session,
+    doc_rankers,
+)
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
+from convlab.retrieval.sessions import SessionFirst
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -125,13 +134,15 @@ def test_mmr_weighs_z_scored_relevance_whatever_the_scale() -> None:
 
 
 def test_registry_and_composition_follow_the_options() -> None:
-    assert RANKERS.names() == ("best_per_doc", "density", "mmr", "recency")
+    assert RANKERS.names() == ("best_per_doc", "density", "mmr", "recency", "session")
     assert all(isinstance(factory(), Ranker) for _, factory in RANKERS.items())
-    with pytest.raises(ValueError, match="valid: best_per_doc, density, mmr, recency"):
+    with pytest.raises(ValueError, match="valid: best_per_doc, density, mmr, recency, session"):
         RANKERS.get("bm42")
     assert doc_rankers(SearchOptions()) == []  # grouping per doc is each view's, not a choice
     every = SearchOptions(retrieval="hybrid", recency=True, density=True, mmr=0.5, recency_days=7)
     assert doc_rankers(every) == [Recency(7.0, 0.2), Density(0.15), MMR(0.5)]
+    mixed = every.replace(session={"weight": 0.25})
+    assert doc_rankers(mixed)[0] == Session(SessionFirst(weight=0.25))  # sessions first
     assert every.retrieval is Retrieval.HYBRID
 
 

@@ -23,6 +23,7 @@ from convlab.retrieval.rankers.hierarchical import (
 )
 from convlab.retrieval.rankers.mmr import MMR, mmr
 from convlab.retrieval.rankers.recency import Recency, recency_boost
+from convlab.retrieval.rankers.session import Session
 
 if TYPE_CHECKING:
     from convlab.protocols import Ranker
@@ -36,6 +37,7 @@ __all__ = [
     "Density",
     "Recency",
     "RegisteredRanker",
+    "Session",
     "conversation_centroids",
     "density_boost",
     "doc_rankers",
