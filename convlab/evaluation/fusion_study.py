@@ -164,7 +164,8 @@ def fixed(config: FixedFusion) -> dict[str, Any]:
     """Score one fusion with settings chosen elsewhere, against its baseline; write it.
 
     Nothing is tuned on this folder's queries: the figures hold for data the settings never saw.
-    Writes ``fixed.json`` and ``fixed.md`` under ``config.out``.
+    Writes ``fixed.json``, ``fixed.md`` and ``per_query.parquet`` (the baseline, each run and
+    the fusion, per query: the lever table's input) under ``config.out``.
 
     Raises:
         ValueError: a run the folder (or ``lexical_units``) does not have, naming those it has.
@@ -204,6 +205,7 @@ def fixed(config: FixedFusion) -> dict[str, Any]:
     config.out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(report, indent=1, default=str)
     write_file_atomic(config.out / "fixed.json", lambda t: t.write_text(text))
+    write_file_atomic(config.out / "per_query.parquet", lambda t: per_q.write_parquet(t))
     rows = ["| system | recall@5 | vs baseline | p (Holm) | ndcg@10 |", "|---|---|---|---|---|"]
     for r in sig.pivot(on="metric", index="system", values=["mean", "delta", "p_holm"]).iter_rows(
         named=True

@@ -311,6 +311,8 @@ def test_fuse_runs(tiny: tuple[Path, list[Any]]) -> None:
     _ok(tiny, "eval.fuse_runs", 1)
     fixed = json.loads((tiny[0] / "fixed" / "fixed.json").read_text())
     assert fixed["weights"] == {"bm25:message": 1.0, "sequential": 0.5}
+    fixed_pq = pl.read_parquet(tiny[0] / "fixed" / "per_query.parquet")
+    assert fixed_pq["system"].n_unique() == 3  # the baseline, the other run, the fusion
 
 
 def test_select_cv(tiny: tuple[Path, list[Any]]) -> None:
