@@ -82,6 +82,21 @@ class _Rocchio(_Strict):
     beta: Annotated[float, Meta(ge=0.0, le=100.0)] | UnsetType = UNSET
 
 
+class _Temporal(_Strict):
+    """:class:`convlab.retrieval.temporal.Temporal`, each key optional and bounded."""
+
+    boost: Annotated[float, Meta(ge=0.0, le=1000.0)] | UnsetType = UNSET
+    slack_days: Annotated[float, Meta(ge=0.0, le=3650.0)] | UnsetType = UNSET
+
+
+class _SecondRound(_Strict):
+    """:class:`convlab.retrieval.second_round.SecondRound`, each key optional and bounded."""
+
+    seeds: Annotated[int, Meta(ge=1, le=100)] | UnsetType = UNSET
+    decay: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
+    k: Annotated[int, Meta(ge=1, le=1000)] | UnsetType = UNSET
+
+
 class _Options(_Strict):
     """:class:`convlab.retrieval.SearchOptions`, each key optional and bounded."""
 
@@ -109,6 +124,9 @@ class _Options(_Strict):
     now: datetime | UnsetType = UNSET
     prf: _PRF | UnsetType = UNSET
     rocchio: _Rocchio | UnsetType = UNSET
+    temporal: _Temporal | UnsetType = UNSET
+    second_round: _SecondRound | UnsetType = UNSET
+    session_cap: Annotated[int, Meta(ge=1, le=10_000)] | UnsetType = UNSET
 
 
 class _Tuning(_Strict):
@@ -224,7 +242,7 @@ def _system(record: _System) -> System:
         for key in ("conversations", "roles"):  # tuples, as SearchOptions holds them
             if key in options:
                 options[key] = tuple(options[key])
-        for key in ("prf", "rocchio"):  # plain data, as SearchOptions takes it
+        for key in ("prf", "rocchio", "temporal", "second_round"):  # plain data
             if key in options:
                 options[key] = _given(options[key])
         fields["options"] = SearchOptions(**options)
@@ -285,6 +303,8 @@ _STRUCTS: dict[str, type[msgspec.Struct]] = {
     "systems[].options": _Options,
     "systems[].options.prf": _PRF,
     "systems[].options.rocchio": _Rocchio,
+    "systems[].options.temporal": _Temporal,
+    "systems[].options.second_round": _SecondRound,
 }
 
 
