@@ -78,6 +78,9 @@ def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
         ("eval.policy_cv", [str(run), str(tmp / "store"), "--budgets", "128,512",
                             "--reference-budget", "512", "--out", str(tmp / "policy_cv")]),
         ("eval.policy_cv", [str(tmp / "nowhere"), "--out", str(tmp / "policy_cv_refused")]),
+        ("eval.lever_cv", [str(run), "--lever", "bm25:message=message,sequential", "--out",
+                           str(tmp / "lever_cv"), "--dated", str(locomo)]),
+        ("eval.lever_cv", [str(tmp / "nowhere"), "--lever", "a=b", "--out", str(tmp / "lc")]),
         ("eval.fuse_runs", [str(run), "--out", str(tmp / "fusion"), "--folds", "2",
                             "--samples", "2"]),
         ("eval.fuse_runs", [str(run), "--out", str(tmp / "fixed"), "--fixed",
@@ -274,6 +277,31 @@ def test_policy_cv(tiny: tuple[Path, list[Any]]) -> None:
     assert (
         refused["err"].strip() == f"python -m eval.policy_cv: {tiny[0] / 'nowhere'}: no such folder"
     )
+
+
+def test_lever_cv(tiny: tuple[Path, list[Any]]) -> None:
+    _ok(tiny, "eval.lever_cv")
+    rows = json.loads((tiny[0] / "lever_cv" / "lever_cv.json").read_text())
+    first = rows[0]
+    assert (first["lever"], first["subset"], first["base_system"]) == (
+        "bm25:message=message,sequential",
+        "all",
+        "bm25:message",
+    )
+    # two conversations: two folds, each choosing message or sequential on the other's queries
+    assert sum(int(c.rpartition("x")[2]) for c in first["chosen"].split("; ")) == 2
+    assert first["p_holm"] == first["p"]  # one lever: Holm leaves its p as it is
+    assert {r["subset"] for r in rows} == {
+        "all",
+        "category=multi-hop",
+        "category=temporal",
+        "dated",
+    }
+    dated = next(r for r in rows if r["subset"] == "dated")
+    assert dated["queries"] == 0  # no question of the tiny LoCoMo names a time
+    refused = _result(tiny, "eval.lever_cv", 1)
+    assert refused["code"] == 2
+    assert "no such run folder" in refused["err"]
 
 
 def test_fuse_runs(tiny: tuple[Path, list[Any]]) -> None:

@@ -11,7 +11,16 @@ import pytest
 
 from convlab.protocols import Candidates, Query, RankContext, Ranker, Retriever
 from convlab.retrieval import Retrieval, SearchOptions
-from convlab.retrieval.rankers import MMR, RANKERS, BestPerDoc, Density, Recency, doc_rankers
+from convlab.retrieval.rankers import (
+    MMR,
+    RANKERS,
+    BestPerDoc,
+    Density,
+    Recency,
+    SessionCap,
+    TimeBoost,
+    doc_rankers,
+)
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
@@ -125,14 +134,23 @@ def test_mmr_weighs_z_scored_relevance_whatever_the_scale() -> None:
 
 
 def test_registry_and_composition_follow_the_options() -> None:
-    assert RANKERS.names() == ("best_per_doc", "density", "mmr", "recency")
+    names = ("best_per_doc", "density", "mmr", "recency", "session_cap", "temporal")
+    assert RANKERS.names() == names
     assert all(isinstance(factory(), Ranker) for _, factory in RANKERS.items())
-    with pytest.raises(ValueError, match="valid: best_per_doc, density, mmr, recency"):
+    with pytest.raises(ValueError, match="valid: " + ", ".join(names)):
         RANKERS.get("bm42")
     assert doc_rankers(SearchOptions()) == []  # grouping per doc is each view's, not a choice
     every = SearchOptions(retrieval="hybrid", recency=True, density=True, mmr=0.5, recency_days=7)
     assert doc_rankers(every) == [Recency(7.0, 0.2), Density(0.15), MMR(0.5)]
     assert every.retrieval is Retrieval.HYBRID
+    more = every.replace(temporal={"boost": 2.0, "slack_days": 7}, session_cap=3)
+    assert doc_rankers(more) == [
+        TimeBoost(2.0, 7.0),
+        Recency(7.0, 0.2),
+        Density(0.15),
+        SessionCap(3),
+        MMR(0.5),
+    ]
 
 
 def test_the_options_name_their_rankers_and_each_is_made_by_its_registered_class(

@@ -47,7 +47,8 @@ def sessions_capped(sessions: Sequence[str], cap: int) -> np.ndarray:
         [0, 1, 3, 2, 4]
     """
     seen: dict[str, int] = {}
-    first, rest = [], []
+    first: list[int] = []
+    rest: list[int] = []
     for i, s in enumerate(sessions):
         seen[s] = seen.get(s, 0) + 1
         (first if seen[s] <= cap else rest).append(i)
