@@ -116,10 +116,15 @@ class Candidates:
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    """A query as retrieval sees it: its text and its vector (embedded once per batch)."""
+    """A query as retrieval sees it: its text, its vector (embedded once per batch) and time.
+
+    ``time`` is when the question was asked, where the data says (LongMemEval's
+    ``question_date``); None elsewhere.
+    """
 
     text: str
     vector: np.ndarray
+    time: datetime | None = None
 
 
 @runtime_checkable
@@ -152,6 +157,8 @@ class RankContext:
         index: the stored vectors (for rankers that compare candidates with each other).
         now: the reference time of time-based rankers (None: no dated unit).
         k: how many docs the search returns.
+        anchor: the query's own time, else the latest message time in its scope (None: not
+            made; only the rankers that read times the query names ask for it).
     """
 
     query: Query
@@ -162,6 +169,7 @@ class RankContext:
     index: VectorSource
     now: datetime | None
     k: int
+    anchor: datetime | None = None
 
 
 @runtime_checkable

@@ -215,7 +215,15 @@ def longmemeval(
         .with_columns(pl.col("relevant").alias("evidence"), pl.col("turns").alias("relevant"))
         .select(*schema.QUERIES, *schema.QUERY_EVIDENCE)
     )
+    queries = _with_times(queries, labels)
     return LabelledData(_name(p), corpus, queries, labels.report, labels.haystacks, labels.sessions)
+
+
+def _with_times(queries: pl.DataFrame, labels: LongMemEvalLabels) -> pl.DataFrame:
+    """The queries with a last column ``time``, when each was asked (what the search reads)."""
+    if labels.times is None:
+        return queries
+    return queries.join(labels.times, on="query_id", how="left", maintain_order="left")
 
 
 def official(path: Path, corpus: Corpus, labels: LongMemEvalLabels) -> LabelledData:
@@ -253,7 +261,7 @@ def official(path: Path, corpus: Corpus, labels: LongMemEvalLabels) -> LabelledD
             pl.col("_rel").fill_null(empty).alias("relevant")
         )
 
-    queries = relevant(labels.queries, turns).select(list(schema.QUERIES))
+    queries = _with_times(relevant(labels.queries, turns).select(list(schema.QUERIES)), labels)
     session_gold = relevant(labels.sessions, sessions).select("query_id", "relevant")
     cleaning = {
         **labels.report,

@@ -75,12 +75,15 @@ class LongMemEvalLabels:
         sessions: ``query_id, relevant``: the ``answer_session_ids`` (session-level relevance).
         report: counts: questions, abstention, sessions (distinct), session_copies, answer_turns,
             questions_without_answer_turn, answer_sessions_outside_haystack.
+        times: ``query_id, time``: when each question was asked (its ``question_date``; null
+            where it has none or it cannot be read), what relative times in it are read from.
     """
 
     queries: pl.DataFrame
     haystacks: pl.DataFrame
     sessions: pl.DataFrame
     report: dict[str, int]
+    times: pl.DataFrame | None = None
 
 
 @register_format
@@ -126,8 +129,10 @@ def _digest(turns: list[Any]) -> bytes:
     return hashlib.blake2b(orjson.dumps(pairs), digest_size=16).digest()
 
 
-def _read(path: Path, builder: CorpusBuilder) -> tuple[list[list[str]], list[list[str]], Counter]:
-    """Read the file into ``builder``; return each question's haystack and answer sessions."""
+def _read(
+    path: Path, builder: CorpusBuilder
+) -> tuple[list[list[str]], list[list[str]], Counter, list[datetime | None]]:
+    """Read the file into ``builder``; each question's haystack, answer sessions and time."""
     try:
         items = orjson.loads(read_regular(path, limit=DATASET))
     except orjson.JSONDecodeError as exc:
@@ -138,6 +143,7 @@ def _read(path: Path, builder: CorpusBuilder) -> tuple[list[list[str]], list[lis
     asked: set[str] = set()
     haystacks: list[list[str]] = []
     answers: list[list[str]] = []
+    asked_at: list[datetime | None] = []
     counts: Counter[str] = Counter()
     for i, item in enumerate(items):
         items[i] = None  # what is read can go: the whole file need not stay in memory
@@ -191,8 +197,9 @@ def _read(path: Path, builder: CorpusBuilder) -> tuple[list[list[str]], list[lis
         )
         haystacks.append(haystack)
         answers.append(answer_sessions)
+        asked_at.append(parse_haystack_date(item.get("question_date")))
     counts["sessions"] = len(seen)
-    return haystacks, answers, counts
+    return haystacks, answers, counts, asked_at
 
 
 def _check(item: Any) -> str | None:
@@ -263,7 +270,7 @@ def read_longmemeval(path: str | Path, *, strict: bool = False) -> tuple[Corpus,
     """
     p = Path(path)
     builder = CorpusBuilder(strict=strict)
-    haystacks, answers, counts = _read(p, builder)
+    haystacks, answers, counts, asked_at = _read(p, builder)
     builder.file_done(p, LongMemEvalReader.name, 1)
     corpus = builder.build()
     queries = corpus.queries if corpus.queries is not None else schema.empty(schema.QUERIES)
@@ -291,4 +298,8 @@ def read_longmemeval(path: str | Path, *, strict: bool = False) -> tuple[Corpus,
             "answer_sessions_outside_haystack",
         )
     }
-    return corpus, LongMemEvalLabels(queries, hay, sessions, report)
+    times = pl.DataFrame(
+        {"query_id": qids, "time": asked_at},
+        schema={"query_id": pl.String, "time": schema.UTC_TIME},
+    )
+    return corpus, LongMemEvalLabels(queries, hay, sessions, report, times)

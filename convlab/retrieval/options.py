@@ -16,7 +16,9 @@ from convlab.fusion import FUSIONS, check_params, describe
 from convlab.index.bm25 import BM25Params
 from convlab.retrieval.prf import PRF
 from convlab.retrieval.rocchio import Rocchio
+from convlab.retrieval.second_round import SecondRound
 from convlab.retrieval.sessions import SessionFirst
+from convlab.retrieval.temporal import Temporal
 
 __all__ = [
     "SCORINGS",
@@ -30,6 +32,7 @@ SCORINGS: dict[str, str] = {
     "cosine": "cosine similarity of the doc's best unit to the query",
     "bm25": "BM25 score of the doc's best unit",
     "mmr": "maximal marginal relevance: lambda * z-scored relevance - (1 - lambda) * redundancy",
+    "rounds": "reciprocal rank fusion of the first round and its seeds' rounds, decayed",
 }
 """What a hit's score is, by the name :attr:`SearchOptions.scoring` starts with, besides the
 fusion methods (:func:`scoring_meaning`); a boost (``+recency``, ``+density``) multiplies it."""
@@ -127,6 +130,14 @@ class SearchOptions:
         session: session-first ranking of each view's docs, their scores mixed with their
             session's best (:class:`convlab.retrieval.sessions.SessionFirst`, or its plain
             data); None: off.
+        temporal: boost the docs inside the times the query names
+            (:class:`convlab.retrieval.temporal.Temporal`, or its plain data; the ``temporal``
+            ranker); None: off.
+        second_round: search again with the first round's best docs as queries and fuse the
+            rounds (:class:`convlab.retrieval.second_round.SecondRound`, or its plain data);
+            None: off.
+        session_cap: at most this many docs of one session before the docs beyond it (the
+            ``session_cap`` ranker); None: off.
     """
 
     k: int = 10
@@ -154,6 +165,9 @@ class SearchOptions:
     rocchio: Rocchio | None = None
     bm25: BM25Params | None = None
     session: SessionFirst | None = None
+    temporal: Temporal | None = None
+    second_round: SecondRound | None = None
+    session_cap: int | None = None
 
     def __post_init__(self) -> None:
         # a name is accepted for the mode (from configs, the CLI, JSON); stored as the Enum
@@ -172,8 +186,17 @@ class SearchOptions:
             raise ValueError("top_conversations must be at least 1")
         if self.depth is not None and self.depth < 1:
             raise ValueError("depth must be at least 1")
-        configs = (("prf", PRF), ("rocchio", Rocchio), ("bm25", BM25Params))
-        for name, config in (*configs, ("session", SessionFirst)):
+        if self.session_cap is not None and self.session_cap < 1:
+            raise ValueError("session_cap must be at least 1")
+        feedback = (
+            ("prf", PRF),
+            ("rocchio", Rocchio),
+            ("bm25", BM25Params),
+            ("session", SessionFirst),
+            ("temporal", Temporal),
+            ("second_round", SecondRound),
+        )
+        for name, config in feedback:
             value = getattr(self, name)
             if value is not None and not isinstance(value, config):
                 object.__setattr__(self, name, _feedback(config, value, name))
@@ -205,7 +228,10 @@ class SearchOptions:
         first = {Retrieval.DENSE: "cosine", Retrieval.LEXICAL: "bm25"}.get(
             self.retrieval, self.fusion
         )
-        boosts = [n for n in self.ranker_names if n in ("session", "recency", "density")]
+        if self.second_round is not None and self.retrieval is not Retrieval.HYBRID:
+            first = "rounds"
+        boosted = ("session", "temporal", "recency", "density")
+        boosts = [name for name in self.ranker_names if name in boosted]
         return "+".join([first, *boosts])
 
     @property
@@ -213,8 +239,8 @@ class SearchOptions:
         """The doc rankers these options switch on, by their :data:`RANKERS` names, in order.
 
         Each view's units are grouped per doc (``best_per_doc``) and, in hybrid search, the
-        views' doc rankings fused; then session -> recency -> density -> MMR run on the docs,
-        and the cut to ``k`` follows them.
+        views' doc rankings fused; then session -> temporal -> recency -> density ->
+        session_cap -> MMR run on the docs, and the cut to ``k`` follows them.
 
         Example:
             >>> SearchOptions(mmr=0.5, recency=True).ranker_names
@@ -222,8 +248,10 @@ class SearchOptions:
         """
         on = {
             "session": self.session is not None,
+            "temporal": self.temporal is not None,
             "recency": self.recency,
             "density": self.density,
+            "session_cap": self.session_cap is not None,
             "mmr": self.mmr is not None,
         }
         return tuple(name for name, wanted in on.items() if wanted)
@@ -271,7 +299,7 @@ def conversations_in_projects(conversations: pl.DataFrame, projects: tuple[str, 
 
 
 def _feedback(config: Any, value: Mapping[str, Any], name: str) -> Any:
-    """A retrieval's config (:class:`PRF`, :class:`Rocchio`, :class:`BM25Params`) from plain data.
+    """A nested config (PRF, Rocchio, BM25Params, SessionFirst, Temporal, ...) from plain data.
 
     Raises:
         ValueError: an unknown key (naming the valid ones) or a value out of its range.

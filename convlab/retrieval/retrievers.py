@@ -17,8 +17,11 @@ from convlab.retrieval.prf import PRF, expand
 from convlab.retrieval.rocchio import Rocchio, moved
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from convlab.index import VectorIndex
     from convlab.index.bm25 import BM25Index
+    from convlab.retrieval.options import SearchOptions
 
 __all__ = ["DenseRetriever", "LexicalRetriever"]
 
@@ -134,6 +137,17 @@ class LexicalRetriever:
         self.bm25, self.prf, self.texts = bm25, prf, texts
         # the last query's expansion: a search that fetches deeper asks again
         self._expanded: tuple[str, np.ndarray | None, dict[str, float] | None] | None = None
+
+    @classmethod
+    def for_options(
+        cls, bm25: BM25Index, options: SearchOptions, units: pl.DataFrame
+    ) -> LexicalRetriever:
+        """The lexical retriever ``options`` ask for: their BM25 parameters and RM3 feedback."""
+        wanted = options.prf is not None or options.bm25 is not None
+        texts = units["text"].to_list() if wanted else None
+        if options.bm25 is not None and texts is not None:
+            bm25 = bm25.reparametrized(options.bm25, texts)
+        return cls(bm25, options.prf, texts)
 
     def search(self, query: Query, depth: int, rows: np.ndarray | None) -> Candidates:
         """The ``depth`` best BM25 rows among ``rows``."""

@@ -51,6 +51,7 @@ from convlab.retrieval.rankers import (
     doc_rankers,
 )
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
+from convlab.retrieval.second_round import seeded_rounds
 
 if TYPE_CHECKING:
     from convlab.build import BuiltIndex
@@ -86,11 +87,7 @@ class Searcher:
         if options.retrieval.needs_vectors:
             self.retrievers.append(self.dense)
         if bm25 is not None and options.retrieval.needs_bm25:
-            wanted = options.prf is not None or options.bm25 is not None
-            texts = index.units["text"].to_list() if wanted else None
-            if options.bm25 is not None and texts is not None:
-                bm25 = bm25.reparametrized(options.bm25, texts)
-            self.retrievers.append(LexicalRetriever(bm25, options.prf, texts))
+            self.retrievers.append(LexicalRetriever.for_options(bm25, options, index.units))
         self.group = RANKERS.get("best_per_doc").from_options(options)
         self.rankers: list[Ranker] = doc_rankers(options)
         # one chunk (frames read or concatenated come in several): each query's gather of its
@@ -103,6 +100,12 @@ class Searcher:
         self.times: list[datetime | None] = u["timestamp"].to_list()
         self.doc_ids: list[list[str]] = u["doc_ids"].to_list()
         self.now: datetime = options.now or datetime.now(UTC)
+        self.texts: list[str] = u["text"].to_list() if options.second_round is not None else []
+        # microseconds of every row's time (undated: the smallest int64), for query anchors
+        self.stamps: np.ndarray | None = None
+        if "temporal" in options.ranker_names:
+            lowest = np.iinfo(np.int64).min
+            self.stamps = u["timestamp"].dt.epoch("us").fill_null(lowest).to_numpy()
         self.centroids: tuple[np.ndarray, np.ndarray] | None = None
         self.first = ConversationFirst(options.top_conversations, options.conversation_floor)
         self._scope: tuple[tuple[str, ...] | None, np.ndarray | None] | None = None
@@ -117,17 +120,27 @@ class Searcher:
         """
         if self._scope is not None and self._scope[0] == conversations:
             return self._scope[1]
-        if conversations is None:
-            rows = None if self.mask.all() else np.flatnonzero(self.mask)
-        else:
-            parts = [self.by_conv.get(c, np.zeros(0, np.int64)) for c in conversations]
-            r = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-            rows = r[self.mask[r]]
-        self._scope = (conversations, rows)
-        return rows
+        self._scope = (conversations, self._rows(conversations))
+        return self._scope[1]
 
-    def context(self, query: Query) -> RankContext:
-        """What the rankers read about ``query`` and the index."""
+    def _rows(self, conversations: tuple[str, ...] | None) -> np.ndarray | None:
+        if conversations is None:
+            return None if self.mask.all() else np.flatnonzero(self.mask)
+        parts = [self.by_conv.get(c, np.zeros(0, np.int64)) for c in conversations]
+        r = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        return r[self.mask[r]]
+
+    def anchor(self, query: Query, scope: tuple[str, ...] | None) -> datetime | None:
+        """The query's time, else its scope's latest message time (None: not needed; no row)."""
+        if self.stamps is None or query.time is not None:
+            return query.time
+        lowest, rows = np.iinfo(np.int64).min, self._rows(scope)
+        stamps = self.stamps if rows is None else self.stamps[rows]
+        latest = int(stamps.max()) if stamps.size else lowest
+        return None if latest == lowest else datetime.fromtimestamp(latest / 1e6, UTC)
+
+    def context(self, query: Query, anchor: datetime | None = None) -> RankContext:
+        """What the rankers read about ``query`` (its ``anchor``: :meth:`anchor`) and the index."""
         return RankContext(
             query=query,
             units=self.units,
@@ -137,6 +150,7 @@ class Searcher:
             index=self.index,
             now=self.now,
             k=self.options.k,
+            anchor=anchor,
         )
 
     def views(self, query: Query, conversations: tuple[str, ...] | None) -> list[Candidates | None]:
@@ -152,7 +166,22 @@ class Searcher:
         if rows is not None and rows.size == 0:
             return [None] * len(self.retrievers)
         context = self.context(query)
-        return [self.docs(r, query, rows, context) for r in self.retrievers]
+        return [self.rounds(r, query, rows, context) for r in self.retrievers]
+
+    def rounds(
+        self, retriever: Retriever, query: Query, rows: np.ndarray | None, context: RankContext
+    ) -> Candidates | None:
+        """One retriever's docs (:meth:`docs`), with the second round when the options ask."""
+        first = self.docs(retriever, query, rows, context)
+        config = self.options.second_round
+        if config is None:
+            return first
+
+        def seed(row: int) -> Query:
+            vector = self.index.vectors(np.array([row], dtype=np.int64))[0]
+            return Query(self.texts[row], np.asarray(vector, dtype=np.float32), query.time)
+
+        return seeded_rounds(first, config, seed, lambda q: self.docs(retriever, q, rows, context))
 
     def docs(
         self, retriever: Retriever, query: Query, rows: np.ndarray | None, context: RankContext
@@ -192,15 +221,16 @@ class Searcher:
             found = fused_docs(views, method=self.options.fusion, **self.options.fusion_params)
         else:
             found = views[0]
-        return _hits(
-            self.units, ids, [self.ranked(q, c) for q, c in zip(queries, found, strict=True)]
-        )
+        ranked = [self.ranked(q, c, s) for q, c, s in zip(queries, found, scopes, strict=True)]
+        return _hits(self.units, ids, ranked)
 
-    def ranked(self, query: Query, docs: Candidates | None) -> Candidates | None:
-        """``docs`` through the doc rankers, cut to ``k``."""
+    def ranked(
+        self, query: Query, docs: Candidates | None, scope: tuple[str, ...] | None = None
+    ) -> Candidates | None:
+        """``docs`` (found in ``scope``) through the doc rankers, cut to ``k``."""
         if docs is None:
             return None
-        context = self.context(query)
+        context = self.context(query, self.anchor(query, scope))
         for ranker in self.rankers:
             docs = ranker(docs, context)
         return docs.take(slice(0, self.options.k))
@@ -214,7 +244,16 @@ class Searcher:
                 self.options.conversations if c is None else (str(c),)
                 for c in queries["conversation_id"].to_list()
             ]
-        return self.many(self.dense.queries(texts), queries["query_id"].to_list(), scopes)
+        return self.many(
+            _timed(self.dense.queries(texts), queries), queries["query_id"].to_list(), scopes
+        )
+
+
+def _timed(found: list[Query], queries: pl.DataFrame) -> list[Query]:
+    """The queries with their ``time`` column's times, where the frame has one."""
+    if "time" not in queries.columns:
+        return found
+    return [Query(q.text, q.vector, t) for q, t in zip(found, queries["time"], strict=True)]
 
 
 def _scope_key(scope: tuple[str, ...] | None) -> tuple[int, tuple[str, ...]]:
@@ -367,7 +406,7 @@ def search_haystacks(
         .iter_rows()
     }
     ids = queries["query_id"].to_list()
-    queries_in = searcher.dense.queries(queries["text"].to_list())
+    queries_in = _timed(searcher.dense.queries(queries["text"].to_list()), queries)
     return searcher.many(queries_in, ids, [scope.get(q, ()) for q in ids])
 
 

@@ -104,6 +104,21 @@ class _Keys(_Strict):
     max_words: Annotated[int, Meta(ge=1, le=5)] | UnsetType = UNSET
 
 
+class _Temporal(_Strict):
+    """:class:`convlab.retrieval.temporal.Temporal`, each key optional and bounded."""
+
+    boost: Annotated[float, Meta(ge=0.0, le=1000.0)] | UnsetType = UNSET
+    slack_days: Annotated[float, Meta(ge=0.0, le=3650.0)] | UnsetType = UNSET
+
+
+class _SecondRound(_Strict):
+    """:class:`convlab.retrieval.second_round.SecondRound`, each key optional and bounded."""
+
+    seeds: Annotated[int, Meta(ge=1, le=100)] | UnsetType = UNSET
+    decay: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
+    k: Annotated[int, Meta(ge=1, le=1000)] | UnsetType = UNSET
+
+
 class _Options(_Strict):
     """:class:`convlab.retrieval.SearchOptions`, each key optional and bounded."""
 
@@ -133,6 +148,9 @@ class _Options(_Strict):
     rocchio: _Rocchio | UnsetType = UNSET
     bm25: _BM25 | UnsetType = UNSET
     session: _Session | UnsetType = UNSET
+    temporal: _Temporal | UnsetType = UNSET
+    second_round: _SecondRound | UnsetType = UNSET
+    session_cap: Annotated[int, Meta(ge=1, le=10_000)] | UnsetType = UNSET
 
 
 class _Tuning(_Strict):
@@ -249,7 +267,8 @@ def _system(record: _System) -> System:
         for key in ("conversations", "roles"):  # tuples, as SearchOptions holds them
             if key in options:
                 options[key] = tuple(options[key])
-        for key in ("prf", "rocchio", "bm25", "session"):  # plain data, as SearchOptions takes
+        # plain data, as SearchOptions takes it
+        for key in ("prf", "rocchio", "bm25", "session", "temporal", "second_round"):
             if key in options:
                 options[key] = _given(options[key])
         fields["options"] = SearchOptions(**options)
@@ -315,6 +334,8 @@ _STRUCTS: dict[str, type[msgspec.Struct]] = {
     "systems[].options.bm25": _BM25,
     "systems[].options.session": _Session,
     "systems[].keys": _Keys,
+    "systems[].options.temporal": _Temporal,
+    "systems[].options.second_round": _SecondRound,
 }
 
 

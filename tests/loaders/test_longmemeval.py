@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 
 import ir_measures
@@ -303,3 +304,17 @@ def test_eval_run_on_the_fixture(tmp_path: Path) -> None:
     assert "## LongMemEval measures, session level" in report
     config = json.loads((out / "config.json").read_text())
     assert "session:recall_all@10" in config["config"]["metrics"]
+
+
+@pytest.mark.parametrize("protocol", ["convlab", "longmemeval"])
+def test_questions_carry_their_date(protocol: str) -> None:
+    """Each question's ``question_date`` (2023/05/10 12:00 in the fixture), what the search's
+    time boost reads relative times from; the loader's labels hold it too."""
+    queries = load_labelled(FIXTURE, strict=True, protocol=protocol).queries
+    assert queries.columns[-1] == "time"
+    assert queries["time"].to_list() == [datetime(2023, 5, 10, 12, tzinfo=UTC)] * 3
+    _, labels = read_longmemeval(FIXTURE)
+    assert labels.times is not None
+    assert labels.times.rows() == [
+        (q, datetime(2023, 5, 10, 12, tzinfo=UTC)) for q in labels.queries["query_id"].to_list()
+    ]

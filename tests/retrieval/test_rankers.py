@@ -18,6 +18,8 @@ from convlab.retrieval.rankers import (
     Density,
     Recency,
     Session,
+    SessionCap,
+    TimeBoost,
     doc_rankers,
 )
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
@@ -134,9 +136,10 @@ def test_mmr_weighs_z_scored_relevance_whatever_the_scale() -> None:
 
 
 def test_registry_and_composition_follow_the_options() -> None:
-    assert RANKERS.names() == ("best_per_doc", "density", "mmr", "recency", "session")
+    names = ("best_per_doc", "density", "mmr", "recency", "session", "session_cap", "temporal")
+    assert RANKERS.names() == names
     assert all(isinstance(factory(), Ranker) for _, factory in RANKERS.items())
-    with pytest.raises(ValueError, match="valid: best_per_doc, density, mmr, recency, session"):
+    with pytest.raises(ValueError, match="valid: " + ", ".join(names)):
         RANKERS.get("bm42")
     assert doc_rankers(SearchOptions()) == []  # grouping per doc is each view's, not a choice
     every = SearchOptions(retrieval="hybrid", recency=True, density=True, mmr=0.5, recency_days=7)
@@ -144,6 +147,14 @@ def test_registry_and_composition_follow_the_options() -> None:
     mixed = every.replace(session={"weight": 0.25})
     assert doc_rankers(mixed)[0] == Session(SessionFirst(weight=0.25))  # sessions first
     assert every.retrieval is Retrieval.HYBRID
+    more = every.replace(temporal={"boost": 2.0, "slack_days": 7}, session_cap=3)
+    assert doc_rankers(more) == [
+        TimeBoost(2.0, 7.0),
+        Recency(7.0, 0.2),
+        Density(0.15),
+        SessionCap(3),
+        MMR(0.5),
+    ]
 
 
 def test_the_options_name_their_rankers_and_each_is_made_by_its_registered_class(

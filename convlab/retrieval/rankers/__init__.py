@@ -4,7 +4,8 @@ Each registers its class in :data:`RANKERS` and is made from the search options 
 ``from_options`` (:class:`RegisteredRanker`); :func:`doc_rankers` resolves the names the
 options give (:attr:`~convlab.retrieval.SearchOptions.ranker_names`, in
 search's fixed order) through :data:`RANKERS`. The pure functions behind them
-(``recency_boost``, ``density_boost``, ``mmr``) and the conversation-first row selection
+(``recency_boost``, ``density_boost``, ``mmr``, ``time_boost``, ``sessions_capped``) and the
+conversation-first row selection
 (:mod:`.hierarchical`) are exported too. Fusing views (hybrid search) is no ranker: it is
 :mod:`convlab.fusion`, through :mod:`convlab.retrieval.fused`.
 """
@@ -24,6 +25,8 @@ from convlab.retrieval.rankers.hierarchical import (
 from convlab.retrieval.rankers.mmr import MMR, mmr
 from convlab.retrieval.rankers.recency import Recency, recency_boost
 from convlab.retrieval.rankers.session import Session
+from convlab.retrieval.rankers.session_cap import SessionCap, sessions_capped
+from convlab.retrieval.rankers.temporal import TimeBoost, time_boost
 
 if TYPE_CHECKING:
     from convlab.protocols import Ranker
@@ -38,11 +41,15 @@ __all__ = [
     "Recency",
     "RegisteredRanker",
     "Session",
+    "SessionCap",
+    "TimeBoost",
     "conversation_centroids",
     "density_boost",
     "doc_rankers",
     "mmr",
     "recency_boost",
+    "sessions_capped",
+    "time_boost",
     "top_conversations",
 ]
 

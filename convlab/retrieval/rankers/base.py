@@ -35,4 +35,5 @@ class RegisteredRanker(Protocol):
 
 
 RANKERS: Registry[type[RegisteredRanker]] = Registry("ranker")
-"""Ranker classes by name: ``best_per_doc``, ``recency``, ``density``, ``mmr``."""
+"""Ranker classes by name: ``best_per_doc``, ``recency``, ``density``, ``mmr``, ``temporal``,
+``session_cap``."""
