@@ -26,7 +26,9 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
@@ -45,6 +47,7 @@ BASE_FUSION = "fusion:convex"
 WEIGHTS = "bm25:message=1,bm25:sequential=1,bm25:turn_pair=0.5,sequential=1,turn_pair=0.5"
 """The weights every fold of the base fusion chose without its test conversation (final24)."""
 METRICS = ("recall@5", "recall@10", "ndcg@10")
+VIEWS = ("message", "sequential", "turn_pair")
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -65,6 +68,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads while training")
     p.add_argument("--all-model", action="store_true", help="only the model of all the data")
+    p.add_argument(
+        "--transfer",
+        type=Path,
+        default=None,
+        metavar="FT_RUN_FOLDER",
+        help="no training: compare an eval.run folder made with --embedder minilm-ft (its dense "
+        "views as ft:VIEW, and the fixed fusion over them) with the --base folder made with the "
+        "base model, on --base's queries",
+    )
     return p.parse_args(argv)
 
 
@@ -131,6 +143,33 @@ def _compare(out: Path, base: Path, runs: dict[str, pl.DataFrame], weights: dict
     return list(all_runs), family
 
 
+def _write_config(
+    args: argparse.Namespace,
+    argv: Sequence[str] | None,
+    recipe: FineTuneRecipe,
+    weights: dict[str, float],
+    names: list[str],
+    records: list[dict[str, Any]],
+    started: float,
+) -> None:
+    """``config.json``: the command, the recipe, the fixed weights, each fold's record, seconds."""
+    config = {
+        "command": [*shlex.split(PROG), *(sys.argv[1:] if argv is None else argv)],
+        "data": str(args.data or locomo_path(None)),
+        "folds": args.folds,
+        "recipe": asdict(recipe),
+        "weights_fixed": weights,
+        "systems": [{"name": n} for n in names],
+        "fold_records": records,
+        "transfer": None if args.transfer is None else str(args.transfer),
+        "base": None if args.base is None else str(args.base),
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    text = json.dumps(config, indent=1, default=str)
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_file_atomic(args.out / "config.json", lambda t: t.write_text(text))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the folds (or ``--all-model``); 2 for bad options or data."""
     args = parse_args(argv)
@@ -145,11 +184,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             threads=args.threads,
         )
         weights = _weights(args.weights)
-        data = load_labelled(locomo_path(args.data))
+        data = None if args.transfer else load_labelled(locomo_path(args.data))
         only = tuple(int(x) for x in args.only_folds.split(",")) if args.only_folds else None
     except (ValueError, FileNotFoundError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    if args.transfer is not None:
+        if args.base is None:
+            print(f"{PROG}: --transfer needs --base (the base model's run folder)", file=sys.stderr)
+            return 2
+        ft = read_runs(args.transfer)
+        runs = {f"{FT_PREFIX}{v}": ft[v] for v in VIEWS if v in ft}
+        names, family = _compare(args.out, args.base, runs, weights)
+        _write_config(args, argv, recipe, weights, names, [], started)
+        print((args.out / "comparison.md").read_text())
+        return 0
+    assert data is not None  # loaded unless --transfer
     if args.all_model:
         model_id, stats = all_data_model(data, recipe, models=args.models, log=_log)
         print(json.dumps({"model_id": model_id, "training": stats}))
@@ -166,18 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     names, family = (
         ([], None) if args.base is None else _compare(args.out, args.base, runs, weights)
     )
-    config = {
-        "command": [*shlex.split(PROG), *(sys.argv[1:] if argv is None else argv)],
-        "data": str(locomo_path(args.data)),
-        "folds": args.folds,
-        "recipe": recipe.__repr__(),
-        "weights_fixed": weights,
-        "systems": [{"name": n} for n in names],
-        "fold_records": records,
-        "seconds": round(time.perf_counter() - started, 1),
-    }
-    text = json.dumps(config, indent=1, default=str)
-    write_file_atomic(args.out / "config.json", lambda t: t.write_text(text))
+    _write_config(args, argv, recipe, weights, names, records, started)
     if family is not None:
         print((args.out / "comparison.md").read_text())
     print(f"wrote {args.out}")
