@@ -193,9 +193,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.base is None:
             print(f"{PROG}: --transfer needs --base (the base model's run folder)", file=sys.stderr)
             return 2
-        ft = read_runs(args.transfer)
-        runs = {f"{FT_PREFIX}{v}": ft[v] for v in VIEWS if v in ft}
-        names, family = _compare(args.out, args.base, runs, weights)
+        try:
+            ft = read_runs(args.transfer)
+            runs = {f"{FT_PREFIX}{v}": ft[v] for v in VIEWS if v in ft}
+            names, family = _compare(args.out, args.base, runs, weights)
+        except (ValueError, FileNotFoundError) as exc:  # a run or a folder missing
+            print(f"{PROG}: {exc}", file=sys.stderr)
+            return 2
         _write_config(args, argv, recipe, weights, names, [], started)
         print((args.out / "comparison.md").read_text())
         return 0
