@@ -1,4 +1,4 @@
-"""Embedders by name: :data:`EMBEDDERS` (``minilm``, ``hash``) and :func:`make_embedder`.
+"""Embedders by name: :data:`EMBEDDERS` (``minilm``, ``minilm-ft``, ``hash``), make_embedder.
 
 Callers (the CLI, ``eval.run``, the store) pick an embedder by its registered name, and a
 manifest records that name in its ``embedder`` field, so the embedder that searches a store is
@@ -40,6 +40,21 @@ def _minilm(*, backend: str | None, model_id: str | None, **options: Any) -> Emb
     return minilm_embedder(backend or "torch", **options)
 
 
+@EMBEDDERS.register("minilm-ft")
+def _minilm_ft(*, backend: str | None, model_id: str | None, **options: Any) -> Embedder:
+    """all-MiniLM-L6-v2 fine-tuned on labelled data (:mod:`convlab.embed.finetune`), torch only.
+
+    ``model_id`` names the model (its data, recipe and fold); it must be in the cache already.
+    """
+    if backend not in (None, "torch"):
+        raise ValueError(f"the fine-tuned model runs on torch only, not {backend}")
+    if model_id is None:
+        raise ValueError("minilm-ft needs the model_id of a fine-tuned model")
+    from convlab.embed.finetune import FineTunedEmbedder
+
+    return FineTunedEmbedder(model_id, **options)
+
+
 @EMBEDDERS.register("hash")
 def _hash(*, backend: str | None, model_id: str | None, **options: Any) -> Embedder:
     """The hashed bag of words, for tests of the commands.
@@ -67,7 +82,7 @@ def make_embedder(
     """The embedder registered as ``name`` (one of :data:`EMBEDDERS`).
 
     Args:
-        name: ``minilm`` or ``hash``.
+        name: ``minilm``, ``minilm-ft`` (a fine-tuned model: ``model_id`` names it) or ``hash``.
         backend: for ``minilm``, one of :data:`convlab.embed.BACKENDS` (None: torch to build,
             or the best fit for ``model_id`` to search).
         model_id: the ``model_id`` recorded with stored vectors: the embedder is then one whose

@@ -64,6 +64,10 @@ class Comparison:
         cache: the embedding cache folder.
         backend: the MiniLM backend (:data:`convlab.embed.BACKENDS`).
         device: where the model embeds (:class:`convlab.embed.Device`).
+        embedder: the embedder's registered name (:data:`convlab.embed.EMBEDDERS`): ``minilm``,
+            or ``minilm-ft`` for a fine-tuned model already in the cache (``model_id`` names
+            it: ``python -m eval.finetune_cv --all-model`` makes the one of all of LoCoMo).
+        model_id: the fine-tuned model's id (``minilm-ft`` only).
         command: the command line that asked for it, recorded in the run's ``config.json``
             with the source's commit (none: neither is recorded).
     """
@@ -83,6 +87,8 @@ class Comparison:
     cache: str = "runs/cache"
     backend: str = "torch"
     device: str = "auto"
+    embedder: str = "minilm"
+    model_id: str | None = None
     command: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -254,7 +260,7 @@ def run_comparison(comparison: Comparison, systems: list[System] | None = None) 
 
     matplotlib.use("Agg")  # figures go to files only, whatever the display
 
-    from convlab.embed import CachedEmbedder, minilm_embedder
+    from convlab.embed import CachedEmbedder, make_embedder, minilm_embedder
     from convlab.evaluation.datasets import check_scorable, load_labelled
     from convlab.evaluation.evaluate import evaluate
     from convlab.evaluation.queries import write_qrels
@@ -263,7 +269,11 @@ def run_comparison(comparison: Comparison, systems: list[System] | None = None) 
     c = comparison
     systems = systems if systems is not None else comparison_systems(c)
     # the device is resolved here, once: `--device cuda` without a GPU fails before any work
-    embedder = CachedEmbedder(minilm_embedder(c.backend, device=c.device), c.cache)
+    if c.embedder == "minilm":
+        base = minilm_embedder(c.backend, device=c.device)
+    else:
+        base = make_embedder(c.embedder, c.backend, model_id=c.model_id, device=c.device)
+    embedder = CachedEmbedder(base, c.cache)
     data = load_labelled(c.data, protocol=c.protocol)
     data = data.select(list(c.conversations) or None).every(c.every)
     check_scorable(data, c.data or "the sample data")

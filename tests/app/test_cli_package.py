@@ -65,7 +65,7 @@ def test_choices_come_from_the_registries() -> None:
     assert _choices("index", "--backend") == list(BACKENDS)
     assert _choices("index", "--engine") == sorted(ENGINES)
     for command in ("index", "search", "judge"):
-        assert _choices(command, "--embedder") == ["hash", "minilm"]
+        assert _choices(command, "--embedder") == ["hash", "minilm", "minilm-ft"]
     from convlab.resurrection import POLICIES
 
     for command in ("search", "show"):
@@ -86,7 +86,11 @@ def test_the_embedder_of_a_store_is_read_from_its_manifest() -> None:
     named = embedder_for_vectors(_vectors("hash-16", "hash"), None, None)
     assert isinstance(named, HashEmbedder)
     assert named.dimension == 16
-    assert EMBEDDERS.names() == ("hash", "minilm")  # the CLI's choices are the package's
+    assert EMBEDDERS.names() == (
+        "hash",
+        "minilm",
+        "minilm-ft",
+    )  # the CLI's choices are the package's
 
 
 def test_an_unknown_model_id_is_a_usage_error_naming_it() -> None:

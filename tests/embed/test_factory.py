@@ -24,7 +24,7 @@ from convlab.specs import IndexSpec
 
 
 def test_embedders_are_picked_by_name() -> None:
-    assert EMBEDDERS.names() == ("hash", "minilm")
+    assert EMBEDDERS.names() == ("hash", "minilm", "minilm-ft")
     assert make_embedder("hash").model_id == "hash-64"
     assert isinstance(make_embedder("minilm"), MiniLMEmbedder)  # torch by default, no load
     int8 = make_embedder("minilm", "onnx-int8")
@@ -34,7 +34,8 @@ def test_embedders_are_picked_by_name() -> None:
 
 
 def test_unknown_names_list_the_valid_ones() -> None:
-    with pytest.raises(ValueError, match=r"^unknown embedder 'bert'; valid: hash, minilm$"):
+    valid = "hash, minilm, minilm-ft"
+    with pytest.raises(ValueError, match=rf"^unknown embedder 'bert'; valid: {valid}$"):
         make_embedder("bert")
     with pytest.raises(ValueError, match=r"backend 'cuda'; valid: onnx, onnx-int8, torch$"):
         make_embedder("minilm", "cuda")
@@ -111,3 +112,33 @@ def test_vendored_stopwords_are_scikit_learn_s() -> None:
 
     assert ENGLISH_STOP_WORDS == text.ENGLISH_STOP_WORDS
     assert len(ENGLISH_STOP_WORDS) == 318
+
+
+def test_the_fine_tuned_embedder_is_named_by_its_model_id(tmp_path: Path) -> None:
+    from convlab.embed.finetune import FineTuneRecipe, finetuned_dir, finetuned_model_id
+
+    with pytest.raises(ValueError, match="needs the model_id"):
+        make_embedder("minilm-ft")
+    with pytest.raises(ValueError, match="torch only"):
+        make_embedder("minilm-ft", "onnx", model_id="x")
+    model_id = finetuned_model_id("f" * 64, FineTuneRecipe(), 3, 10)
+    assert model_id.startswith(f"{MODEL_ID}+ft:ffffffffffff-")
+    assert model_id.endswith(":fold3of10")
+    with pytest.raises(FileNotFoundError, match=r"eval\.finetune_cv"):
+        make_embedder("minilm-ft", model_id=model_id, cache_dir=tmp_path)
+    # folds, data and recipes each get their own id and folder, all under the cache root
+    ids = {
+        model_id,
+        finetuned_model_id("f" * 64, FineTuneRecipe(), 4, 10),
+        finetuned_model_id("e" * 64, FineTuneRecipe(), 3, 10),
+        finetuned_model_id("f" * 64, FineTuneRecipe(epochs=2), 3, 10),
+        finetuned_model_id("f" * 64, FineTuneRecipe()),
+    }
+    assert len(ids) == 5
+    folders = {finetuned_dir(i, tmp_path) for i in ids}
+    assert len(folders) == 5
+    assert all(f.parent == tmp_path / "finetuned" for f in folders)
+    with pytest.raises(ValueError, match="not a fine-tuned"):
+        finetuned_dir(MODEL_ID, tmp_path)
+    with pytest.raises(ValueError, match="fold 10"):
+        finetuned_model_id("f" * 64, FineTuneRecipe(), 10, 10)

@@ -89,6 +89,10 @@ def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
                           "--folds", "2", "--samples", "4", "--min-train", "1"]),
         ("eval.routing", [str(run), "--data", str(locomo), "--out", str(tmp / "unrouted"),
                           "--transfer-from", str(run)]),
+        ("eval.finetune_cv", ["--transfer", str(run), "--base", str(run),
+                              "--out", str(tmp / "ft_transfer"), "--cache", cache]),
+        ("eval.finetune_cv", ["--transfer", str(run), "--out", str(tmp / "ft_refused"),
+                              "--cache", cache]),
         ("eval.unit_costs", ["--data", sample, "--strategies", "message,turn_pair",
                              "--out", str(tmp / "costs.json")]),
         ("eval.lme_haystacks", ["--oracle", str(tmp / "oracle.json"), "--sessions", "2",
@@ -133,6 +137,9 @@ def _model_jobs(tmp: Path) -> list[tuple[str, list[str]]]:
         ("eval.bench_onnx", ["--texts", "20", "--chunk", "10", "--latency-runs", "1",
                              "--skip-throughput", "--out", bench]),
         ("eval.bench_ray", ["--n", "20", "--actors", "1", "--rounds", "1", "--out", bench]),
+        ("eval.finetune_cv", ["--folds", "2", "--batch-size", "2", "--max-seq-length", "16",
+                              "--out", str(tmp / "ft"), "--cache", str(tmp / "cache"),
+                              "--models", str(tmp / "models")]),
     ]  # fmt: skip
 
 
@@ -367,6 +374,25 @@ def test_routing(tiny: tuple[Path, list[Any]]) -> None:
     assert "transfer needs both" in refused["err"]
 
 
+def test_finetune_cv_transfer(tiny: tuple[Path, list[Any]]) -> None:
+    """--transfer compares two eval.run folders; the same folder twice: every delta is 0."""
+    _ok(tiny, "eval.finetune_cv")
+    family = pl.read_parquet(tiny[0] / "ft_transfer" / "comparison.parquet")
+    views = family.filter(pl.col("system").str.starts_with("ft:"))
+    assert set(views["system"]) == {"ft:message", "ft:sequential", "ft:turn_pair"}
+    assert views["delta"].abs().max() == 0.0
+    values = pl.read_parquet(tiny[0] / "ft_transfer" / "per_query.parquet")
+
+    def fused(name: str) -> list[float]:
+        return values.filter(pl.col("system") == name).sort("query_id", "metric")["value"].to_list()
+
+    # the fixed fusion with the ft: views in place of the same runs: the same values
+    assert fused("fusion:convex-ft") == fused("fusion:convex-fixed")
+    refused = _result(tiny, "eval.finetune_cv", 1)
+    assert refused["code"] == 2
+    assert "--transfer needs --base" in refused["err"]
+
+
 def test_unit_costs(tiny: tuple[Path, list[Any]]) -> None:
     _ok(tiny, "eval.unit_costs")
     rows = json.loads((tiny[0] / "costs.json").read_text())
@@ -423,6 +449,17 @@ def test_the_model_benchmarks_write_their_json(tmp_path: Path, env: dict[str, st
     """bench_embed, bench_onnx and bench_ray time the real model: a tiny run of each."""
     results = _launch(_model_jobs(tmp_path), tmp_path, env, "--model")
     wrote = ("bench_embed.json", "bench_onnx.json", "bench_ray_20.json")
-    for result, name in zip(results, wrote, strict=True):
+    for result, name in zip(results[:3], wrote, strict=True):
         assert result["code"] == 0, result["err"][-3000:]
         assert json.loads((tmp_path / "b" / name).read_text())
+    # the fine-tuning CV: a model per fold in --models, each fold's held-out runs, one per view
+    assert results[3]["code"] == 0, results[3]["err"][-3000:]
+    config = json.loads((tmp_path / "ft" / "config.json").read_text())
+    assert [r["test_conversations"] for r in config["fold_records"]] in (
+        [["conv-26"], ["conv-30"]],
+        [["conv-30"], ["conv-26"]],
+    )
+    assert all(r["triples"] == 2 for r in config["fold_records"])  # the other conversation's
+    assert len(list((tmp_path / "models" / "finetuned").glob("all-MiniLM-L6-v2-ft-*"))) == 2
+    for fold in (tmp_path / "ft" / "folds").iterdir():
+        assert len(list(fold.glob("ft_*.trec"))) == 3

@@ -41,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The comparison's options (``--data``, ``--strategies``, ``--out``, ...) on ``p``."""
-    from convlab.embed import BACKENDS, Device
+    from convlab.embed import BACKENDS, EMBEDDERS, Device
     from convlab.evaluation.config import PROTOCOLS, SCOPES
     from convlab.pipeline.policy import TEXT_FORMATS
 
@@ -103,6 +103,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--backend", default="torch", choices=tuple(BACKENDS), help="MiniLM backend (%(default)s)"
     )
+    p.add_argument(
+        "--embedder",
+        default="minilm",
+        choices=[n for n in EMBEDDERS.names() if n != "hash"],
+        help="the embedder: minilm (default) or minilm-ft, a fine-tuned MiniLM in the cache "
+        "(CONVLAB_CACHE) named by --model-id (python -m eval.finetune_cv --all-model makes it)",
+    )
+    p.add_argument("--model-id", default=None, help="the fine-tuned model of --embedder minilm-ft")
     p.add_argument(
         "--device",
         default=Device.AUTO.value,
@@ -167,6 +175,8 @@ def comparison_of(
         cache=args.cache,
         backend=args.backend,
         device=args.device,
+        embedder=args.embedder,
+        model_id=args.model_id,
         command=tuple(command),
     )
     return comparison, comparison_systems(comparison)
