@@ -74,6 +74,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "against bm25:message: 'bm25:message=1,bm25:sequential=1,sequential=1,turn_pair=0.5'",
     )
     p.add_argument("--method", default="convex", help="fusion method of --fixed (convex)")
+    p.add_argument(
+        "--baseline", default=BASELINE, help=f"the run --fixed is tested against ({BASELINE})"
+    )
     p.add_argument("--norm", default="z-score", help="score normalisation of --fixed (z-score)")
     return p.parse_args(argv)
 
@@ -91,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 folder=args.folder,
                 out=args.out,
                 weights=parse_fixed(args.fixed),
-                baseline=BASELINE,
+                baseline=args.baseline,
                 method=args.method,
                 norm=args.norm,
                 lexical_units=args.lexical_units,

@@ -193,6 +193,10 @@ def fixed(config: FixedFusion) -> dict[str, Any]:
         ]
     ).select("system", "query_id", "metric", "value")
     sig = compare(per_q, baseline)
+    categories = config.folder / "per_query.parquet"
+    if categories.is_file():  # the queries' categories, for per-category figures
+        cats = pl.read_parquet(categories, glob=False).select("query_id", "category")
+        per_q = per_q.join(cats.unique("query_id"), on="query_id", how="left")
     report = {
         "folder": str(config.folder),
         "baseline": baseline,
