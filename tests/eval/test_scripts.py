@@ -60,6 +60,18 @@ def _conversation(sample_id: str, shift: int) -> dict[str, Any]:
     return {"sample_id": sample_id, "conversation": conversation, "qa": qa}
 
 
+def _own_texts(conversation: dict[str, Any]) -> dict[str, Any]:
+    """``conversation`` with its sample id in every message and question: no text shared."""
+    tag = conversation["sample_id"]
+    for turns in conversation["conversation"].values():
+        if isinstance(turns, list):
+            for turn in turns:
+                turn["text"] = f"{turn['text']} ({tag})"
+    for qa in conversation["qa"]:
+        qa["question"] = f"{qa['question']} ({tag})"
+    return conversation
+
+
 def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
     """The tiny run of every script, in order (later ones read earlier ones' folders)."""
     sample, run, cache, bench = str(sample_data_path()), tmp / "run", str(tmp / "cache"), tmp / "b"
@@ -138,6 +150,7 @@ def _model_jobs(tmp: Path) -> list[tuple[str, list[str]]]:
                              "--skip-throughput", "--out", bench]),
         ("eval.bench_ray", ["--n", "20", "--actors", "1", "--rounds", "1", "--out", bench]),
         ("eval.finetune_cv", ["--folds", "2", "--batch-size", "2", "--max-seq-length", "16",
+                              "--data", str(tmp / "ft_locomo.json"),
                               "--out", str(tmp / "ft"), "--cache", str(tmp / "cache"),
                               "--models", str(tmp / "models")]),
     ]  # fmt: skip
@@ -447,6 +460,9 @@ def test_answer_visible(tiny: tuple[Path, list[Any]]) -> None:
 @pytest.mark.slow
 def test_the_model_benchmarks_write_their_json(tmp_path: Path, env: dict[str, str]) -> None:
     """bench_embed, bench_onnx and bench_ray time the real model: a tiny run of each."""
+    # the fine-tuning refuses a training text that is a test text: each conversation its own
+    own = [_own_texts(_conversation("conv-26", 0)), _own_texts(_conversation("conv-30", 3))]
+    (tmp_path / "ft_locomo.json").write_text(json.dumps(own))
     results = _launch(_model_jobs(tmp_path), tmp_path, env, "--model")
     wrote = ("bench_embed.json", "bench_onnx.json", "bench_ray_20.json")
     for result, name in zip(results[:3], wrote, strict=True):
