@@ -145,6 +145,12 @@ def _inputs(
     return runs, read_qrels(folder / "qrels.txt")
 
 
+def _categories(folder: Path) -> pl.DataFrame:
+    """``query_id, category`` of a run folder's queries (its ``per_query.parquet``)."""
+    pq = pl.read_parquet(folder / "per_query.parquet", glob=False)
+    return pq.select("query_id", "category").unique("query_id")
+
+
 def parse_fixed(spec: str) -> dict[str, float]:
     """``"a=1,b=0.5"`` -> ``{"a": 1.0, "b": 0.5}``, in order.
 
@@ -193,10 +199,8 @@ def fixed(config: FixedFusion) -> dict[str, Any]:
         ]
     ).select("system", "query_id", "metric", "value")
     sig = compare(per_q, baseline)
-    categories = config.folder / "per_query.parquet"
-    if categories.is_file():  # the queries' categories, for per-category figures
-        cats = pl.read_parquet(categories, glob=False).select("query_id", "category")
-        per_q = per_q.join(cats.unique("query_id"), on="query_id", how="left")
+    if (config.folder / "per_query.parquet").is_file():  # for per-category figures
+        per_q = per_q.join(_categories(config.folder), on="query_id", how="left")
     report = {
         "folder": str(config.folder),
         "baseline": baseline,
@@ -325,11 +329,7 @@ def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> d
         config.folder, config.out, config.lexical_units, config.lexical_strategies
     )
     queries = relevant_by_query(qrels)
-    cats = (
-        pl.read_parquet(config.folder / "per_query.parquet", glob=False)
-        .select("query_id", "category")
-        .unique("query_id")
-    )
+    cats = _categories(config.folder)
     pq = [_scored(run, queries, name) for name, run in runs.items()]
     rows: list[Row] = [{"system": n, "kind": "single", "cv": False, "params": ""} for n in runs]
     ref_pq, ref_rows = _references(runs, queries, config)

@@ -254,6 +254,23 @@ def _with_holm(comparisons: list[dict[str, Any]]) -> None:
         c["p_holm"] = adjusted
 
 
+def _reference(
+    policy_budgets: pl.DataFrame, baseline: str | None, budget: int
+) -> tuple[str, str, pl.DataFrame]:
+    """The reference cell (``message`` + ``unit``, else the baseline's) and its rows at ``budget``.
+
+    Raises:
+        ValueError: the reference system is not in the grid.
+    """
+    systems = policy_budgets["system"].unique(maintain_order=True).to_list()
+    ref_base = EFFICIENCY[1][0] if EFFICIENCY[1][0] in systems else (baseline or systems[0])
+    system, policy = reference_cell(policy_budgets, ref_base)
+    rows = policy_budgets.filter(
+        (pl.col("system") == system) & (pl.col("policy") == policy) & (pl.col("budget") == budget)
+    )
+    return system, policy, rows
+
+
 def cv_per_query(
     policy_budgets: pl.DataFrame,
     *,
@@ -273,15 +290,8 @@ def cv_per_query(
     Raises:
         ValueError: as :func:`policy_cv`.
     """
-    systems = policy_budgets["system"].unique(maintain_order=True).to_list()
-    ref_base = EFFICIENCY[1][0] if EFFICIENCY[1][0] in systems else (baseline or systems[0])
-    ref_system, ref_policy = reference_cell(policy_budgets, ref_base)
+    ref_system, ref_policy, ref = _reference(policy_budgets, baseline, reference_budget)
     held, _ = cv_cells(policy_budgets, budget, folds=folds, qrels=qrels)
-    ref = policy_budgets.filter(
-        (pl.col("system") == ref_system)
-        & (pl.col("policy") == ref_policy)
-        & (pl.col("budget") == reference_budget)
-    )
     parts = [
         frame.select(
             pl.lit(name).alias("system"), "query_id", pl.col(m).cast(pl.Float64).alias("value")
@@ -336,20 +346,13 @@ def policy_cv(
     Raises:
         ValueError: the reference system is not in the grid, or as :func:`cv_cells`.
     """
-    systems = policy_budgets["system"].unique(maintain_order=True).to_list()
-    ref_base = EFFICIENCY[1][0] if EFFICIENCY[1][0] in systems else (baseline or systems[0])
-    ref_system, ref_policy = reference_cell(policy_budgets, ref_base)
+    ref_system, ref_policy, ref = _reference(policy_budgets, baseline, reference_budget)
     have = set(policy_budgets["budget"].unique().to_list())
     out: dict[str, Any] = {"budgets": {}, "missing": sorted({*budgets, budget} - have)}
     held: dict[int, pl.DataFrame] = {}
     for b in sorted({*budgets, budget} & have):
         held[b], choices = cv_cells(policy_budgets, b, folds=folds, qrels=qrels)
         out["budgets"][str(b)] = _summary(held[b], choices)
-    ref = policy_budgets.filter(
-        (pl.col("system") == ref_system)
-        & (pl.col("policy") == ref_policy)
-        & (pl.col("budget") == reference_budget)
-    )
     out["reference"] = {
         "system": ref_system,
         "policy": ref_policy,
