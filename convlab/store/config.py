@@ -10,11 +10,19 @@ from typing import cast
 from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
 from convlab.pipeline.redact import REDACT_MODES
+from convlab.protocols import Embedder
 from convlab.specs import IndexSpec, UnitSpec
-from convlab.store.format import StoreSettings
+from convlab.store.errors import StoreMismatch
+from convlab.store.format import StoreManifest, StoreSettings
 from convlab.systems.system import System
 
-__all__ = ["REDACT_CHOICES", "IndexSummary", "StoreConfig", "default_history_paths"]
+__all__ = [
+    "REDACT_CHOICES",
+    "IndexSummary",
+    "StoreConfig",
+    "check_settings",
+    "default_history_paths",
+]
 
 REDACT_CHOICES: tuple[str, ...] = tuple(REDACT_MODES)
 
@@ -132,6 +140,7 @@ class IndexSummary:
     files_unchanged: int = 0
     conversations_added: int = 0
     conversations_changed: int = 0
+    conversations_detached: int = 0
     conversations_removed: int = 0
     texts_embedded: int = 0
     texts_from_cache: int = 0
@@ -147,7 +156,8 @@ class IndexSummary:
             f"{self.conversations} conversations, {self.turns} turns, {self.units} units",
             f"files: {self.files_read} read, {self.files_unchanged} unchanged",
             f"conversations: {self.conversations_added} added, {self.conversations_changed} "
-            f"changed, {self.conversations_removed} removed",
+            f"changed, {self.conversations_detached} detached, {self.conversations_removed} "
+            "removed",
             f"texts: {self.texts_embedded} embedded, {self.texts_from_cache} from cache",
             f"skipped records: {len(self.skipped)}",
         ]
@@ -161,3 +171,37 @@ class IndexSummary:
             out.append(f"every file read again: {self.reread}")
         out.append(f"time: {self.seconds:.1f} s" + ("" if self.wrote_version else " (unchanged)"))
         return out
+
+
+def check_settings(
+    directory: Path, manifest: StoreManifest, config: StoreConfig, embedder: Embedder
+) -> None:
+    """Refuse to update a store built with another model or other settings.
+
+    Raises:
+        StoreMismatch: naming the model or the settings that differ.
+    """
+    if manifest.model_id != embedder.model_id:
+        raise StoreMismatch(
+            f"{directory} was built with model {manifest.model_id!r}, not "
+            f"{embedder.model_id!r}; pass --rebuild to start over"
+        )
+    old, new = manifest.config, config.settings()
+    if old != new:
+        diff = [f for f in new.__struct_fields__ if getattr(old, f) != getattr(new, f)]
+        held = ""
+        if "strategies" in diff or "dense" in diff:
+            held = (
+                f": it holds {_held_text(old)}, system "
+                f"{config.resolved_system().name!r} needs {_held_text(new)}"
+            )
+        raise StoreMismatch(
+            f"{directory} was built with other settings ({', '.join(diff)}){held}; "
+            "pass --rebuild to start over"
+        )
+
+
+def _held_text(settings: StoreSettings) -> str:
+    return ", ".join(
+        f"{s}{'' if s in settings.dense else ' (BM25 only)'}" for s in settings.strategies
+    )

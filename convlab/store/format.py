@@ -24,6 +24,7 @@ from convlab.store.errors import StoreOutdated, damaged
 
 __all__ = [
     "STORE_FORMAT",
+    "Detached",
     "FileRecord",
     "StoreManifest",
     "StoreSettings",
@@ -33,8 +34,10 @@ __all__ = [
     "manifest_checksum",
 ]
 
-STORE_FORMAT = 3
-"""The format of the versions this code writes and reads (3: typed manifest, ``chunks`` frame).
+STORE_FORMAT = 4
+"""The format of the versions this code writes and reads (3: typed manifest, ``chunks`` frame;
+4: each version records the store's id, its own name and the store's other versions, and the
+conversations kept after their transcripts changed or went: ``detached``).
 
 A version of an older format is refused (``convlab index --rebuild`` writes a new one)."""
 
@@ -82,6 +85,24 @@ class FileRecord(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     skipped: int = 0
 
 
+class Detached(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A conversation kept although its transcript no longer holds it as stored.
+
+    Attributes:
+        source: the transcript it was read from.
+        reason: ``gone`` (the file vanished, or is no longer a regular file), ``shrank`` (the
+            file now holds fewer of its messages: truncated) or ``rewritten`` (this is an earlier
+            version of ``of``, whose transcript was rewritten).
+        since: when it was detached (seconds since the epoch).
+        of: the conversation this is an earlier version of (``rewritten`` only).
+    """
+
+    source: str
+    reason: str
+    since: float
+    of: str | None = None
+
+
 class VersionFile(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Size and digest of a file of the version (``blocks``: its 1 MiB blocks' digests).
 
@@ -98,6 +119,11 @@ class StoreManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
     Attributes:
         format: :data:`STORE_FORMAT`.
+        store_id: the id of the store's marker (:mod:`convlab.store.marker`): a version is only
+            ever removed by the store whose marker holds it.
+        version: the version's own folder name (``v<N>``).
+        previous: the store's other versions on disk when it was written, each recording the
+            same ``store_id``: the only versions an update may remove.
         convlab_version: the convlab that wrote it.
         model_id: the model of the vectors (an update with another model is refused).
         embedder: the registered name of the embedder (queries are embedded with it).
@@ -110,6 +136,8 @@ class StoreManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         roots: every path indexed into the store.
         files: per transcript file, :class:`FileRecord`.
         fingerprints: per conversation, the content hash its rows were built from.
+        detached: per conversation kept although its transcript changed or went,
+            :class:`Detached` (``convlab prune`` removes them).
         counts: rows per stored frame.
         bm25: whether the first strategy has a BM25 index (False: no unit to index).
         updated_at: when it was written (seconds since the epoch).
@@ -120,6 +148,9 @@ class StoreManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """
 
     format: int = STORE_FORMAT
+    store_id: str
+    version: str
+    previous: list[str] = msgspec.field(default_factory=list)
     convlab_version: str
     model_id: str
     embedder: str
@@ -132,6 +163,7 @@ class StoreManifest(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     roots: list[str]
     files: dict[str, FileRecord]
     fingerprints: dict[str, str]
+    detached: dict[str, Detached] = msgspec.field(default_factory=dict)
     counts: dict[str, int]
     bm25: bool
     updated_at: float

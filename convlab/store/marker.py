@@ -1,15 +1,21 @@
 """A store knows it is a store: the marker file written when a store is created.
 
-``DIR/convlab-store.json`` holds the marker's format and the store's id. ``convlab index`` writes
-into a folder only when it is a store (the marker is there), a new folder or an empty one. Any
-other folder is refused with :class:`NotAStore` before anything in it is touched, so a user's
-``v2/`` folder or ``current`` symlink is never removed or replaced.
+``DIR/convlab-store.json`` holds the marker's format, the store's random id (32 hex digits) and
+when it was made. ``convlab index`` writes into a folder only when it is a store (the marker is
+there), a new folder or an empty one. Any other folder is refused with :class:`NotAStore` before
+anything in it is touched, so a user's ``v2/`` folder or ``current`` symlink is never removed or
+replaced. A marker is read as the store wrote it or not at all: a symlink, a FIFO, a file over
+:data:`MARKER_LIMIT` bytes, or one whose format, id or time is not what :func:`claim` writes
+(``"format": true``, ``-7``, ``"id": ""``, ``"created": 1e400`` or ``"abc"``) is refused in
+one line. Whether the folder's versions are this store's (a marker copied from another store)
+is :func:`convlab.store.owner.check_store`'s to say.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import time
@@ -22,6 +28,7 @@ from convlab.atomic import fsync_dir
 __all__ = [
     "MARKER",
     "MARKER_FORMAT",
+    "MARKER_LIMIT",
     "Marker",
     "NotAStore",
     "check_folder",
@@ -33,7 +40,12 @@ __all__ = [
 MARKER = "convlab-store.json"
 MARKER_FORMAT = 1
 """The marker's own format (not the versions' :data:`convlab.store.format.STORE_FORMAT`)."""
+MARKER_LIMIT = 4096
+"""The most bytes a marker may hold (what :func:`claim` writes is under 100)."""
 _TMP = re.compile(r"^\.tmp-marker-[0-9a-f]{32}$")
+_ID = re.compile(r"^[0-9a-f]{32}$")
+_LAST = 1e11
+"""Seconds since the epoch past which a marker's ``created`` is not a time (the year 5138)."""
 
 
 class NotAStore(ValueError):
@@ -59,8 +71,8 @@ def read_marker(directory: Path) -> Marker | None:
     """The marker of the store in ``directory``; None when there is none.
 
     Raises:
-        NotAStore: the marker is not a regular file, unreadable, or not a marker of a format
-            this code knows.
+        NotAStore: the marker is a symlink or not a regular file, unreadable, over
+            :data:`MARKER_LIMIT` bytes, or not a marker as this code writes them.
     """
     from convlab.errors import LoadError
     from convlab.files import read_regular
@@ -68,27 +80,56 @@ def read_marker(directory: Path) -> Marker | None:
     path = directory / MARKER
     if not os.path.lexists(path):
         return None
+    if os.path.islink(path):
+        raise NotAStore(
+            f"{path}: a symlink, not the marker this store wrote (linked from another store?); "
+            "nothing was touched"
+        )
     try:
-        data = json.loads(read_regular(path))
+        data = json.loads(read_regular(path, limit=MARKER_LIMIT))
     except LoadError as exc:
         raise NotAStore(f"{path}: {exc.reason}; remove it if {directory} is a store") from None
-    except ValueError as exc:  # invalid UTF-8 or JSON
+    except (ValueError, RecursionError) as exc:  # invalid UTF-8 or JSON
         raise NotAStore(f"{path}: not a convlab store marker ({type(exc).__name__})") from None
-    if not (
-        isinstance(data, dict)
-        and isinstance(data.get("format"), int)
-        and isinstance(data.get("id"), str)
+    return _marker(path, data)
+
+
+def _marker(path: Path, data: object) -> Marker:
+    """The marker ``data`` (read from ``path``) holds, each field as :func:`claim` writes it."""
+    if not isinstance(data, dict):
+        raise NotAStore(f"{path}: not a convlab store marker (not a JSON object)")
+    fmt, ident, created = data.get("format"), data.get("id"), data.get("created")
+    if isinstance(fmt, int) and not isinstance(fmt, bool) and fmt > MARKER_FORMAT:
+        raise NotAStore(f"{path}: a store of a newer convlab (marker format {fmt})")
+    problem = ""
+    if type(fmt) is not int or fmt != MARKER_FORMAT:
+        problem = f"format {fmt!r}, not {MARKER_FORMAT}"
+    elif not (isinstance(ident, str) and _ID.match(ident)):
+        problem = f"id {ident!r}, not 32 hex digits"
+    elif not (
+        isinstance(created, int | float)
+        and not isinstance(created, bool)
+        and math.isfinite(created)
+        and 0 <= created < _LAST
     ):
-        raise NotAStore(f"{path}: not a convlab store marker (no format and id)")
-    if data["format"] > MARKER_FORMAT:
-        raise NotAStore(f"{path}: a store of a newer convlab (marker format {data['format']})")
-    created = data.get("created")
-    return Marker(int(data["format"]), data["id"], float(created) if created else 0.0)
+        problem = f"created {created!r}, not a time"
+    elif set(data) != {"format", "id", "created"}:
+        problem = f"fields {', '.join(sorted(map(str, data)))}"
+    if problem:
+        raise NotAStore(f"{path}: not a marker this convlab wrote ({problem}); nothing was touched")
+    return Marker(MARKER_FORMAT, str(ident), float(created))  # type: ignore[arg-type]
 
 
 def _empty(directory: Path) -> bool:
-    """No entry but the marker's temporary files (another process creating the store now)."""
-    return all(_TMP.match(name) for name in os.listdir(directory))
+    """No entry but the marker's temporary files (another process creating the store now).
+
+    Each such entry must be a regular file, as :func:`claim` writes it: a folder of that name is
+    something else.
+    """
+    return all(
+        _TMP.match(name) and (directory / name).is_file() and not (directory / name).is_symlink()
+        for name in os.listdir(directory)
+    )
 
 
 def claim(directory: Path) -> Marker:

@@ -2,8 +2,8 @@
 
 :func:`scan` walks the roots against the files a version recorded (:class:`FileRecord`), hashing
 only files whose size or mtime changed; :func:`record_conversations` notes in each changed
-file's record what it held, and :func:`fingerprints` hashes each conversation's content, so an
-update keeps the rows of conversations that did not change.
+file's record what it held (:mod:`convlab.store.history` then decides, conversation by
+conversation, what an update keeps).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from convlab.paths import path_text
 from convlab.store.config import IndexSummary
 from convlab.store.format import FileRecord
 
-__all__ = ["Files", "Scan", "candidate_files", "fingerprints", "record_conversations", "scan"]
+__all__ = ["Files", "Scan", "candidate_files", "record_conversations", "scan"]
 
 Files = dict[str, FileRecord]
 """A manifest's ``files``: path -> :class:`FileRecord`."""
@@ -146,31 +146,3 @@ def file_sha256(path: Path) -> str:
         while chunk := fh.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()
-
-
-def fingerprints(corpus: Corpus) -> dict[str, str]:
-    """A content hash per conversation: its messages and blocks, in order."""
-    msgs = corpus.messages.select("conversation_id", "message_index", "role", "is_real_user")
-    blocks = corpus.blocks.select(
-        "conversation_id", "message_index", "block_type", "text", "tool_name", "tool_input"
-    )
-    joined = blocks.join(msgs, on=["conversation_id", "message_index"], how="left").sort(
-        "conversation_id", "message_index"
-    )
-    row_hash = joined.select(
-        "conversation_id",
-        pl.concat_str(
-            [pl.col(c).cast(pl.String).fill_null("\x00") for c in joined.columns[1:]],
-            separator="\x1f",
-        ).alias("row"),
-    )
-    out: dict[str, str] = {}
-    for conv, rows in row_hash.group_by("conversation_id", maintain_order=True):
-        h = hashlib.sha256()
-        for r in rows["row"]:
-            h.update(r.encode("utf-8", "surrogatepass"))
-            h.update(b"\x1e")
-        out[str(conv[0])] = h.hexdigest()
-    for conv in corpus.conversations["conversation_id"]:
-        out.setdefault(conv, hashlib.sha256(b"").hexdigest())
-    return out

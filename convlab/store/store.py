@@ -32,7 +32,8 @@ from convlab.store.manifest import (
     SEARCH_BLOCKS,
     Verified,
 )
-from convlab.store.marker import claim
+from convlab.store.marker import NotAStore, claim, read_marker
+from convlab.store.owner import check_store
 from convlab.store.versions import (
     check_lock_file,
     full_message,
@@ -68,6 +69,7 @@ class Store:
         self._pin_handle: IO[bytes] | None = None
         self._manifest: StoreManifest | None = None
         self._searcher: StoreSearch | None = None
+        self._log: Callable[[str], None] = lambda _: None
 
     # -- reading ------------------------------------------------------------------------------
     @property
@@ -290,10 +292,12 @@ class Store:
         """The store's write lock (acquire it with ``with``); the folder is made a store first.
 
         Raises:
-            NotAStore: the folder is a file, or holds other things and no store marker.
+            NotAStore: the folder is a file, holds other things and no store marker, or its
+                marker is not the one its versions record (:func:`convlab.store.owner.check_store`).
             StoreDamaged: the lock file is a FIFO, a device or another non-regular file.
         """
-        claim(self.directory)  # a folder that is not a store is refused, nothing written in it
+        check_store(self.directory)  # a folder or marker not the store's own: nothing written
+        claim(self.directory)
         check_lock_file(self.directory / ".lock")
         return FileLock(str(self.directory / ".lock"), timeout=-1 if wait else 0)
 
@@ -350,11 +354,11 @@ class Store:
                     f"another `convlab index` is writing {self.directory}; wait for it or "
                     "pass --wait"
                 ) from None
+            self._log = log or (lambda _: None)
             try:
-                return run_update(
-                    self, paths, config, embedder, rebuild, log or (lambda _: None), engine
-                )
+                return run_update(self, paths, config, embedder, rebuild, self._log, engine)
             finally:
+                self._log = lambda _: None
                 lock.release()
         except Exception as exc:
             if not disk_full(exc):
@@ -362,6 +366,13 @@ class Store:
             raise StoreFull(full_message(self.directory, self.current, exc)) from exc
 
     # -- the writer interface (convlab.store.update.StoreWriter): what an update calls ---------
+    @property
+    def store_id(self) -> str:
+        """The id of the store's marker, which every version it writes records."""
+        marker = read_marker(self.directory)
+        if marker is None:
+            raise NotAStore(f"{self.directory}: no store marker; run `convlab index` to make one")
+        return marker.id
 
     def open_for_update(
         self, log: Callable[[str], None], *, rebuild: bool
@@ -415,12 +426,14 @@ class Store:
         self._manifest = write_manifest(self._pin(), manifest)
 
     def remove_leftovers(self) -> None:
-        """Delete temporary versions of killed runs and versions no longer live nor being read."""
+        """Delete what killed runs left and the versions the live manifest lists, when unread."""
         try:
             live: Path | None = self._live()
         except (FileNotFoundError, StoreDamaged):
             live = None
-        remove_leftovers(self.directory, (live, self._pinned))
+        remove_leftovers(
+            self.directory, (live, self._pinned), store_id=self.store_id, log=self._log
+        )
 
 
 def open_store(directory: str | Path) -> Store:

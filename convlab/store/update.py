@@ -4,9 +4,11 @@ An update reads only files whose size, mtime or content hash changed (:mod:`conv
 keeps the rows of conversations whose content fingerprint is unchanged, rebuilds units for the
 others through the one build recipe (:func:`convlab.build.build_indexes`, whose embedding cache
 means only new texts are embedded: the idea of the design documents'
-``last_embedded_turn_number`` and content hash, at the level of unit texts), drops conversations
-whose files are gone, and writes a new version beside the old one through the store's public
-writer interface (:class:`StoreWriter`, which :class:`convlab.store.Store` is).
+``last_embedded_turn_number`` and content hash, at the level of unit texts), keeps conversations
+whose files went, shrank or were rewritten as detached history (:mod:`convlab.store.history`),
+and writes a new version beside the old one through the store's public writer interface
+(:class:`StoreWriter`, which :class:`convlab.store.Store` is). :func:`run_prune` removes
+conversations the user names, through the same writer.
 """
 
 from __future__ import annotations
@@ -31,11 +33,20 @@ from convlab.loaders.registry import load_files
 from convlab.pipeline.redact import RULES_VERSION, redact_corpus
 from convlab.pipeline.unit_costs import messages_with_text, unit_costs
 from convlab.protocols import Embedder
-from convlab.store.config import IndexSummary, StoreConfig
+from convlab.store.config import IndexSummary, StoreConfig, check_settings
 from convlab.store.errors import StoreMismatch
-from convlab.store.format import StoreManifest, StoreSettings
+from convlab.store.format import StoreManifest
+from convlab.store.history import (
+    DIGEST,
+    Changes,
+    classify,
+    fingerprints,
+    message_digests,
+    renamed,
+    with_digests,
+)
 from convlab.store.manifest import FRAMES
-from convlab.store.scan import Scan, fingerprints, record_conversations, scan
+from convlab.store.scan import Scan, record_conversations, scan
 from convlab.store.versions import crash_point
 
 if TYPE_CHECKING:
@@ -43,7 +54,7 @@ if TYPE_CHECKING:
     from convlab.index import VectorIndex
     from convlab.index.bm25 import BM25Index
 
-__all__ = ["StoreWriter", "check_settings", "load_empty", "run_update"]
+__all__ = ["Plan", "StoreWriter", "load_empty", "run_update", "write_plan"]
 
 
 class StoreWriter(Protocol):
@@ -56,6 +67,11 @@ class StoreWriter(Protocol):
     @property
     def directory(self) -> Path:
         """The store's folder."""
+        ...
+
+    @property
+    def store_id(self) -> str:
+        """The id of the store's marker."""
         ...
 
     def exists(self) -> bool:
@@ -101,20 +117,21 @@ class StoreWriter(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class _Plan:
-    """What an update changes: the conversations to build and to drop, and what it keeps."""
+class Plan:
+    """What an update changes: the conversations to build, drop and rename, and what it keeps."""
 
     old_manifest: StoreManifest | None
     roots: list[Path]
     scan: Scan
     corpus: Corpus
-    fresh: set[str]
-    drop: set[str]
+    digests: pl.DataFrame
+    changes: Changes
     prints: dict[str, str]
 
     def nothing_to_do(self) -> bool:
-        """No conversation added, changed or removed (``drop`` holds them all), no file gone."""
-        return not self.drop and self.old_manifest is not None and not self.scan.gone
+        """No conversation added, rebuilt or renamed (the rows stay; the manifest may change)."""
+        c = self.changes
+        return self.old_manifest is not None and not (c.build or c.drop or c.rename)
 
 
 def run_update(
@@ -136,21 +153,30 @@ def run_update(
     try:
         started = time.perf_counter()
         summary = IndexSummary()
-        old_manifest = _open(store, config, embedder, rebuild, log, summary)
-        plan = _plan(old_manifest, paths, config, summary)
+        old_manifest, reread = _open(store, config, embedder, rebuild, log, summary)
+        plan = _plan(store, old_manifest, paths, config, summary, reread=reread)
         if plan.nothing_to_do() and old_manifest is not None:
             system = config.resolved_system().as_dict()
-            if plan.scan.changed or old_manifest.system != system:
-                # content identical (a transcript rewritten in place), or the same views
-                # searched with another system: no index changes
+            detached = plan.changes.detached
+            if (
+                plan.scan.changed
+                or plan.scan.gone
+                or old_manifest.system != system
+                or old_manifest.detached != detached
+            ):
+                # content identical (a transcript rewritten in place or moved), a file gone or
+                # shrunk (its conversations kept, detached), or the same views searched with
+                # another system: no index changes
                 store.write_manifest(
-                    msgspec.structs.replace(old_manifest, system=system, files=plan.scan.files)
+                    msgspec.structs.replace(
+                        old_manifest, system=system, files=plan.scan.files, detached=detached
+                    )
                 )
             summary.seconds = time.perf_counter() - started
             _fill_counts(store, summary)
             return summary
         crash_point("after_load")
-        _write(store, plan, config, embedder, eng, summary)
+        write_plan(store, plan, config, embedder, eng, summary)
         summary.seconds = time.perf_counter() - started
         _fill_counts(store, summary)
         summary.skipped += [
@@ -170,19 +196,30 @@ def _open(
     rebuild: bool,
     log: Callable[[str], None],
     summary: IndexSummary,
-) -> StoreManifest | None:
-    """Check the live version; its manifest when the update may build on it, else None.
+) -> tuple[StoreManifest | None, bool]:
+    """Check the live version: its manifest when an update may build on it, and reread or not.
 
-    None after ``rebuild``, when the live version is damaged (it is rebuilt) or when the
-    redaction rules changed (every file is read again).
+    The manifest is None after ``rebuild`` or when the live version is damaged (it is
+    rebuilt). When the redaction rules changed, every file is read again and only the detached
+    conversations (whose transcripts are not there to read) keep their stored rows.
 
     Raises:
         StoreOutdated: the live version is of an older format and not ``rebuild``.
-        StoreMismatch: it was built with another model or other settings.
+        StoreMismatch: it was built with another model or other settings, or ``rebuild`` would
+            lose detached conversations.
     """
     live_manifest, damage = store.open_for_update(log, rebuild=rebuild)
     if live_manifest is not None and not rebuild:  # before anything is removed
         check_settings(store.directory, live_manifest, config, embedder)
+    if live_manifest is not None and (rebuild or damage) and live_manifest.detached:
+        n = len(live_manifest.detached)
+        if not damage:
+            raise StoreMismatch(
+                f"{store.directory} holds {n} detached conversations whose transcripts changed "
+                "or went; --rebuild reads only the transcripts and would lose them: "
+                f"`convlab prune --store {store.directory} --detached` first to let them go"
+            )
+        log(f"repairing: {n} detached conversations cannot be read again from transcripts")
     store.remove_leftovers()
     summary.repaired = damage
     rules_changed = (
@@ -193,43 +230,72 @@ def _open(
     if rules_changed and not (rebuild or damage):
         log("the redaction rules changed since the last index: every file is read again")
         summary.reread = "redaction rules changed"
-    return None if (rebuild or damage or rules_changed) else live_manifest
+    if rebuild or damage:
+        return None, False
+    return live_manifest, rules_changed
 
 
 def _plan(
+    store: StoreWriter,
     old_manifest: StoreManifest | None,
     paths: Sequence[str | Path],
     config: StoreConfig,
     summary: IndexSummary,
-) -> _Plan:
-    """Read the changed files and decide, by content fingerprint, what to keep and rebuild."""
+    *,
+    reread: bool,
+) -> Plan:
+    """Read the changed files and decide, by content, what to keep, build, detach and version.
+
+    ``reread``: every file is read again (new redaction rules), and every stored conversation
+    but the detached ones is rebuilt from it.
+    """
     roots = [Path(p).expanduser().resolve() for p in paths]
-    for r in roots:
-        if not r.exists():
-            raise FileNotFoundError(f"no such file or directory: {r}")
-    found = scan(roots, old_manifest.files if old_manifest else {}, summary)
+    old_files = old_manifest.files if old_manifest and not reread else {}
+    found = scan(roots, old_files, summary)
     loaded = load_files(found.changed) if found.changed else load_empty()
     corpus = redact_corpus(loaded, config.redact)
-    new_prints = fingerprints(corpus)
+    digests = message_digests(corpus)
+    new_prints = fingerprints(corpus, digests)
     old_prints = old_manifest.fingerprints if old_manifest else {}
+    detached = old_manifest.detached if old_manifest else {}
+    if reread:  # only the detached keep their rows; every other one is built again
+        old_prints = {c: fp for c, fp in old_prints.items() if c in detached}
     record_conversations(found, corpus)
     summary.files_read = len(found.changed)
+    changed = [c for c in new_prints if c in old_prints and new_prints[c] != old_prints[c]]
+    old_digests = (
+        store.frame("messages").filter(pl.col("conversation_id").is_in(changed))
+        if changed
+        else digests.clear()
+    )
+    sources = {
+        c: p
+        for p, rec in (old_manifest.files if old_manifest else {}).items()
+        for c in rec.conversations
+    }
+    changes = classify(
+        old_prints=old_prints,
+        new_prints=new_prints,
+        stale=found.stale,
+        old_digests=old_digests.select("conversation_id", "message_index", DIGEST),
+        new_digests=digests,
+        detached=detached,
+        sources=sources,
+    )
+    if reread and old_manifest is not None:
+        changes.drop |= set(old_manifest.fingerprints) - set(detached)
+    summary.conversations_added = len(changes.build - set(old_prints))
+    summary.conversations_changed = len(changes.build & set(old_prints))
+    summary.conversations_detached = changes.newly_detached
+    prints = {c: fp for c, fp in old_prints.items() if c not in changes.drop}
+    prints.update({new: old_prints[old] for old, new in changes.rename.items()})
+    prints.update({c: new_prints[c] for c in changes.build})
+    return Plan(old_manifest, roots, found, corpus, digests, changes, prints)
 
-    reuse = {c for c, fp in new_prints.items() if old_prints.get(c) == fp}
-    fresh = set(new_prints) - reuse
-    summary.conversations_added = len(fresh - set(old_prints))
-    summary.conversations_changed = len(fresh & set(old_prints))
-    removed = (found.stale - set(new_prints)) | (fresh & set(old_prints))
-    summary.conversations_removed = len(found.stale - set(new_prints))
-    drop = removed | fresh
-    prints = {c: fp for c, fp in old_prints.items() if c not in drop}
-    prints.update({c: new_prints[c] for c in fresh})
-    return _Plan(old_manifest, roots, found, corpus, fresh, drop, prints)
 
-
-def _write(
+def write_plan(
     store: StoreWriter,
-    plan: _Plan,
+    plan: Plan,
     config: StoreConfig,
     embedder: Embedder,
     eng: Engine,
@@ -237,11 +303,12 @@ def _write(
 ) -> None:
     """Build the fresh conversations on the kept rows (one recipe) and write a new version."""
     cached = CachedEmbedder(embedder, store.directory / "cache")
+    changes = plan.changes
     if plan.old_manifest is not None:
-        frames, keep = _kept(store, plan.drop, config.held(), cached.dimension)
+        frames, keep = _kept(store, changes, config.held(), cached.dimension)
     else:
         frames, keep = {}, None
-    fresh = plan.corpus.filter_conversations(plan.fresh) if plan.fresh else load_empty()
+    fresh = plan.corpus.filter_conversations(changes.build) if changes.build else load_empty()
     cached.clean()  # temporary segments of killed runs
     strategies = list(config.strategies)
     every = build_indexes(
@@ -263,7 +330,7 @@ def _write(
     crash_point("after_embed")
     new = {
         "conversations": fresh.conversations,
-        "messages": fresh.messages,
+        "messages": with_digests(fresh.messages, plan.digests),
         "turns": built.turns,
         "chunks": built.chunks,
     }
@@ -274,13 +341,14 @@ def _write(
     views = {
         s: (every[s].index if s in config.dense else None, every[s].bm25) for s in strategies[1:]
     }
-    manifest = _manifest(plan, config, embedder, cached, eng, every, frames)
+    manifest = _manifest(store.store_id, plan, config, embedder, cached, eng, every, frames)
     store.write_version(manifest, {n: frames[n] for n in FRAMES}, built.index, built.bm25, views)
     summary.wrote_version = True
 
 
 def _manifest(
-    plan: _Plan,
+    store_id: str,
+    plan: Plan,
     config: StoreConfig,
     embedder: Embedder,
     cached: CachedEmbedder,
@@ -292,6 +360,8 @@ def _manifest(
     built = every[config.strategies[0]]
     old_roots = plan.old_manifest.roots if plan.old_manifest else []
     return StoreManifest(
+        store_id=store_id,
+        version="",  # the version's name, given when it is written
         convlab_version=__version__,
         model_id=embedder.model_id,
         embedder=embedder_name(embedder),
@@ -304,6 +374,7 @@ def _manifest(
         roots=sorted({*map(str, plan.roots), *old_roots}),
         files=plan.scan.files,
         fingerprints=plan.prints,
+        detached=plan.changes.detached,
         counts={n: frames[n].height for n in FRAMES},
         bm25=built.bm25 is not None,
         updated_at=time.time(),
@@ -318,40 +389,6 @@ def _manifest(
     )
 
 
-def check_settings(
-    directory: Path, manifest: StoreManifest, config: StoreConfig, embedder: Embedder
-) -> None:
-    """Refuse to update a store built with another model or other settings.
-
-    Raises:
-        StoreMismatch: naming the model or the settings that differ.
-    """
-    if manifest.model_id != embedder.model_id:
-        raise StoreMismatch(
-            f"{directory} was built with model {manifest.model_id!r}, not "
-            f"{embedder.model_id!r}; pass --rebuild to start over"
-        )
-    old, new = manifest.config, config.settings()
-    if old != new:
-        diff = [f for f in new.__struct_fields__ if getattr(old, f) != getattr(new, f)]
-        held = ""
-        if "strategies" in diff or "dense" in diff:
-            held = (
-                f": it holds {_held_text(old)}, system "
-                f"{config.resolved_system().name!r} needs {_held_text(new)}"
-            )
-        raise StoreMismatch(
-            f"{directory} was built with other settings ({', '.join(diff)}){held}; "
-            "pass --rebuild to start over"
-        )
-
-
-def _held_text(settings: StoreSettings) -> str:
-    return ", ".join(
-        f"{s}{'' if s in settings.dense else ' (BM25 only)'}" for s in settings.strategies
-    )
-
-
 def _fill_counts(store: StoreWriter, summary: IndexSummary) -> None:
     """Copy the live version's counts of conversations, turns and units into ``summary``."""
     if store.exists():
@@ -362,18 +399,22 @@ def _fill_counts(store: StoreWriter, summary: IndexSummary) -> None:
 
 
 def _kept(
-    store: StoreWriter, drop: set[str], held: dict[str, bool], dimension: int
+    store: StoreWriter, changes: Changes, held: dict[str, bool], dimension: int
 ) -> tuple[dict[str, pl.DataFrame], dict[str, Embedded]]:
-    """The live version's rows of every conversation not in ``drop``, and the kept units.
+    """The live version's rows that stay, and the kept units, per strategy held.
 
-    Per strategy held: its kept units and their vectors (zeros for a strategy searched by BM25
-    alone).
+    The rows of every conversation but those dropped, an earlier version's under its new id
+    (:attr:`Changes.rename`). Per strategy held: its kept units and their vectors (zeros for a
+    strategy searched by BM25 alone).
     """
     import numpy as np
 
-    gone = sorted(drop)
+    gone = sorted(changes.drop - set(changes.rename))
     frames = {
-        name: store.frame(name).filter(~pl.col("conversation_id").is_in(gone)) for name in FRAMES
+        name: renamed(
+            store.frame(name).filter(~pl.col("conversation_id").is_in(gone)), changes.rename
+        )
+        for name in FRAMES
     }
     units = frames.pop("units")
     keep = {}
@@ -381,7 +422,8 @@ def _kept(
         if dense:
             old_index = store.index(strategy)
             rows = np.flatnonzero(~old_index.units["conversation_id"].is_in(gone).to_numpy())
-            keep[strategy] = Embedded(old_index.units[rows], old_index.vectors(rows))
+            kept = renamed(old_index.units[rows], changes.rename)
+            keep[strategy] = Embedded(kept, old_index.vectors(rows))
         else:
             mine = units.filter(pl.col("strategy") == strategy)
             keep[strategy] = Embedded(mine, np.zeros((mine.height, dimension), dtype=np.float32))

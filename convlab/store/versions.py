@@ -6,18 +6,19 @@ only when no reader holds it.
 A version is a directory ``v<N>``; ``current`` is a symlink to the live one. A version is written
 as ``.tmp-v<N>``, flushed (:func:`fsync_tree`), renamed, and made live by
 replacing ``current`` with a symlink made as ``.current-v<N>``: a run killed at any point leaves
-the previous version live, and the leftovers are removed by the next run.
+the previous version live, and the leftovers are removed by the next run. Only what the store
+wrote is ever removed (:mod:`convlab.store.owner`): the versions the live manifest lists, each
+checked to be the store's own and whole, temporary versions holding the store's id, and links.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import re
 import shutil
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -28,7 +29,7 @@ from convlab.atomic import disk_full, fsync_dir, nearly_full, write_text_atomic
 from convlab.store.errors import StoreDamaged, damaged
 from convlab.store.format import StoreManifest, encode_manifest
 from convlab.store.manifest import MANIFEST, READERS, version_files
-from convlab.store.marker import is_store
+from convlab.store.owner import LEFTOVER, OWNER, TEMPORARY, VERSION, not_ours, own_versions, stamped
 
 if TYPE_CHECKING:
     from convlab.index import VectorIndex
@@ -50,9 +51,6 @@ __all__ = [
     "write_manifest",
     "write_version",
 ]
-
-VERSION = re.compile(r"^v\d+$")
-LEFTOVER = re.compile(r"^\.(?:tmp|current)-v\d+$")
 
 
 def crash_point(name: str) -> None:
@@ -134,36 +132,64 @@ def remove_version(version: Path) -> bool:
     return True
 
 
-def remove_leftovers(directory: Path, keep: tuple[Path | None, ...]) -> None:
-    """Delete temporary versions of killed runs and versions that are neither live nor kept.
+def remove_leftovers(
+    directory: Path,
+    keep: tuple[Path | None, ...],
+    *,
+    store_id: str,
+    log: Callable[[str], None] = lambda _: None,
+) -> None:
+    """Delete what killed runs left and the versions the live manifest lists, when unread.
 
-    Only names the store writes are touched (``v<digits>``, ``.tmp-v<digits>``,
-    ``.current-v<digits>``), and paths are compared resolved on both sides, so a store given as a
-    relative path, ``.`` or through a symlink never loses its live version. Nothing but
-    leftovers is removed when ``keep`` holds no live version (the first element: None).
+    Removed: ``.current-v<digits>`` symlinks; ``.tmp-v<digits>`` folders that hold the store's
+    id (:func:`convlab.store.owner.stamped`); and each version the live manifest lists in
+    ``previous`` (where it reads and records ``store_id``) that is neither live nor kept, that
+    no reader holds, and that checks out as the store's own (:func:`convlab.store.owner.not_ours`;
+    one that does not is kept, and ``log`` says why). Paths are compared resolved on both
+    sides, so a store given as a relative path, ``.`` or through a symlink never loses its live
+    version. Nothing else is touched.
 
     Args:
         directory: the store directory.
         keep: the live version first (resolved, or None when there is none), then any other
             version to keep (the one this process reads).
+        store_id: the id of the store's marker.
+        log: where to say which listed version was kept and why.
     """
-    if not directory.is_dir() or not is_store(directory):
-        return  # only a store's own entries are ever removed
-    live = keep[0]
+    if not directory.is_dir():
+        return
     for p in directory.iterdir():
-        if LEFTOVER.match(p.name):
-            if p.is_symlink() or p.is_file():
-                p.unlink(missing_ok=True)
-            else:
-                shutil.rmtree(p, ignore_errors=True)
-        elif (
-            VERSION.match(p.name)
-            and live is not None
-            and p.is_dir()
-            and not p.is_symlink()
-            and p.resolve() not in keep
-        ):
+        if LEFTOVER.match(p.name) and p.is_symlink():
+            p.unlink(missing_ok=True)
+        elif TEMPORARY.match(p.name) and stamped(p, store_id):
+            shutil.rmtree(p, ignore_errors=True)
+    for name in _listed(keep[0], store_id):
+        p = directory / name
+        if not VERSION.match(name) or not os.path.lexists(p) or p.is_symlink():
+            continue
+        if p.resolve() in keep:
+            continue
+        why = not_ours(p, store_id)
+        if why:
+            log(f"kept {p}: {why}; remove it yourself if you do not need it")
+        else:
             remove_version(p)
+
+
+def _listed(live: Path | None, store_id: str) -> list[str]:
+    """The versions the live manifest lists as the store's others (none when it does not read)."""
+    from convlab.store.errors import StoreOutdated
+    from convlab.store.manifest import read_manifest
+
+    if live is None:
+        return []
+    try:
+        manifest = read_manifest(live.parent, live)
+    except (StoreDamaged, StoreOutdated, OSError):
+        return []  # a damaged or outdated live version lists nothing to remove
+    if manifest.store_id != store_id or manifest.version != live.name:
+        return []
+    return manifest.previous
 
 
 def fsync_tree(path: Path) -> None:
@@ -198,15 +224,20 @@ def write_version(
     other strategies' (``views/<strategy>/index``, ``views/<strategy>/bm25``; an index of None
     for a strategy searched by BM25 alone).
 
-    The manifest gets ``version_files`` (size and digest of every file written) and its
-    checksum. Crash points (``CONVLAB_CRASH_AT``): ``during_write``, ``before_switch``,
-    ``after_switch``.
+    The manifest gets its ``version`` (the new folder's name), ``previous`` (the versions on
+    disk that record the store's id: :func:`convlab.store.owner.own_versions`),
+    ``version_files`` (size and digest of every file written) and its checksum; the temporary
+    folder's first file is :data:`convlab.store.owner.OWNER`. Crash points
+    (``CONVLAB_CRASH_AT``): ``during_write``, ``before_switch``, ``after_switch``.
     """
     directory.mkdir(parents=True, exist_ok=True)
     name = f"v{time.time_ns()}"
     tmp = directory / f".tmp-{name}"
     tmp.mkdir()
+    previous = own_versions(directory, manifest.store_id)
+    manifest = msgspec.structs.replace(manifest, version=name, previous=previous)
     try:
+        (tmp / OWNER).write_text(manifest.store_id + "\n")
         _write_files(tmp, manifest, frames, index, bm25, views)
     except BaseException as exc:  # a full disk, a bad write: give the space back, keep the live one
         full = isinstance(exc, Exception) and not disk_full(exc) and nearly_full(tmp)

@@ -50,7 +50,7 @@ def test_a_store_of_an_older_format_is_refused_with_one_line_until_rebuilt(
     shutil.copytree(built, store, symlinks=True)
     manifest = _as_format_2(store)
     said = (
-        f"{manifest}: a store of format 2, older than this convlab's (3); "
+        f"{manifest}: a store of format 2, older than this convlab's (4); "
         f"run `convlab index PATH --store {store} --rebuild` to rebuild it"
     )
     capsys.readouterr()
@@ -66,11 +66,13 @@ def test_a_store_of_an_older_format_is_refused_with_one_line_until_rebuilt(
     assert main([*index_argv(SOURCE, store), "--rebuild"]) == EXIT_OK
     capsys.readouterr()
     rebuilt = json.loads((store / "current" / "manifest.json").read_text())
-    assert rebuilt["format"] == 3
+    assert rebuilt["format"] == 4
     assert main(commands["search"]) == EXIT_OK
     assert capsys.readouterr().out
     old_versions = [p for p in store.iterdir() if p.name.startswith("v")]
-    assert len(old_versions) == 1  # the version of format 2 was removed
+    # the version of format 2 records no store id: it is kept, never removed unchecked
+    assert manifest.parent in old_versions
+    assert len(old_versions) == 2
 
 
 def test_the_store_keeps_chunks_by_that_name(built: Path) -> None:

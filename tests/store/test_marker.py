@@ -141,7 +141,7 @@ def test_leftovers_are_removed_only_in_a_store(tmp_path: Path) -> None:
     notes = tmp_path / "notes"
     (notes / "v2").mkdir(parents=True)
     (notes / ".tmp-v3").mkdir()
-    remove_leftovers(notes, (notes / "v9",))
+    remove_leftovers(notes, (notes / "v9",), store_id="0" * 32)
     assert sorted(os.listdir(notes)) == [".tmp-v3", "v2"]
 
 
@@ -179,8 +179,8 @@ def test_library_update_refuses_a_folder_that_is_not_a_store(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("manifest", "says"),
     [
-        ({"format": 3, "model_id": 5, "config": {}}, "Expected `str`, got `int` - at `$.model_id`"),
-        ({"format": 3, "model_id": "m", "config": []}, "got `array` - at `$.config`"),
+        ({"format": 4, "model_id": 5, "config": {}}, "Expected `str`, got `int` - at `$.model_id`"),
+        ({"format": 4, "model_id": "m", "config": []}, "got `array` - at `$.config`"),
         ({"format": "2", "model_id": "m", "config": {}, "counts": {}, "files": {}}, "format"),
         ([], "not a JSON object"),
         ("{", "unreadable (JSONDecodeError)"),

@@ -154,18 +154,24 @@ def test_rewrite_in_place_with_same_content_writes_no_version(
     assert store.current == version
 
 
-def test_deleted_conversation_is_removed(history: Path, tmp_path: Path) -> None:
+def test_a_deleted_transcript_keeps_its_conversation_detached(
+    history: Path, tmp_path: Path
+) -> None:
     store = Store(tmp_path / "store")
     store.update([history], config=CONFIG, embedder=HashEmbedder())
+    before = _content(store)
     gone = (history / "-home-u-app" / "short.jsonl").resolve()
     conv = store.frame("conversations").filter(pl.col("source_path") == str(gone))
     assert conv.height == 1
     gone.unlink()
     summary = store.update([history], config=CONFIG, embedder=HashEmbedder())
-    assert summary.conversations_removed == 1
+    assert (summary.conversations_detached, summary.conversations_removed) == (1, 0)
     cid = conv["conversation_id"].item()
-    for name in ("conversations", "turns", "chunks", "units"):
-        assert cid not in store.frame(name)["conversation_id"].to_list()
+    detached = store.manifest().detached
+    assert list(detached) == [cid]
+    assert (detached[cid].reason, detached[cid].source) == ("gone", str(gone))
+    for name, frame in before.items():  # every row kept
+        assert _content(store)[name].equals(frame), name
     _check_valid(store)
 
 

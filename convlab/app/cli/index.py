@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     """Index ``args.paths`` (or the usual history homes) into ``args.store``."""
     from convlab.specs import IndexSpec
     from convlab.store import Store, StoreConfig, default_history_paths
-    from convlab.store.marker import check_folder
+    from convlab.store.owner import check_store
 
     paths = list(args.paths) or default_history_paths()
     if not paths:
@@ -186,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     if args.interval <= 0:
         raise UsageError("--interval must be positive")
     store = Store(args.store)
-    check_folder(store.directory)  # a folder that is not a store: one line, before any other
+    check_store(store.directory)  # a folder or marker not a store's: one line, before any other
     args.backend = args.backend or default_backend(
         store, args.embedder, rebuild=args.rebuild, device=args.device
     )
