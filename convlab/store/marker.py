@@ -33,7 +33,7 @@ __all__ = [
     "NotAStore",
     "check_folder",
     "claim",
-    "is_store",
+    "marker_id",
     "read_marker",
 ]
 
@@ -187,9 +187,13 @@ def _write(directory: Path) -> Marker:
     return found
 
 
-def is_store(directory: Path) -> bool:
-    """Whether ``directory`` holds a readable marker (what removal of versions requires)."""
-    try:
-        return read_marker(directory) is not None
-    except NotAStore:
-        return False
+def marker_id(directory: Path) -> str:
+    """The id in the marker of the store in ``directory``.
+
+    Raises:
+        NotAStore: no marker, or one :func:`read_marker` refuses.
+    """
+    marker = read_marker(directory)
+    if marker is None:
+        raise NotAStore(f"{directory}: no store marker; run `convlab index` to make one")
+    return marker.id

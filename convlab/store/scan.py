@@ -9,6 +9,7 @@ conversation, what an update keeps).
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,8 @@ def scan(roots: list[Path], old_files: Files, summary: IndexSummary) -> Scan:
     files of a stale conversation are added to ``changed``.
     """
     found = Scan()
-    for f in list(candidate_files(roots, summary.skipped)):
+    present = [r for r in roots if os.path.lexists(r)]  # a root gone (--watch) holds no file
+    for f in list(candidate_files(present, summary.skipped)):
         try:  # the file may have gone or changed kind since the walk: a skip, not a crash
             st = f.stat()
             rec = old_files.get(str(f))

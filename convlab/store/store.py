@@ -32,7 +32,7 @@ from convlab.store.manifest import (
     SEARCH_BLOCKS,
     Verified,
 )
-from convlab.store.marker import NotAStore, claim, read_marker
+from convlab.store.marker import claim, marker_id
 from convlab.store.owner import check_store
 from convlab.store.versions import (
     check_lock_file,
@@ -292,8 +292,7 @@ class Store:
         """The store's write lock (acquire it with ``with``); the folder is made a store first.
 
         Raises:
-            NotAStore: the folder is a file, holds other things and no store marker, or its
-                marker is not the one its versions record (:func:`convlab.store.owner.check_store`).
+            NotAStore: not a store's folder (:func:`convlab.store.owner.check_store`).
             StoreDamaged: the lock file is a FIFO, a device or another non-regular file.
         """
         check_store(self.directory)  # a folder or marker not the store's own: nothing written
@@ -312,15 +311,14 @@ class Store:
         progress: bool | None = None,
         log: Callable[[str], None] | None = None,
         engine: str | Engine = "local",
+        missing_ok: bool = False,
     ) -> IndexSummary:
         """Bring the store up to date with the transcripts under ``paths``.
 
-        The live version is checked first: its manifest and file sizes always, its contents as
-        :data:`convlab.store.manifest.CHECK_ON_INDEX` says (by default every small file whole,
-        sampled blocks of the vectors and the FAISS file). A damaged version is rebuilt from the
-        transcripts, its vectors taken from the embedding cache; a version of an older format
-        is refused (:class:`StoreOutdated`) unless ``rebuild``. Afterwards this object reads
-        the version written (or the live one if nothing changed).
+        The live version is checked first (:data:`convlab.store.manifest.CHECK_ON_INDEX`); a
+        damaged one is rebuilt, its vectors from the embedding cache; one of an older format is
+        refused unless ``rebuild``. Conversations whose files went, shrank or were rewritten are
+        kept, detached (:mod:`convlab.store.history`). This object then reads the live version.
 
         Args:
             paths: files or directories to index.
@@ -332,6 +330,8 @@ class Store:
             log: where to send progress lines.
             engine: where the embedding runs (a key of ``convlab.engines.ENGINES`` or an
                 engine object); the store is the same whichever engine embeds.
+            missing_ok: a path that is not there is a folder emptied (its conversations kept,
+                detached), not an error (``--watch``).
 
         Raises:
             StoreLocked: another indexer is writing this store and ``wait`` is False.
@@ -342,7 +342,7 @@ class Store:
         """
         from convlab.store.update import run_update
 
-        for p in paths:
+        for p in [] if missing_ok else paths:
             if not Path(p).expanduser().exists():
                 raise FileNotFoundError(f"no such file or directory: {p}")
         try:
@@ -356,7 +356,9 @@ class Store:
                 ) from None
             self._log = log or (lambda _: None)
             try:
-                return run_update(self, paths, config, embedder, rebuild, self._log, engine)
+                return run_update(
+                    self, paths, config, embedder, rebuild, self._log, engine, missing_ok
+                )
             finally:
                 self._log = lambda _: None
                 lock.release()
@@ -369,10 +371,7 @@ class Store:
     @property
     def store_id(self) -> str:
         """The id of the store's marker, which every version it writes records."""
-        marker = read_marker(self.directory)
-        if marker is None:
-            raise NotAStore(f"{self.directory}: no store marker; run `convlab index` to make one")
-        return marker.id
+        return marker_id(self.directory)
 
     def open_for_update(
         self, log: Callable[[str], None], *, rebuild: bool
@@ -444,7 +443,6 @@ def open_store(directory: str | Path) -> Store:
 
     Example:
         >>> store = open_store("~/.convlab/store")  # doctest: +SKIP
-        >>> store.search("nginx websockets", k=5)  # doctest: +SKIP
         >>> store.search("nginx websockets", system="bm25:message")  # doctest: +SKIP
     """
     store = Store(directory)

@@ -142,6 +142,7 @@ def run_update(
     rebuild: bool,
     log: Callable[[str], None],
     engine: str | Engine = "local",
+    missing_ok: bool = False,
 ) -> IndexSummary:
     """Bring ``store`` up to date with the transcripts under ``paths`` (its lock held).
 
@@ -154,7 +155,7 @@ def run_update(
         started = time.perf_counter()
         summary = IndexSummary()
         old_manifest, reread = _open(store, config, embedder, rebuild, log, summary)
-        plan = _plan(store, old_manifest, paths, config, summary, reread=reread)
+        plan = _plan(store, old_manifest, paths, config, summary, reread, missing_ok)
         if plan.nothing_to_do() and old_manifest is not None:
             system = config.resolved_system().as_dict()
             detached = plan.changes.detached
@@ -241,15 +242,18 @@ def _plan(
     paths: Sequence[str | Path],
     config: StoreConfig,
     summary: IndexSummary,
-    *,
     reread: bool,
+    missing_ok: bool,
 ) -> Plan:
     """Read the changed files and decide, by content, what to keep, build, detach and version.
 
     ``reread``: every file is read again (new redaction rules), and every stored conversation
-    but the detached ones is rebuilt from it.
+    but the detached ones is rebuilt from it. ``missing_ok``: a root not there holds no file.
     """
     roots = [Path(p).expanduser().resolve() for p in paths]
+    for r in [] if missing_ok else roots:
+        if not r.exists():
+            raise FileNotFoundError(f"no such file or directory: {r}")
     old_files = old_manifest.files if old_manifest and not reread else {}
     found = scan(roots, old_files, summary)
     loaded = load_files(found.changed) if found.changed else load_empty()

@@ -208,8 +208,13 @@ def _index(
     config: StoreConfig,
     store: Store,
     embedder: Embedder,
+    *,
+    missing_ok: bool = False,
 ) -> None:
-    """One ``convlab index`` run: update the store, print its summary."""
+    """One ``convlab index`` run: update the store, print its summary.
+
+    ``missing_ok``: a path that is gone is a folder emptied, not an error (``--watch``).
+    """
     progress = _progress(args.quiet)
 
     def log(message: str) -> None:
@@ -234,6 +239,7 @@ def _index(
                 progress=False if args.quiet else None,
                 log=log,
                 engine=eng,
+                missing_ok=missing_ok,
             )
     finally:
         eng.close()
@@ -258,9 +264,8 @@ def _watch(
 ) -> None:
     """Poll the sources every ``args.interval`` seconds; index again when a file changed.
 
-    Each run is a whole ``convlab index`` (the same update, as crash-safe), waiting for the
-    store's lock when another indexer holds it; ``--watch-cycles`` bounds the polls (tests),
-    else it runs until interrupted.
+    Each poll is :func:`sync`; ``--watch-cycles`` bounds the polls (tests), else it runs until
+    interrupted.
     """
     again = argparse.Namespace(**{**vars(args), "wait": True})  # behind a hook's index, say
     seen = sources_signature(paths)
@@ -268,10 +273,41 @@ def _watch(
     while args.watch_cycles is None or polls < args.watch_cycles:
         _sleep(args.interval)
         polls += 1
-        now = sources_signature(paths)
-        if now != seen:
-            _index(again, paths, config, store, embedder)
-            seen = now
+        seen = sync(again, paths, config, store, embedder, seen)
+
+
+def sync(
+    args: argparse.Namespace,
+    paths: list[Path],
+    config: StoreConfig,
+    store: Store,
+    embedder: Embedder,
+    seen: frozenset[tuple[str, int, int]],
+) -> frozenset[tuple[str, int, int]]:
+    """One poll of ``--watch``: a whole ``convlab index`` when the files under ``paths`` changed.
+
+    Returns the :func:`sources_signature` seen. Each run is as crash-safe as ``convlab index``,
+    waiting for the store's lock when ``args.wait``. A path deleted (and made again later) or a
+    poll that finds nothing readable is said on stderr and the watch goes on: the conversations
+    read before stay in the store, detached, until their files come back.
+    """
+    now = sources_signature(paths)
+    if now == seen:
+        return seen
+    for path in paths:
+        if not path.expanduser().exists():
+            _say(args, f"{path} is gone; its conversations stay in the store, detached")
+    try:
+        _index(args, paths, config, store, embedder, missing_ok=True)
+    except UsageError as exc:  # nothing readable under the paths now: wait for more
+        _say(args, str(exc))
+    return now
+
+
+def _say(args: argparse.Namespace, message: str) -> None:
+    """One line on stderr (none under ``-q``)."""
+    if not args.quiet:
+        print(f"convlab index: {message}", file=sys.stderr, flush=True)
 
 
 _sleep = time.sleep  # the wait between polls (a test steps through it)

@@ -19,6 +19,7 @@ Examples::
     convlab search "nginx websockets" --since 2026-01-01 --role user --json
     convlab show SESSION_ID --turn 3 --budget 512 --store ~/.convlab/store
     convlab stats --store ~/.convlab/store
+    convlab prune --store ~/.convlab/store --detached --dry-run
     convlab judge queries.jsonl --data ~/.claude/projects --qrels qrels.jsonl --assessor ana
     convlab judge agreement qrels-ana.jsonl qrels-bo.jsonl
     convlab mcp --store ~/.convlab/store
@@ -35,7 +36,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from convlab.app.cli import eval as eval_command
-from convlab.app.cli import index, judge, mcp, search, show, stats
+from convlab.app.cli import index, judge, mcp, prune, search, show, stats
 from convlab.app.cli.options import add_common
 from convlab.app.exits import (
     EXIT_BROKEN_PIPE,
@@ -75,7 +76,7 @@ class Command(Protocol):
         ...
 
 
-COMMANDS: tuple[Command, ...] = (index, search, show, stats, eval_command, judge, mcp)
+COMMANDS: tuple[Command, ...] = (index, search, show, stats, prune, eval_command, judge, mcp)
 """The subcommands, in the order ``convlab --help`` lists them."""
 
 

@@ -1,5 +1,8 @@
 """``convlab stats``: what a store holds, when it was updated, its size; ``--verify`` checks it.
 
+It counts the detached conversations (kept after their transcripts went, shrank or were
+rewritten: :mod:`convlab.store.history`), which ``convlab prune`` removes.
+
 It also gives each strategy's units per message and embedding cost
 (:mod:`convlab.pipeline.unit_costs`) and what the last update embedded, in how long.
 """
@@ -9,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -74,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         f"transcripts: {info['files']} files indexed, {info['files_with_skips']} with skipped "
         f"records ({info['skipped_records']} records skipped)"
     )
+    print(_detached_line(info["detached"], info["store"]))
     print(
         f"size on disk: {_size(info['bytes_total'])} (version {_size(info['bytes_version'])}, "
         f"embedding cache {_size(info['bytes_cache'])})"
@@ -82,6 +87,18 @@ def run(args: argparse.Namespace) -> int:
     for line in _cost_lines(info):
         print(line)
     return EXIT_OK
+
+
+def _detached_line(detached: dict[str, int], store: str) -> str:
+    """How many conversations are kept although their transcripts changed or went, and why."""
+    n = sum(detached.values())
+    if not n:
+        return "detached: none (every conversation is in its transcript as stored)"
+    why = ", ".join(f"{k} {v}" for k, v in sorted(detached.items()))
+    return (
+        f"detached: {n} conversations kept after their transcripts changed or went ({why}); "
+        f"`convlab prune --store {store} --detached` removes them"
+    )
 
 
 def _cost_lines(info: StoreInfo) -> list[str]:
@@ -124,6 +141,7 @@ class StoreInfo(TypedDict):
     redact_rules: str | None
     unit_costs: list[dict[str, Any]]  # convlab.pipeline.unit_costs, one row per strategy + all
     last_embedding: dict[str, Any] | None  # the last update's embedding pass (None: not kept)
+    detached: dict[str, int]  # conversations kept after their transcripts changed, per reason
     bytes_total: int
 
 
@@ -190,6 +208,7 @@ def store_info(store: Store, *, verify: bool) -> StoreInfo:
         "redact_rules": m.redact_rules,
         "unit_costs": m.unit_costs,
         "last_embedding": m.embedding,
+        "detached": dict(Counter(d.reason for d in m.detached.values())),
         "bytes_total": bytes_version + bytes_cache,  # last, as --json has always printed it
     }
 
