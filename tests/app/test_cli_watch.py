@@ -40,8 +40,8 @@ def test_watch_indexes_again_when_a_file_appears_and_not_otherwise(
     # the first index, then one more after poll 2 (polls 1, 3 and 4 saw nothing new)
     assert out.count("store: ") == 2
     assert [line for line in out.splitlines() if line.startswith("conversations:")] == [
-        "conversations: 1 added, 0 changed, 0 removed",
-        "conversations: 1 added, 0 changed, 0 removed",
+        "conversations: 1 added, 0 changed, 0 detached, 0 removed",
+        "conversations: 1 added, 0 changed, 0 detached, 0 removed",
     ]
     assert sorted(Store(store).frame("conversations")["conversation_id"]) == ["a", "b"]
 
@@ -57,7 +57,8 @@ def test_a_changed_file_is_indexed_again(
     argv = ["index", str(src), "--store", str(tmp_path / "s"), "--embedder", "hash", "-q"]
     assert main([*argv, "--watch", "--watch-cycles", "1"]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "conversations: 0 added, 1 changed, 0 removed" in out
+    # a message rewritten: the conversation read again, its earlier version kept (a~1)
+    assert "conversations: 0 added, 1 changed, 1 detached, 0 removed" in out
     texts = Store(tmp_path / "s").frame("chunks")["text"].to_list()
     assert any("Hello there, again." in t for t in texts)
 

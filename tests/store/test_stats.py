@@ -72,8 +72,9 @@ def test_stats_verify_hashes_every_file(store: Path, capsys: pytest.CaptureFixtu
     hashed.append(version / "index" / "manifest.json")  # the index's own manifest is hashed
     n = len(set(hashed))
     # 5 frames (messages included); index: units, vectors, FAISS file, its manifest; and the
-    # 5 files of the BM25 index bm25s writes (saved with the store since issue 12)
-    assert n == 14
+    # 5 files of the BM25 index bm25s writes (saved with the store since issue 12); the
+    # version's .owner (the store's id, written first)
+    assert n == 15
     assert sorted(p.name for p in (version / "bm25").iterdir()) == [
         "data.csc.index.npy",
         "indices.csc.index.npy",

@@ -16,6 +16,7 @@ from convlab.build import build_index
 from convlab.embed import HashEmbedder
 from convlab.retrieval import search
 from convlab.store import Store, StoreConfig, StoreDamaged, StoreMismatch
+from convlab.store.prune import prune, select
 from convlab.systems import default_system, resolve_system
 from tests.helpers import CountingHash, small_history
 
@@ -76,7 +77,11 @@ def test_an_update_embeds_only_new_texts_and_keeps_every_view(
         if embedded:
             assert store.index(strategy).units["unit_id"].to_list() == ids
     (history / "-home-u-app" / "subagent.jsonl").unlink()
-    store.update([history], config=StoreConfig(), embedder=emb)
+    store.update([history], config=StoreConfig(), embedder=emb)  # its history kept, detached
+    assert store.frame("units").sort("unit_id").equals(after.sort("unit_id"))
+    emb.texts = 0
+    prune(store, select(store.manifest(), detached=True), embedder=emb)
+    assert emb.texts == 0
     assert store.frame("units").sort("unit_id").equals(before.sort("unit_id"))
 
 
