@@ -3,12 +3,14 @@
 Layout of a store directory::
 
     DIR/
-      convlab-store.json       the marker: this folder is a store (format, store id)
+      convlab-store.json       the marker: this folder is a store (format, random store id)
       current -> v<N>          symlink to the live version, swapped atomically
-      v<N>/manifest.json       the typed manifest (convlab.store.format.StoreManifest, format 3):
+      v<N>/manifest.json       the typed manifest (convlab.store.format.StoreManifest, format 4):
+                               the store id, the version's name and the store's other versions,
                                settings, files seen (size, mtime, sha256), conversation
-                               fingerprints, size and sha256 of every file of the version and
-                               a checksum of itself
+                               fingerprints, the detached conversations, size and sha256 of
+                               every file of the version and a checksum of itself
+      v<N>/.owner              the store id, written first (a killed run's leftover is known)
       v<N>/conversations.parquet, messages.parquet, turns.parquet, chunks.parquet,
            units.parquet       (messages: where each message is in its source file)
       v<N>/index/              convlab.index.VectorIndex (FAISS + units + its manifest) of the
@@ -24,8 +26,9 @@ An update (:meth:`Store.update`, :mod:`convlab.store.update`) reads only files w
 or content hash changed, keeps the rows of conversations whose content fingerprint is unchanged,
 rebuilds units for the others with the one build recipe (:func:`convlab.build.build_indexes`; the
 embedding cache means only new texts are embedded: the idea of the design documents'
-``last_embedded_turn_number`` and content hash, at the level of unit texts), drops conversations
-whose files are gone, and writes a new version beside the old one before switching ``current`` to
+``last_embedded_turn_number`` and content hash, at the level of unit texts), keeps conversations
+whose files went, shrank or were rewritten as detached history (:mod:`~convlab.store.history`;
+``convlab prune`` removes them, :mod:`~convlab.store.prune`), and writes a new version beside the old one before switching ``current`` to
 it with one atomic ``rename``. A run killed at any point leaves the previous version live and valid;
 leftover temporary versions are removed by the next run. Two indexers never write one store: the
 second waits (``wait=True``) or refuses with :class:`StoreLocked`.
@@ -44,8 +47,11 @@ unit length and a sample of blocks of the vectors and the FAISS file
 :class:`StoreDamaged` with one line naming it, and the next ``update`` rebuilds the version from
 the transcripts, its vectors from the embedding cache.
 
-**Only a store is written.** :func:`convlab.store.marker.claim` runs before anything is written:
-a folder that holds other things and no marker, or a file, is refused with :class:`NotAStore`.
+**Only a store is written, only its own versions removed.** :func:`convlab.store.marker.claim`
+runs before anything is written: a folder that holds other things and no marker, a file, a
+marker not as the store writes it, or one copied from another store
+(:func:`convlab.store.owner.check_store`) is refused with :class:`NotAStore`. Only the versions
+the live manifest lists, each checked to be the store's own and whole, are ever removed.
 A full disk during an update raises :class:`StoreFull` (the previous version intact).
 
 **Views of a system.** A store holds the views of the system ``convlab index --system`` chose
@@ -61,6 +67,8 @@ saying to run ``convlab index --rebuild`` (exit 2); ``update(rebuild=True)`` rep
 
 The modules: :mod:`~convlab.store.config` (:class:`StoreConfig`, :class:`IndexSummary`),
 :mod:`~convlab.store.errors` (the errors), :mod:`~convlab.store.marker` (the store marker),
+:mod:`~convlab.store.owner` (what the store owns), :mod:`~convlab.store.history` (history kept
+when files change), :mod:`~convlab.store.prune` (removing what the user names),
 :mod:`~convlab.store.format` (the typed manifest, encoded and decoded in one place),
 :mod:`~convlab.store.manifest` (checksums of the version's files, checks),
 :mod:`~convlab.store.versions` (writing, switching, pinning locks, removal),
