@@ -47,6 +47,8 @@ _WRITTEN = {
     OWNER,
 }
 """The names a version holds at its top."""
+_SAVING = re.compile(r"^\.(?:index|bm25)\.(?:tmp|old)-[0-9a-f]{32}$")
+"""An index being saved at the top of a version (a run killed inside ``VectorIndex.save``)."""
 
 
 def _recorded(version: Path, store_id: str) -> bool:
@@ -115,7 +117,7 @@ def stamped(tmp: Path, store_id: str) -> bool:
         ok = read_regular(owner, limit=256).decode("ascii", "replace").strip() == store_id
     except LoadError:
         return False
-    return ok and all(name in _WRITTEN for name in os.listdir(tmp))
+    return ok and all(name in _WRITTEN or _SAVING.match(name) for name in os.listdir(tmp))
 
 
 def check_store(directory: Path) -> Marker | None:

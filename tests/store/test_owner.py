@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -72,16 +73,16 @@ def _refused(store: Path, capsys: pytest.CaptureFixture[str], says: str) -> None
     ("marker", "says"),
     [
         ('{"format":1,"id":"x"}', "id 'x', not 32 hex digits"),
-        ('{"format": true, "id": "%s", "created": 1.0}' % GOOD_ID, "format True, not 1"),
-        ('{"format": -7, "id": "%s", "created": 1.0}' % GOOD_ID, "format -7, not 1"),
-        ('{"format": 1.0, "id": "%s", "created": 1.0}' % GOOD_ID, "format 1.0, not 1"),
+        (f'{{"format": true, "id": "{GOOD_ID}", "created": 1.0}}', "format True, not 1"),
+        (f'{{"format": -7, "id": "{GOOD_ID}", "created": 1.0}}', "format -7, not 1"),
+        (f'{{"format": 1.0, "id": "{GOOD_ID}", "created": 1.0}}', "format 1.0, not 1"),
         ('{"format": 1, "id": "", "created": 1.0}', "id '', not 32 hex digits"),
-        ('{"format": 1, "id": "%s", "created": 1e400}' % GOOD_ID, "created inf, not a time"),
-        ('{"format": 1, "id": "%s", "created": "abc"}' % GOOD_ID, "created 'abc', not a time"),
-        ('{"format": 1, "id": "%s", "created": -5}' % GOOD_ID, "created -5, not a time"),
-        ('{"format": 1, "id": "%s"}' % GOOD_ID, "created None, not a time"),
-        ('{"format": 1, "id": "%s", "created": 1, "x": 0}' % GOOD_ID, "fields created, format"),
-        ('{"format": 1, "id": "%s", "created": 1}' % GOOD_ID.upper(), "not 32 hex digits"),
+        (f'{{"format": 1, "id": "{GOOD_ID}", "created": 1e400}}', "created inf, not a time"),
+        (f'{{"format": 1, "id": "{GOOD_ID}", "created": "abc"}}', "created 'abc', not a time"),
+        (f'{{"format": 1, "id": "{GOOD_ID}", "created": -5}}', "created -5, not a time"),
+        (f'{{"format": 1, "id": "{GOOD_ID}"}}', "created None, not a time"),
+        (f'{{"format": 1, "id": "{GOOD_ID}", "created": 1, "x": 0}}', "fields created, format"),
+        (f'{{"format": 1, "id": "{GOOD_ID.upper()}", "created": 1}}', "not 32 hex digits"),
         ("[1]", "not a JSON object"),
         ("[" * 4000, "not a convlab store marker (RecursionError)"),
     ],
@@ -178,7 +179,7 @@ def test_in_a_real_store_only_its_own_versions_are_removed(
     assert first is not None
     _user_folder(store)  # v2/thesis.md and v0099, no manifest
     foreign = store / "v7"
-    os.system(f"cp -a {other / os.readlink(other / 'current')} {foreign}")  # noqa: S605
+    shutil.copytree(other / os.readlink(other / "current"), foreign)
     pinned = Store(store)
     pinned.manifest()  # a reader holds the first version: the next write cannot remove it
     assert _index(store, "-q", "--rebuild") == EXIT_OK
@@ -214,6 +215,7 @@ def test_a_killed_runs_temporary_version_is_removed_only_with_the_stores_id(
     mine.mkdir()
     (mine / ".owner").write_text(Store(store).store_id + "\n")
     (mine / "turns.parquet").write_bytes(b"half")
+    (mine / f".index.tmp-{GOOD_ID}").mkdir()  # killed inside VectorIndex.save
     theirs = store / ".tmp-v6"
     theirs.mkdir()
     (theirs / "draft.md").write_text("mine\n")

@@ -21,6 +21,7 @@ from convlab.embed import HashEmbedder
 from convlab.paths import REPO_ROOT
 from convlab.specs import IndexSpec
 from convlab.store import Store, StoreConfig
+from convlab.store.prune import prune, select
 from tests.helpers import small_history
 
 CONFIG = StoreConfig(system="turn_pair")
@@ -177,11 +178,15 @@ def test_readers_interleaved_with_writers_never_mix_versions(history: Path, tmp_
     def write() -> None:
         try:
             while time.monotonic() < stop:
-                if moving.exists():
+                writer = Store(tmp_path / "store")
+                if moving.exists():  # moved away: kept detached until pruned (a smaller store)
                     shutil.move(moving, away)
+                    writer.update([history], config=CONFIG, embedder=HashEmbedder())
+                    gone = select(writer.manifest(), detached=True)
+                    prune(writer, gone, embedder=HashEmbedder(), wait=True)
                 else:
                     shutil.move(away, moving)
-                Store(tmp_path / "store").update([history], config=CONFIG, embedder=HashEmbedder())
+                    writer.update([history], config=CONFIG, embedder=HashEmbedder())
                 writes[0] += 1
         except BaseException as exc:
             errors.append(exc)
@@ -212,6 +217,7 @@ _KILLED_INDEX = textwrap.dedent(
     import convlab.embed.cache
     from convlab.embed import HashEmbedder
     from convlab.store import Store, StoreConfig
+from convlab.store.prune import prune, select
 
     convlab.embed.cache.SEGMENT_TEXTS = 4
     KILL_AFTER = int(sys.argv[3])
