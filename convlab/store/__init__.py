@@ -31,7 +31,8 @@ whose files went, shrank or were rewritten as detached history (:mod:`~convlab.s
 ``convlab prune`` removes them, :mod:`~convlab.store.prune`), and writes a new version beside
 the old one before switching ``current`` to it with one atomic ``rename``. A run killed at any
 point leaves the previous version live and valid; leftover temporary versions are removed by the
-next run. Two indexers never write one store: the second waits (``wait=True``) or refuses with :class:`StoreLocked`.
+next run. Two indexers never write one store: the second waits (``wait=True``) or refuses with
+:class:`StoreLocked`.
 
 **One version per Store object.** The first read pins the live version: the manifest, every frame
 and the index of one ``Store`` come from that one directory, however many writers switch
