@@ -7,8 +7,9 @@ means only new texts are embedded: the idea of the design documents'
 ``last_embedded_turn_number`` and content hash, at the level of unit texts), keeps conversations
 whose files went, shrank or were rewritten as detached history (:mod:`convlab.store.history`),
 and writes a new version beside the old one through the store's public writer interface
-(:class:`StoreWriter`, which :class:`convlab.store.Store` is). :func:`run_prune` removes
-conversations the user names, through the same writer.
+(:class:`StoreWriter`, which :class:`convlab.store.Store` is).
+:func:`convlab.store.prune.prune` removes conversations the user names, through
+:func:`write_plan`.
 """
 
 from __future__ import annotations

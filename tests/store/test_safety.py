@@ -217,7 +217,6 @@ _KILLED_INDEX = textwrap.dedent(
     import convlab.embed.cache
     from convlab.embed import HashEmbedder
     from convlab.store import Store, StoreConfig
-from convlab.store.prune import prune, select
 
     convlab.embed.cache.SEGMENT_TEXTS = 4
     KILL_AFTER = int(sys.argv[3])

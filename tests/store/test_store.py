@@ -232,9 +232,10 @@ def test_sigkill_at_any_point_leaves_a_valid_store(
 
     store = tmp_path / "store"
     # a first complete run, then new data, then a run killed at `crash`
-    extra = history / "-home-u-app" / "later.jsonl"
+    held = tmp_path / "held.jsonl"
+    shutil.move(history / "-home-u-app" / "tool_heavy.jsonl", held)
     assert _index_cmd(history, store, None).returncode == 0
-    shutil.move(history / "-home-u-app" / "tool_heavy.jsonl", extra)
+    shutil.move(held, history / "-home-u-app" / "later.jsonl")  # a session that is new here
     killed = _index_cmd(history, store, crash)
     assert killed.returncode == -9, killed.stderr
     _check_valid(Store(store))  # the previous (or the new) version is live and whole
