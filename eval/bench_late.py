@@ -54,17 +54,21 @@ class Counting:
 
     @property
     def model_id(self) -> str:
+        """The inner embedder's."""
         return self.inner.model_id
 
     @property
     def dimension(self) -> int:
+        """The inner embedder's."""
         return self.inner.dimension
 
     @property
     def name(self) -> str | None:
+        """The inner embedder's registered name."""
         return getattr(self.inner, "name", None)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """The inner embedder's vectors; counts the tokens the model reads (up to 256 each)."""
         from convlab.model import MAX_TOKENS, SPECIAL_TOKENS
         from convlab.pipeline.tokens import count_tokens
 
@@ -77,6 +81,7 @@ class Counting:
             self.cpu_s += time.process_time() - started
 
     def encode_tokens(self, texts: Sequence[str], max_tokens: int) -> list[np.ndarray]:
+        """The inner embedder's token states; counts their rows."""
         self.calls += 1
         started = time.process_time()
         try:

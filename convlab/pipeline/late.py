@@ -73,7 +73,9 @@ def late_vectors(
     """
     if units.height == 0:
         return np.zeros((0, embedder.dimension), dtype=np.float32)
-    wanted = chunks.filter(pl.col("conversation_id").is_in(units["conversation_id"].unique().to_list()))
+    wanted = chunks.filter(
+        pl.col("conversation_id").is_in(units["conversation_id"].unique().to_list())
+    )
     plan = late_plan(wanted, window)
     texts = [p.text for p in plan.passes]
     spans = [p.spans for p in plan.passes]

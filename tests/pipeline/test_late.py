@@ -14,12 +14,12 @@ import pytest
 
 from convlab.build import build_indexes
 from convlab.embed import CachedEmbedder
+from convlab.embed.late import span_means
 from convlab.loaders import load
 from convlab.paths import sample_data_path
-from convlab.specs import UnitSpec
-from convlab.embed.late import span_means
 from convlab.pipeline.late import late_plan, late_vectors
 from convlab.pipeline.units import units
+from convlab.specs import UnitSpec
 from tests.helpers import CountingHash, chunks_frame
 
 WORDS = {"x": [1.0, 0.0, 0.0], "y": [0.0, 1.0, 0.0], "z": [0.0, 0.0, 1.0]}
@@ -91,7 +91,8 @@ def test_a_late_unit_is_the_mean_of_its_chunks_token_states() -> None:
         "c:t1:user:s0",
     ]
     assert np.allclose(late_vectors(seq, DIALOG, fake, 256)[2], unit([0.5, 0.25, 0.25]))
-    assert fake.calls == 3 and fake.texts == ["x y x x z y"] * 3  # no cache: a pass each time
+    assert fake.calls == 3
+    assert fake.texts == ["x y x x z y"] * 3
 
 
 def test_a_warm_cache_makes_no_forward_pass(tmp_path: Path) -> None:
@@ -101,11 +102,13 @@ def test_a_warm_cache_makes_no_forward_pass(tmp_path: Path) -> None:
     # another strategy over the same text: the pass is the cache's, no second pass
     late_vectors(units(DIALOG, "late_turn_pair"), DIALOG, cached, 256)
     assert fake.calls == 1
-    assert cached.stats.embedded == 1 and cached.stats.from_cache == 1
+    assert cached.stats.embedded == 1
+    assert cached.stats.from_cache == 1
     again = FakeTokens()
     warm = CachedEmbedder(again, tmp_path)  # a later run: the segments on disk
     assert np.array_equal(late_vectors(units(DIALOG, "late_isolated"), DIALOG, warm, 256), first)
-    assert again.calls == 0 and warm.stats.model_calls == 0
+    assert again.calls == 0
+    assert warm.stats.model_calls == 0
 
 
 def test_a_pass_the_model_tokenises_otherwise_than_its_chunks_is_refused() -> None:
@@ -130,4 +133,5 @@ def test_the_build_embeds_late_strategies_from_their_passes_only(tmp_path: Path)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-6)
     assert not built["message"].vectors.any()  # not dense: zeros
     context = built["late_sequential"].units["context_tokens"]
-    assert context.null_count() == 0 and 2 < context.min() <= context.max() <= 256
+    assert context.null_count() == 0
+    assert 2 < context.min() <= context.max() <= 256
