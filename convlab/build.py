@@ -275,7 +275,7 @@ def build_indexes(
         s: late_vectors(derived[s].units, derived[s].chunks, embedder, w)
         for s, w in windows.items()
     }
-    if before is not None and late:  # the late passes' counts too
+    if before is not None and late and isinstance(embedder, CachedEmbedder):  # late's counts too
         embedding = _counts_since(before, embedder)
     name = getattr(embedder, "name", None)
     done = _Pass(

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -42,30 +42,17 @@ TARGET_TOKENS_PER_TEXT_TOKEN = 1.5
 TARGET_CPU_RATIO = 4.0
 
 
-@dataclass
 class Counting:
     """An embedder that counts the tokens it runs and the CPU-seconds inside the model."""
 
-    inner: Embedder
-    tokens: int = 0
-    cpu_s: float = 0.0
-    calls: int = 0
-    _lengths: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def model_id(self) -> str:
-        """The inner embedder's."""
-        return self.inner.model_id
-
-    @property
-    def dimension(self) -> int:
-        """The inner embedder's."""
-        return self.inner.dimension
-
-    @property
-    def name(self) -> str | None:
-        """The inner embedder's registered name."""
-        return getattr(self.inner, "name", None)
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+        self.name: str | None = getattr(inner, "name", None)
+        self.tokens = 0
+        self.cpu_s = 0.0
+        self.calls = 0
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """The inner embedder's vectors; counts the tokens the model reads (up to 256 each)."""
@@ -191,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(args.out / "bench_late.json", json.dumps(out, indent=1))
     print(json.dumps(out["targets"], indent=1))
-    met = all(t["met"] for t in out["targets"].values())  # type: ignore[union-attr]
+    met = per_token <= TARGET_TOKENS_PER_TEXT_TOKEN and ratio >= TARGET_CPU_RATIO
     return 0 if met else 1
 
 
