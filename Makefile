@@ -88,6 +88,7 @@ bench: venv
 	$(PY) -m eval.bench_embed --out runs/bench
 	$(PY) -m eval.bench_search --out runs/bench
 	$(PY) -m eval.bench_index --out runs/bench
+	$(PY) -m eval.bench_late --out runs/bench
 
 lab: venv
 	$(VENV)/bin/jupyter lab notebooks $(if $(filter 0,$(shell id -u)),--allow-root,)

@@ -26,13 +26,15 @@ import numpy as np
 import polars as pl
 
 from convlab._version import __version__
-from convlab.built import BuildCounts, BuildManifest, Derived, Embedded, Given
+from convlab.built import BuildCounts, BuildManifest, Derived, Embedded, Given, with_kept
 from convlab.embed import CachedEmbedder, embed_texts, embedder_name
 from convlab.index import VectorIndex
 from convlab.loaders import Corpus
+from convlab.pipeline.late import late_vectors
 from convlab.progress import current as current_progress
 from convlab.protocols import Embedder
 from convlab.specs import IndexSpec, UnitSpec
+from convlab.strategies.late import late_window
 
 if TYPE_CHECKING:
     from convlab.engines import Engine
@@ -193,6 +195,10 @@ def build_index(
                     f"vectors of shape {new_vectors.shape} for {rows} units of "
                     f"{cached.dimension} dims"
                 )
+        elif dense and (window := late_window(unit.strategy)) is not None:
+            before = asdict(cached.stats)  # late chunking: passes in this process, any engine
+            new_vectors = late_vectors(derived.units, derived.chunks, cached, window)
+            stats = _counts_since(before, cached)
         else:
             new_vectors, stats = _embed(derived.units["text"].to_list(), cached, eng, dense=dense)
     finally:
@@ -200,7 +206,7 @@ def build_index(
             eng.close()
     embed_done = time.perf_counter()
     current_progress().phase("index")
-    units, all_vectors = _with_kept(keep, derived.units, new_vectors, cached.dimension)
+    units, all_vectors = with_kept(keep, derived.units, new_vectors, cached.dimension)
     done = _Pass(
         model_id=cached.model_id,
         embedder=embedder_name(cached),
@@ -260,8 +266,17 @@ def build_indexes(
     current_progress().phase("chunk")
     derived = _derive_all(corpus, units)
     derive_done = time.perf_counter()
-    texts = [t for s in strategies if s in dense for t in derived[s].units["text"].to_list()]
+    windows = {s: w for s in strategies if s in dense and (w := late_window(s)) is not None}
+    plain = [s for s in strategies if s in dense and s not in windows]
+    texts = [t for s in plain for t in derived[s].units["text"].to_list()]
+    before = asdict(embedder.stats) if isinstance(embedder, CachedEmbedder) else None
     vectors, engine_record, embedding = _embed_pass(texts, embedder, engine)
+    late = {
+        s: late_vectors(derived[s].units, derived[s].chunks, embedder, w)
+        for s, w in windows.items()
+    }
+    if before is not None and late and isinstance(embedder, CachedEmbedder):  # late's counts too
+        embedding = _counts_since(before, embedder)
     name = getattr(embedder, "name", None)
     done = _Pass(
         model_id=embedder.model_id,
@@ -276,13 +291,15 @@ def build_indexes(
     current_progress().phase("index")
     for unit in units:
         d = derived[unit.strategy]
-        if unit.strategy in dense:
+        if unit.strategy in late:  # late chunking: one pass per window, shared via the cache
+            v = late[unit.strategy]
+        elif unit.strategy in dense:
             v = vectors[offset : offset + d.units.height]
             offset += d.units.height
         else:
             v = np.zeros((d.units.height, embedder.dimension), dtype=np.float32)
         kept = (keep or {}).get(unit.strategy)
-        all_units, v = _with_kept(kept, d.units, v, embedder.dimension)
+        all_units, v = with_kept(kept, d.units, v, embedder.dimension)
         switches = (unit.strategy in dense, unit.strategy in lexical)
         n_kept = 0 if kept is None else kept.units.height
         out[unit.strategy] = _assemble(
@@ -424,23 +441,6 @@ def _embed(
 def _counts_since(before: dict[str, int], cached: CachedEmbedder) -> dict[str, int]:
     """The cache's counts (requested, distinct, from_cache, embedded, ...) since ``before``."""
     return {k: v - before[k] for k, v in asdict(cached.stats).items()}
-
-
-def _with_kept(
-    keep: Embedded | None, units: pl.DataFrame, vectors: np.ndarray, dimension: int
-) -> tuple[pl.DataFrame, np.ndarray]:
-    """The kept units and vectors followed by the new ones."""
-    if keep is None:
-        return units, np.asarray(vectors, dtype=np.float32)
-    if keep.units.height != len(keep.vectors):
-        raise ValueError(f"keep has {keep.units.height} units but {len(keep.vectors)} vectors")
-    parts = [f for f in (keep.units, units) if f.height]
-    all_units = pl.concat(parts) if parts else units
-    kept = np.asarray(keep.vectors, dtype=np.float32).reshape(-1, dimension)
-    all_vectors = np.vstack([kept, np.asarray(vectors, dtype=np.float32).reshape(-1, dimension)])
-    if all_units["unit_id"].is_duplicated().any():
-        raise RuntimeError("duplicate unit ids between the kept and the new units")
-    return all_units, all_vectors
 
 
 def _bm25(units: pl.DataFrame) -> BM25Index | None:

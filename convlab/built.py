@@ -14,7 +14,7 @@ import msgspec
 import numpy as np
 import polars as pl
 
-__all__ = ["BuildCounts", "BuildManifest", "Derived", "Embedded", "Given"]
+__all__ = ["BuildCounts", "BuildManifest", "Derived", "Embedded", "Given", "with_kept"]
 
 
 class Embedded(NamedTuple):
@@ -86,3 +86,20 @@ class BuildManifest(msgspec.Struct, frozen=True, kw_only=True):
     bm25: bool = False
     units_fingerprint: str = ""
     seconds: dict[str, float] = msgspec.field(default_factory=dict)
+
+
+def with_kept(
+    keep: Embedded | None, units: pl.DataFrame, vectors: np.ndarray, dimension: int
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """The kept units and vectors followed by the new ones."""
+    if keep is None:
+        return units, np.asarray(vectors, dtype=np.float32)
+    if keep.units.height != len(keep.vectors):
+        raise ValueError(f"keep has {keep.units.height} units but {len(keep.vectors)} vectors")
+    parts = [f for f in (keep.units, units) if f.height]
+    all_units = pl.concat(parts) if parts else units
+    kept = np.asarray(keep.vectors, dtype=np.float32).reshape(-1, dimension)
+    all_vectors = np.vstack([kept, np.asarray(vectors, dtype=np.float32).reshape(-1, dimension)])
+    if all_units["unit_id"].is_duplicated().any():
+        raise RuntimeError("duplicate unit ids between the kept and the new units")
+    return all_units, all_vectors

@@ -19,6 +19,7 @@ from convlab.extras import require
 
 __all__ = [
     "MAX_CONTENT_TOKENS",
+    "MAX_POSITIONS",
     "MAX_TOKENS",
     "MIN_TOKENS",
     "MODEL_DIMENSION",
@@ -42,6 +43,11 @@ SPECIAL_TOKENS = 2
 
 MAX_CONTENT_TOKENS = MAX_TOKENS - SPECIAL_TOKENS
 """The longest text (in content tokens) that fits the model: a chunk is cut to it."""
+
+MAX_POSITIONS = 512
+"""The model's position embeddings: the longest text its encoder can read at all (a late
+chunking pass, :mod:`convlab.strategies.late`); sentence-transformers stops it at
+:data:`MAX_TOKENS`, the length it was trained on."""
 
 MIN_TOKENS = 8
 """The smallest unit limit a strategy is asked for, [CLS] and [SEP] included."""

@@ -36,6 +36,7 @@ __all__ = [
     "ResurrectionPolicy",
     "Retriever",
     "Strategy",
+    "TokenEmbedder",
     "VectorSource",
 ]
 
@@ -49,6 +50,20 @@ class Embedder(Protocol):
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """``(len(texts), dimension)`` float32, each row of unit length."""
+        ...
+
+
+@runtime_checkable
+class TokenEmbedder(Embedder, Protocol):
+    """An :class:`Embedder` that also hands out its token states: what late chunking pools."""
+
+    def encode_tokens(self, texts: Sequence[str], max_tokens: int) -> list[np.ndarray]:
+        """Per text, ``(tokens, dimension)`` float32: the encoder's last hidden states.
+
+        Every token the model sees, [CLS] first and [SEP] last, unnormalised (the model's own
+        pooling is their mean). A text of more than ``max_tokens`` tokens raises ``ValueError``:
+        never truncated silently.
+        """
         ...
 
 

@@ -174,6 +174,9 @@ UNITS: Schema = {
     "text": pl.String,  # exactly what is embedded
     "n_tokens": pl.Int32,  # model tokens of text, with [CLS]/[SEP]; never over max_tokens
     "timestamp": UTC_TIME,  # of the target's message (of the turn's start for whole_turn)
+    # late chunking only: tokens of the pass (window of messages) the unit's vector was pooled
+    # from, the smallest over its chunks (convlab.strategies.late); null for other strategies
+    "context_tokens": pl.Int32,
 }
 
 HITS: Schema = {

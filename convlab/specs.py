@@ -22,6 +22,7 @@ from typing import Any
 from convlab.model import MAX_TOKENS, MIN_TOKENS
 from convlab.pipeline.keys import KeyExpansion
 from convlab.pipeline.policy import ContentPolicy
+from convlab.strategies.late import late_window
 
 __all__ = ["IndexSpec", "UnitSpec"]
 
@@ -55,6 +56,8 @@ class UnitSpec:
             raise ValueError(f"max_tokens must be an integer, not {self.max_tokens!r}")
         if not MIN_TOKENS <= self.max_tokens <= MAX_TOKENS:
             raise ValueError(f"max_tokens must be between {MIN_TOKENS} and {MAX_TOKENS} tokens")
+        if self.keys is not None and late_window(self.strategy) is not None:
+            raise ValueError(f"{self.strategy}: a late strategy pools its chunks' tokens, no keys")
 
 
 @dataclass(frozen=True, slots=True)

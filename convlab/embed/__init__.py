@@ -14,7 +14,8 @@
 - :mod:`~convlab.embed.factory`: :data:`EMBEDDERS` (``minilm``, ``hash``) and
   :func:`make_embedder`: embedders by name, and the name a manifest records.
 - :mod:`~convlab.embed.cache`: :class:`CachedEmbedder` (a disk cache keyed by model id and text
-  hash), :class:`EmbedStats` and :func:`embed_texts`.
+  hash, or by a late-chunking pass), :class:`EmbedStats` and :func:`embed_texts`.
+- :mod:`~convlab.embed.late`: late chunking's forward passes (token states, span means).
 
 Nothing is loaded at import: the model, torch and onnxruntime load when first used.
 """

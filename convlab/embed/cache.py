@@ -29,6 +29,7 @@ from filelock import FileLock
 
 from convlab.atomic import fsync_dir
 from convlab.embed.device import device_of
+from convlab.embed.late import Span, encode_passes, pass_keys
 from convlab.progress import current as current_progress
 from convlab.protocols import Embedder
 
@@ -190,17 +191,52 @@ class CachedEmbedder:
         rows = np.fromiter((self._keys[k] for k in keys), dtype=np.int64, count=len(keys))
         return self._vectors[rows]
 
+    def encode_passes(
+        self, texts: Sequence[str], spans: Sequence[Sequence[Span]], max_tokens: int
+    ) -> list[np.ndarray]:
+        """Late chunking's span means per pass (:func:`convlab.embed.late.encode_passes`), cached.
+
+        The cache keys each span mean by the pass's text and the span (and, as every entry, by
+        the model id and backend of its folder): a pass seen before, by any strategy or run, is
+        not run again. The passes to run go to the inner embedder in batches of
+        :attr:`segment_texts`, each written as a segment before the next.
+        """
+        keys = [pass_keys(t, s) for t, s in zip(texts, spans, strict=True)]
+        self.stats.requested += len(texts)
+        todo = {ks[0]: i for i, ks in enumerate(keys) if ks and ks[-1] not in self._keys}
+        self.stats.distinct += len({ks[0] for ks in keys if ks})
+        if todo:
+            with self._lock():
+                self._load()
+                todo = {k: i for k, i in todo.items() if keys[i][-1] not in self._keys}
+                order = sorted(todo.values(), key=lambda i: -len(texts[i]))
+                for start in range(0, len(order), self.segment_texts):
+                    batch = order[start : start + self.segment_texts]
+                    means = encode_passes(
+                        self.inner, [texts[i] for i in batch], [spans[i] for i in batch], max_tokens
+                    )
+                    self.stats.model_calls += 1
+                    self.stats.embedded += len(batch)
+                    self._add([k for i in batch for k in keys[i]], np.vstack(means))
+        self.stats.from_cache += len({ks[0] for ks in keys if ks}) - len(todo)
+        return [self._vectors[[self._keys[k] for k in ks]] for ks in keys]
+
+    def _add(self, keys: list[bytes], vecs: np.ndarray) -> None:
+        """Write ``vecs`` under ``keys`` as one segment, then hold them in memory."""
+        vecs = np.asarray(vecs, dtype=np.float32).reshape(len(keys), self.dimension)
+        self._write_segment(keys, vecs)
+        base = len(self._vectors)
+        for i, k in enumerate(keys):
+            self._keys.setdefault(k, base + i)
+        self._vectors = np.vstack([self._vectors, vecs])
+
     def _embed_segment(self, inner: Embedder, keys: list[bytes], texts: dict[bytes, str]) -> None:
         """Embed one batch with ``inner`` and flush it to disk as a segment before returning."""
         vecs = np.asarray(inner.encode([texts[k] for k in keys]), dtype=np.float32)
         self.device = device_of(inner)  # an engine's stand-in knows where its job ran
         self.stats.model_calls += 1
         self.stats.embedded += len(keys)
-        self._write_segment(keys, vecs)
-        base = len(self._vectors)
-        for i, k in enumerate(keys):
-            self._keys[k] = base + i
-        self._vectors = np.vstack([self._vectors, vecs])
+        self._add(keys, vecs)
 
     def _lock(self) -> FileLock:
         """The cache's write lock, refused when its file is a FIFO or a device."""

@@ -45,3 +45,25 @@ class HashEmbedder:
             if not out[i].any():
                 out[i, 0] = 1.0
         return _normalise(out)
+
+    def encode_tokens(self, texts: Sequence[str], max_tokens: int) -> list[np.ndarray]:
+        """A hashed one-hot row per token of the model's tokenizer ([CLS] and [SEP] included).
+
+        Raises:
+            ValueError: a text of more than ``max_tokens`` tokens.
+        """
+        from convlab.model import tokenizer
+
+        self.calls += 1
+        out = []
+        for e in tokenizer().encode_batch(list(texts)):
+            if len(e.ids) > max_tokens:
+                raise ValueError(f"a text of {len(e.ids)} tokens does not fit {max_tokens}")
+            rows = np.zeros((len(e.ids), self.dimension), dtype=np.float32)
+            for r, token in enumerate(e.tokens):
+                h = int.from_bytes(
+                    hashlib.blake2b(token.encode(), digest_size=8).digest(), "little"
+                )
+                rows[r, h % self.dimension] = 1.0 if (h >> 32) & 1 else -1.0
+            out.append(rows)
+        return out

@@ -103,3 +103,33 @@ class MiniLMEmbedder:
             ),
             dtype=np.float32,
         )
+
+    def encode_tokens(self, texts: Sequence[str], max_tokens: int) -> list[np.ndarray]:
+        """The encoder's token states per text (late chunking), no truncation, [CLS]/[SEP] kept.
+
+        The sentence-transformers model's own tokenizer and BERT encoder, without its pooling;
+        the mean of a text's rows is :meth:`encode`'s vector before normalisation.
+
+        Raises:
+            ValueError: a text of more than ``max_tokens`` tokens (or the model's positions).
+        """
+        import torch
+
+        model = self.model
+        bert, tokenizer = model[0].auto_model, model.tokenizer
+        limit = min(max_tokens, bert.config.max_position_embeddings)
+        out: list[np.ndarray] = [np.zeros((0, self.dimension), np.float32)] * len(texts)
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        for start in range(0, len(texts), self.batch_size):
+            rows = order[start : start + self.batch_size].tolist()
+            enc = tokenizer([texts[i] for i in rows], padding=True, return_tensors="pt")
+            lengths = enc["attention_mask"].sum(dim=1).tolist()
+            if max(lengths) > limit:
+                raise ValueError(f"a text of {max(lengths)} tokens does not fit {limit}")
+            with torch.inference_mode():
+                states = bert(**{k: v.to(self.device) for k, v in enc.items()}).last_hidden_state
+            states = states.float().cpu().numpy()
+            for j, (i, n) in enumerate(zip(rows, lengths, strict=True)):
+                out[i] = states[j, :n]
+        self.calls += 1
+        return out

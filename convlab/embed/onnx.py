@@ -34,7 +34,14 @@ import numpy as np
 from convlab.atomic import fsync_dir
 from convlab.embed.device import Device, DeviceUnavailable, resolve_device
 from convlab.extras import require
-from convlab.model import MAX_TOKENS, MODEL_DIMENSION, MODEL_ID, load_transformer, model_path
+from convlab.model import (
+    MAX_POSITIONS,
+    MAX_TOKENS,
+    MODEL_DIMENSION,
+    MODEL_ID,
+    load_transformer,
+    model_path,
+)
 from convlab.progress import current as current_progress
 
 __all__ = [
@@ -194,6 +201,18 @@ def ensure_onnx_model(quantized: bool, cache_dir: str | Path | None = None) -> P
     return final
 
 
+def _padding_tokenizer(tokenizer_class: Any, *, truncate: int | None) -> Any:
+    """The model's tokenizer padding to the longest text, truncating at ``truncate`` (or not)."""
+    tok = tokenizer_class.from_file(str(model_path() / "tokenizer.json"))
+    if truncate is None:
+        tok.no_truncation()
+    else:
+        tok.enable_truncation(max_length=truncate)
+    pad_id = tok.token_to_id("[PAD]")
+    tok.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
+    return tok
+
+
 class OnnxEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime, fp32 or dynamically quantized int8.
 
@@ -246,6 +265,7 @@ class OnnxEmbedder:
         self.calls = 0
         self._session: Any = None
         self._tokenizer: Any = None
+        self._full_tokenizer: Any = None  # no truncation: late chunking's passes
 
     @property
     def path(self) -> Path:
@@ -285,11 +305,7 @@ class OnnxEmbedder:
                     "--device cuda: onnxruntime's CUDA provider found no GPU; use --device cpu"
                 )
             self.device = "cpu"
-        tok = Tokenizer.from_file(str(model_path() / "tokenizer.json"))
-        tok.enable_truncation(max_length=MAX_TOKENS)
-        pad_id = tok.token_to_id("[PAD]")
-        tok.enable_padding(pad_id=0 if pad_id is None else pad_id, pad_token="[PAD]")
-        self._tokenizer = tok
+        self._tokenizer = _padding_tokenizer(Tokenizer, truncate=MAX_TOKENS)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts``, longest first in batches; rows in input order, unit length."""
@@ -307,14 +323,45 @@ class OnnxEmbedder:
             progress.advance(len(rows))
         return out
 
-    def _batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
+    def encode_tokens(self, texts: Sequence[str], max_tokens: int) -> list[np.ndarray]:
+        """The encoder's token states per text (late chunking), no truncation, [CLS]/[SEP] kept.
+
+        Raises:
+            ValueError: a text of more than ``max_tokens`` tokens (or the model's positions).
+        """
+        from tokenizers import Tokenizer
+
+        if self._session is None:
+            self._load()
+        if self._full_tokenizer is None:
+            self._full_tokenizer = _padding_tokenizer(Tokenizer, truncate=None)
+        limit = min(max_tokens, MAX_POSITIONS)
+        out: list[np.ndarray] = [np.zeros((0, self.dimension), np.float32)] * len(texts)
+        order = np.argsort([-len(t) for t in texts], kind="stable")
+        for start in range(0, len(texts), self.batch_size):
+            rows = order[start : start + self.batch_size].tolist()
+            states, mask = self._states([texts[i] for i in rows], self._full_tokenizer)
+            lengths = mask.sum(axis=1).tolist()
+            if max(lengths) > limit:
+                raise ValueError(f"a text of {max(lengths)} tokens does not fit {limit}")
+            for j, (i, n) in enumerate(zip(rows, lengths, strict=True)):
+                out[i] = np.asarray(states[j, :n], dtype=np.float32)
+        self.calls += 1
+        return out
+
+    def _states(self, texts: list[str], tokenizer: Any) -> tuple[np.ndarray, np.ndarray]:
+        """The encoder's last hidden states of a batch and its attention mask."""
+        encodings = tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         types = np.array([e.type_ids for e in encodings], dtype=np.int64)
         (states,) = self._session.run(
             None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
         )
+        return states, mask
+
+    def _batch(self, texts: list[str]) -> np.ndarray:
+        states, mask = self._states(texts, self._tokenizer)
         weights = mask[:, :, None].astype(np.float32)
         pooled = (states * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

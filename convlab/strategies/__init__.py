@@ -15,6 +15,10 @@ from convlab.strategies import (  # noqa: F401
     turn_pair_window,
     whole_turn,
 )
+
+# isort: split
+# after the plain strategies: it registers their late variants
+from convlab.strategies import late  # noqa: F401
 from convlab.strategies.base import STRATEGIES, Chunk, get_strategy, register_strategy
 
 __all__ = ["STRATEGIES", "Chunk", "get_strategy", "register_strategy"]

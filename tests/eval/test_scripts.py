@@ -153,6 +153,8 @@ def _model_jobs(tmp: Path) -> list[tuple[str, list[str]]]:
                               "--data", str(tmp / "ft_locomo.json"),
                               "--out", str(tmp / "ft"), "--cache", str(tmp / "cache"),
                               "--models", str(tmp / "models")]),
+        ("eval.bench_late", ["--conversations", "1", "--windows", "256", "--backend", "torch",
+                             "--out", bench]),
     ]  # fmt: skip
 
 
@@ -479,3 +481,8 @@ def test_the_model_benchmarks_write_their_json(tmp_path: Path, env: dict[str, st
     assert len(list((tmp_path / "models" / "finetuned").glob("all-MiniLM-L6-v2-ft-*"))) == 2
     for fold in (tmp_path / "ft" / "folds").iterdir():
         assert len(list(fold.glob("ft_*.trec"))) == 3
+    # the late-chunking benchmark: exit 1 when a target is missed, its JSON written either way
+    assert results[4]["code"] in (0, 1), results[4]["err"][-3000:]
+    late = json.loads((tmp_path / "b" / "bench_late.json").read_text())
+    assert set(late["targets"]) == {"tokens_per_text_token", "embed_cpu_ratio"}
+    assert late["systems"]["late:fusion:convex"]["warm_forward_calls"] == 0

@@ -149,7 +149,7 @@ def test_dialog_pairs_and_docs() -> None:
 
 def test_registry_errors() -> None:
     with pytest.raises(
-        ValueError, match="unknown strategy 'nope'; valid: isolated, isolated_window, message, "
+        ValueError, match="unknown strategy 'nope'; valid: isolated, isolated_window, late512_"
     ):
         get_strategy("nope")
     with pytest.raises(ValueError, match="registered twice"):
@@ -158,7 +158,7 @@ def test_registry_errors() -> None:
         class Again:
             name = "isolated"
 
-    assert set(STRATEGIES) == {
+    plain = {
         "isolated",
         "message",
         "turn_pair",
@@ -169,6 +169,8 @@ def test_registry_errors() -> None:
         "sequential_window",
         "turn_pair_window",
     }
+    late = {f"{prefix}_{name}" for prefix in ("late", "late512") for name in plain}
+    assert set(STRATEGIES) == plain | late
 
 
 @settings(max_examples=40, deadline=None)
