@@ -14,7 +14,11 @@ The library of ``python -m eval.redact_bench``. The corpora live in a folder the
   rule's regex with a fixed seed (:mod:`convlab.evaluation.rule_corpus`), and the same texts
   with placeholders (empty where gitleaks is not installed);
 - ``prose``: ``prose.json``, passwords said in prose and sentences about passwords (partial
-  recall by design: measured, not promised).
+  recall by design: measured, not promised);
+- ``families`` and ``shapes``: the trial corpora, made at run time by a seeded generator
+  (:mod:`convlab.evaluation.secret_corpus`): 40 families of stored secrets and 20 shapes of
+  credentials known by where they stand, each in a user's prompt, a tool's output and a
+  model's thinking, with 30 look-alikes each (also in the three places).
 
 A secret counts as redacted when no 16-character window of any of its lines survives, so a key
 cut in half is a miss. A look-alike counts as a false positive when its text changes at all.
@@ -60,7 +64,7 @@ def load_labelled(directory: str | Path) -> tuple[list[dict], list[dict]]:
     )
 
 
-CORPORA = ("labelled", "field", "gitleaks", "prose")
+CORPORA = ("labelled", "field", "gitleaks", "prose", "families", "shapes")
 
 
 def load_corpus(name: str, directory: str | Path) -> tuple[list[dict], list[dict]]:
@@ -84,6 +88,10 @@ def load_corpus(name: str, directory: str | Path) -> tuple[list[dict], list[dict
         said = [{**p, "kind": "prose_password", "where": "user"} for p in prose["said"]]
         none = [{**p, "kind": "prose", "where": "user"} for p in prose["none"]]
         return said, none
+    if name in ("families", "shapes"):
+        from convlab.evaluation.secret_corpus import build as build_trial
+
+        return build_trial(name)
     raise ValueError(f"unknown corpus {name!r}; choose one of {', '.join(CORPORA)}")
 
 
@@ -128,8 +136,9 @@ def corpus_scores(
 
     Returns:
         ``recall`` = secrets with nothing left / secrets; ``right_kind`` = those also marked
-        ``[REDACTED:<kind>]``; ``false_positives`` = look-alikes changed; per-kind recall and
-        the ids of misses and false positives.
+        ``[REDACTED:<kind>]``; ``false_positives`` = look-alikes changed; recall per kind and
+        per place (``where``: a user's prompt, a tool's output, thinking...), look-alikes
+        changed per place, and the ids of misses and false positives.
     """
     where = None if covered is None else set(covered)
 
@@ -138,17 +147,24 @@ def corpus_scores(
 
     missed, wrong_kind = [], []
     per_kind: dict[str, list[int]] = {}
+    per_where: dict[str, list[int]] = {}
     for item in secrets:
         out = run(item)
         ok = not leaks(item["secret"], out)
         per_kind.setdefault(item["kind"], [0, 0])[1] += 1
+        per_where.setdefault(item["where"], [0, 0])[1] += 1
         if ok:
             per_kind[item["kind"]][0] += 1
+            per_where[item["where"]][0] += 1
             if f"[REDACTED:{item['kind']}]" not in out:
                 wrong_kind.append(item["id"])
         else:
             missed.append(item["id"])
     changed = [x["id"] for x in lookalikes if run(x) != x["text"]]
+    likes_where: dict[str, list[int]] = {}
+    for x in lookalikes:
+        likes_where.setdefault(x["where"], [0, 0])[1] += 1
+        likes_where[x["where"]][0] += x["id"] in changed
     n = len(secrets)
     return {
         "secrets": n,
@@ -162,6 +178,8 @@ def corpus_scores(
         "false_positives": len(changed),
         "false_positive_ids": changed,
         "recall_by_kind": {k: f"{a}/{b}" for k, (a, b) in sorted(per_kind.items())},
+        "recall_by_where": {k: f"{a}/{b}" for k, (a, b) in sorted(per_where.items())},
+        "lookalikes_changed_by_where": {k: f"{a}/{b}" for k, (a, b) in sorted(likes_where.items())},
     }
 
 

@@ -25,6 +25,8 @@ import pytest
 
 from convlab import load, schema
 from convlab.embed import HashEmbedder
+from convlab.evaluation.secret_corpus import TRIAL_CORPORA
+from convlab.evaluation.secret_corpus import build as build_trial
 from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus
 from convlab.pipeline.policy import ContentPolicy
@@ -204,11 +206,13 @@ def test_corpus_is_as_large_and_varied_as_promised() -> None:
     assert len(CORPUS_SECRETS) >= 40
     assert len(kinds) >= 12
     assert len(LOOKALIKES) >= 40
-    # every own rule is exercised by a secret of this corpus or of the field corpus (whose
-    # kinds are families: tests/pipeline/test_redact_field.py checks them), so none goes untested
+    # every own rule is exercised by a secret of this corpus, of the field corpus or of the trial
+    # corpora (whose kinds are families: tests/pipeline/test_redact_field.py and
+    # test_redact_trial.py check them), so none goes untested
     marked = {f"[REDACTED:{r.marker}]" for r in RULES.values()}
     prose = json.loads((FIXTURES / "prose.json").read_text())["said"]
-    texts = [redact(x["text"]) for x in [*CORPUS_SECRETS, *FIELD_SECRETS, *prose]]
+    trial = [x for name in TRIAL_CORPORA for x in build_trial(name)[0]]
+    texts = [redact(x["text"]) for x in [*CORPUS_SECRETS, *FIELD_SECRETS, *prose, *trial]]
     seen = {m for t in texts for m in marked if m in t}
     assert seen == marked
     assert kinds <= {r.marker for r in RULES.values()}
