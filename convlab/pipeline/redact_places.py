@@ -25,7 +25,7 @@ import base64
 import binascii
 import re
 
-from convlab.pipeline.redact_rules import is_placeholder, register
+from convlab.pipeline.redact_rules import Rule, is_placeholder, register
 
 __all__ = ["JUDGING"]
 
@@ -67,6 +67,24 @@ def _not_query_token(value: str) -> bool:
     return is_placeholder(value) or sum(kinds) < 2
 
 
+_PORT_FIELD = re.compile(r":(?:\d{2,5}|\*):")
+
+
+def _pgpass_spans(rule: Rule, text: str) -> list[tuple[int, int]]:
+    """The ``pgpass_password`` rule, tried only at the start of a line with a port field."""
+    out: list[tuple[int, int]] = []
+    done = -1
+    for port in _PORT_FIELD.finditer(text):
+        start = text.rfind("\n", 0, port.start()) + 1
+        if start <= done:
+            continue
+        done = start
+        m = rule.pattern.match(text, start)
+        if m is not None and not is_placeholder(m.group(1)):
+            out.append(m.span(1))
+    return out
+
+
 # files holding a credential in a known field
 register(
     "netrc_password",
@@ -92,11 +110,11 @@ register(
 )
 register(
     "pgpass_password",
-    r"(?m)^[ \t]*(?:[\w\-]+(?:\.[\w\-]+)+|localhost|\*):(?:\d{2,5}|\*):[^\s:]+:[^\s:]+:"
-    r"((?:[^\s:\\]|\\.){4,200})[ \t]*\r?$",
+    # matched from a line's start, where a port field (:5432: or :*:) is (see _pgpass_spans)
+    r"[ \t]*(?:[\w\-]+(?:\.[\w\-]+)+|localhost|\*):(?:\d{2,5}|\*):[^\s:]+:[^\s:]+:"
+    r"((?:[^\s:\\]|\\.){4,200})[ \t]*\r?(?=\n|$)",
     [":"],
-    group=1,
-    keep=is_placeholder,
+    finder=_pgpass_spans,
 )
 register(
     "redis_password",
@@ -130,15 +148,15 @@ register(
 register(
     "twilio_auth_token",
     r"\bAC[a-f0-9]{32}([\"'])\s*,\s*([\"'])([a-f0-9]{32})\2",
-    ["ac"],
+    ['"ac', "'ac"],
     group=3,
 )
 register(
     "positional_password",
-    r"(?:\b(?:HTTPBasicAuth|HTTPDigestAuth|HTTPProxyAuth|BasicAuth|DigestAuth)\s*\(|"
-    r"\bauth\s*=\s*\(|\.login\s*\()\s*(?:[rbuf]?([\"'])[^\"'\n]*\1|[\w.]+)\s*,\s*"
+    r"(?:\b(?:HTTPBasicAuth|HTTPDigestAuth|HTTPProxyAuth|BasicAuth|DigestAuth)\(|"
+    r"\bauth ?= ?\(|\.login\()\s*(?:[rbuf]?([\"'])[^\"'\n]*\1|[\w.]+)\s*,\s*"
     r"[rbuf]?([\"'])([^\"'\n]{4,200})\2",
-    ["auth", "login("],
+    ["auth(", "auth=", "auth =", ".login("],
     group=3,
     keep=_not_literal,
 )
@@ -172,4 +190,4 @@ register(
     group=1,
 )
 
-JUDGING = (_WORDS.pattern, _APP_PASSWORD.pattern)
+JUDGING = (_WORDS.pattern, _APP_PASSWORD.pattern, _PORT_FIELD.pattern)
