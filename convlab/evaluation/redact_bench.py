@@ -290,7 +290,7 @@ def _detect_secrets(whole_lines: bool = False) -> Redactor:
 
     def redact(text: str) -> str:
         with default_settings():
-            lines = list(enumerate(text.splitlines(), start=1))
+            lines = list(enumerate(text.split("\n"), start=1))  # a last newline kept
             found = list(_process_line_based_plugins(lines=lines, filename="transcript.txt"))
         if whole_lines:
             hit = {s.line_number for s in found}

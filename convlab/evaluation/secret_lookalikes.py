@@ -3,7 +3,7 @@
 The first 30 (hashes, ids, digests, images, placeholders of provider keys) go with the
 ``families`` corpus, the last 30 (the same places as the ``shapes`` corpus's credentials, holding
 none: ``docker run -u 1000:1000``, a base64 certificate, ``_authToken=${NPM_TOKEN}``...) with the
-``shapes`` corpus. Each is a function of a :class:`~convlab.evaluation.secret_corpus.Draw` giving
+``shapes`` corpus. Each is a function of a :class:`~convlab.evaluation.secret_draw.Draw` giving
 ``("", snippet)``; see :mod:`convlab.evaluation.secret_corpus`.
 """
 
@@ -16,7 +16,7 @@ import textwrap
 import zlib
 from collections.abc import Callable
 
-from convlab.evaluation.secret_corpus import B64, Draw, Shape
+from convlab.evaluation.secret_draw import B64, Draw, Shape
 
 __all__ = ["LOOKALIKES"]
 
@@ -164,7 +164,7 @@ _NAMES = (
     "png_html",
     "key_placeholders",
     "token_placeholder",
-    "aws_example",
+    "aws_env",
     "twilio_env",
     "twilio_sid",
     "datadog_env",

@@ -1,6 +1,6 @@
 """The 20 shapes of the ``shapes`` trial corpus: credentials known by where they stand.
 
-Each is a function of a :class:`~convlab.evaluation.secret_corpus.Draw` giving ``(secret,
+Each is a function of a :class:`~convlab.evaluation.secret_draw.Draw` giving ``(secret,
 snippet)``, as in :mod:`convlab.evaluation.secret_families`; see
 :mod:`convlab.evaluation.secret_corpus`.
 """
@@ -11,7 +11,7 @@ import base64
 import json
 import string
 
-from convlab.evaluation.secret_corpus import B64, Draw, Shape
+from convlab.evaluation.secret_draw import B64, Draw, Shape
 from convlab.evaluation.secret_families import pem
 
 __all__ = ["SHAPES"]
