@@ -43,6 +43,7 @@ __all__ = [
     "bench",
     "code_changes",
     "corpus_scores",
+    "kingfisher_scores",
     "leaks",
     "load_corpus",
     "load_labelled",
@@ -323,6 +324,47 @@ def redactor(name: str) -> Redactor:
         f"unknown redactor {name!r}; choose convlab, detect-secrets, detect-secrets-lines or "
         "file:PATH"
     )
+
+
+def kingfisher_scores(binary: Path) -> dict[str, Any]:
+    """Kingfisher (MongoDB's secret scanner) on the trial corpora, scored as convlab is.
+
+    Kingfisher scans files, one process per scan, so every text of the ``families`` and
+    ``shapes`` corpora is written to its own file and all are scanned once (``--no-validate -c
+    low``: nothing is sent anywhere, every finding kept); each finding's snippet is then
+    replaced in its text and :func:`corpus_scores` scores the result. The ``kingfisher-bin``
+    wheel ships the binary (``pip install --target DIR --no-deps kingfisher-bin``).
+    """
+    import subprocess
+    import tempfile
+
+    out: dict[str, Any] = {"redactor": f"kingfisher:{binary}"}
+    for name in ("families", "shapes"):
+        secrets, lookalikes = load_corpus(name, ".")
+        records = [*secrets, *lookalikes]
+        with tempfile.TemporaryDirectory() as folder:
+            for r in records:
+                Path(folder, f"{r['id']}.txt").write_text(r["text"], encoding="utf-8")
+            found = Path(folder) / "findings.json"
+            command = [str(binary), "scan", folder, "--no-validate", "-c", "low", "--no-dedup"]
+            command += ["--no-rule-cache", "-f", "json", "-o", str(found)]
+            subprocess.run(command, capture_output=True, check=False, timeout=600)
+            findings = json.loads(found.read_text(encoding="utf-8").splitlines()[-1])["findings"]
+        snippets: dict[str, list[str]] = {}
+        for f in findings:
+            snippet = f["finding"]["snippet"]
+            snippets.setdefault(Path(f["finding"]["path"]).stem, []).append(snippet)
+        ids = {r["text"]: r["id"] for r in records}
+
+        def redact(
+            text: str, snippets: dict[str, list[str]] = snippets, ids: dict[str, str] = ids
+        ) -> str:
+            for snippet in sorted(snippets.get(ids[text], []), key=len, reverse=True):
+                text = text.replace(snippet, "[REDACTED:kingfisher]") if snippet else text
+            return text
+
+        out[name] = corpus_scores(redact, secrets, lookalikes)
+    return out
 
 
 def bench(

@@ -3,9 +3,12 @@ thinking): every secret redacted whole, every look-alike untouched; each new rul
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
-from convlab.evaluation.redact_bench import corpus_scores, leaks, load_corpus
+from convlab.evaluation.redact_bench import corpus_scores, kingfisher_scores, leaks, load_corpus
 from convlab.evaluation.secret_corpus import CHANNELS, build
 from convlab.pipeline.redact import redact
 
@@ -137,3 +140,23 @@ def test_each_new_rule_by_hand(text: str, redacted: str) -> None:
 @pytest.mark.parametrize("text", LEFT_ALONE)
 def test_each_new_rules_lookalike_by_hand(text: str) -> None:
     assert redact(text) == text
+
+
+def test_kingfisher_is_scored_from_its_findings(tmp_path: Path) -> None:
+    # a stand-in for the binary: reports, in Kingfisher's JSON, the whole text of every file
+    # whose text holds "AKIA" (so exactly the aws_access_key family is found)
+    fake = tmp_path / "kingfisher"
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import json, pathlib, sys\n"
+        "folder, out = pathlib.Path(sys.argv[2]), sys.argv[sys.argv.index('-o') + 1]\n"
+        "found = [{'finding': {'path': str(p), 'snippet': p.read_text()}}\n"
+        "         for p in folder.glob('*.txt') if 'AKIA' in p.read_text()]\n"
+        "pathlib.Path(out).write_text(json.dumps({'findings': found}) + '\\n')\n"
+    )
+    fake.chmod(0o755)
+    scores = kingfisher_scores(fake)
+    assert scores["families"]["redacted"] == 3
+    assert scores["families"]["recall_by_kind"]["aws_access_key"] == "3/3"
+    assert scores["families"]["false_positives"] == 0
+    assert scores["shapes"]["redacted"] == 0  # the session token's AccessKeyId is ASIA...
