@@ -102,7 +102,7 @@ _GENERAL: tuple[Shape, ...] = (
     _l(lambda d: json.dumps({"commit": {"sha": d.hex(40), "url": "https://api.github.com/x"}})),
     _l(lambda d: f'ETag: W/"{d.hex(32)}"\nX-Request-Id: {d.uuid()}'),
     _l(_github_content),
-    _l(lambda d: "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9 is only the header of a JWT"),
+    _l(lambda d: "eyJhbGciOiJSUzI1NiIsImtpZCI6ImsxIn0 is only the header of a JWT"),
     _l(lambda d: f"golang.org/x/net v0.30.0 h1:{d.chars(B64, 43)}="),
     _l(lambda d: f'checksum = "{d.hex(64)}"'),
     _l(lambda d: f'{{file = "torch-2.13.0.whl", hash = "sha256:{d.hex(64)}"}}'),
