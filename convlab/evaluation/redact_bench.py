@@ -14,7 +14,11 @@ The library of ``python -m eval.redact_bench``. The corpora live in a folder the
   rule's regex with a fixed seed (:mod:`convlab.evaluation.rule_corpus`), and the same texts
   with placeholders (empty where gitleaks is not installed);
 - ``prose``: ``prose.json``, passwords said in prose and sentences about passwords (partial
-  recall by design: measured, not promised).
+  recall by design: measured, not promised);
+- ``families`` and ``shapes``: the trial corpora, made at run time by a seeded generator
+  (:mod:`convlab.evaluation.secret_corpus`): 40 families of stored secrets and 20 shapes of
+  credentials known by where they stand, each in a user's prompt, a tool's output and a
+  model's thinking, with 30 look-alikes each (also in the three places).
 
 A secret counts as redacted when no 16-character window of any of its lines survives, so a key
 cut in half is a miss. A look-alike counts as a false positive when its text changes at all.
@@ -39,6 +43,7 @@ __all__ = [
     "bench",
     "code_changes",
     "corpus_scores",
+    "kingfisher_scores",
     "leaks",
     "load_corpus",
     "load_labelled",
@@ -60,7 +65,7 @@ def load_labelled(directory: str | Path) -> tuple[list[dict], list[dict]]:
     )
 
 
-CORPORA = ("labelled", "field", "gitleaks", "prose")
+CORPORA = ("labelled", "field", "gitleaks", "prose", "families", "shapes")
 
 
 def load_corpus(name: str, directory: str | Path) -> tuple[list[dict], list[dict]]:
@@ -84,6 +89,10 @@ def load_corpus(name: str, directory: str | Path) -> tuple[list[dict], list[dict
         said = [{**p, "kind": "prose_password", "where": "user"} for p in prose["said"]]
         none = [{**p, "kind": "prose", "where": "user"} for p in prose["none"]]
         return said, none
+    if name in ("families", "shapes"):
+        from convlab.evaluation.secret_corpus import build as build_trial
+
+        return build_trial(name)
     raise ValueError(f"unknown corpus {name!r}; choose one of {', '.join(CORPORA)}")
 
 
@@ -128,8 +137,9 @@ def corpus_scores(
 
     Returns:
         ``recall`` = secrets with nothing left / secrets; ``right_kind`` = those also marked
-        ``[REDACTED:<kind>]``; ``false_positives`` = look-alikes changed; per-kind recall and
-        the ids of misses and false positives.
+        ``[REDACTED:<kind>]``; ``false_positives`` = look-alikes changed; recall per kind and
+        per place (``where``: a user's prompt, a tool's output, thinking...), look-alikes
+        changed per place, and the ids of misses and false positives.
     """
     where = None if covered is None else set(covered)
 
@@ -138,17 +148,24 @@ def corpus_scores(
 
     missed, wrong_kind = [], []
     per_kind: dict[str, list[int]] = {}
+    per_where: dict[str, list[int]] = {}
     for item in secrets:
         out = run(item)
         ok = not leaks(item["secret"], out)
         per_kind.setdefault(item["kind"], [0, 0])[1] += 1
+        per_where.setdefault(item["where"], [0, 0])[1] += 1
         if ok:
             per_kind[item["kind"]][0] += 1
+            per_where[item["where"]][0] += 1
             if f"[REDACTED:{item['kind']}]" not in out:
                 wrong_kind.append(item["id"])
         else:
             missed.append(item["id"])
     changed = [x["id"] for x in lookalikes if run(x) != x["text"]]
+    likes_where: dict[str, list[int]] = {}
+    for x in lookalikes:
+        likes_where.setdefault(x["where"], [0, 0])[1] += 1
+        likes_where[x["where"]][0] += x["id"] in changed
     n = len(secrets)
     return {
         "secrets": n,
@@ -162,6 +179,8 @@ def corpus_scores(
         "false_positives": len(changed),
         "false_positive_ids": changed,
         "recall_by_kind": {k: f"{a}/{b}" for k, (a, b) in sorted(per_kind.items())},
+        "recall_by_where": {k: f"{a}/{b}" for k, (a, b) in sorted(per_where.items())},
+        "lookalikes_changed_by_where": {k: f"{a}/{b}" for k, (a, b) in sorted(likes_where.items())},
     }
 
 
@@ -272,7 +291,7 @@ def _detect_secrets(whole_lines: bool = False) -> Redactor:
 
     def redact(text: str) -> str:
         with default_settings():
-            lines = list(enumerate(text.splitlines(), start=1))
+            lines = list(enumerate(text.split("\n"), start=1))  # a last newline kept
             found = list(_process_line_based_plugins(lines=lines, filename="transcript.txt"))
         if whole_lines:
             hit = {s.line_number for s in found}
@@ -305,6 +324,47 @@ def redactor(name: str) -> Redactor:
         f"unknown redactor {name!r}; choose convlab, detect-secrets, detect-secrets-lines or "
         "file:PATH"
     )
+
+
+def kingfisher_scores(binary: Path) -> dict[str, Any]:
+    """Kingfisher (MongoDB's secret scanner) on the trial corpora, scored as convlab is.
+
+    Kingfisher scans files, one process per scan, so every text of the ``families`` and
+    ``shapes`` corpora is written to its own file and all are scanned once (``--no-validate -c
+    low``: nothing is sent anywhere, every finding kept); each finding's snippet is then
+    replaced in its text and :func:`corpus_scores` scores the result. The ``kingfisher-bin``
+    wheel ships the binary (``pip install --target DIR --no-deps kingfisher-bin``).
+    """
+    import subprocess
+    import tempfile
+
+    out: dict[str, Any] = {"redactor": f"kingfisher:{binary}"}
+    for name in ("families", "shapes"):
+        secrets, lookalikes = load_corpus(name, ".")
+        records = [*secrets, *lookalikes]
+        with tempfile.TemporaryDirectory() as folder:
+            for r in records:
+                Path(folder, f"{r['id']}.txt").write_text(r["text"], encoding="utf-8")
+            found = Path(folder) / "findings.json"
+            command = [str(binary), "scan", folder, "--no-validate", "-c", "low", "--no-dedup"]
+            command += ["--no-rule-cache", "-f", "json", "-o", str(found)]
+            subprocess.run(command, capture_output=True, check=False, timeout=600)
+            findings = json.loads(found.read_text(encoding="utf-8").splitlines()[-1])["findings"]
+        snippets: dict[str, list[str]] = {}
+        for f in findings:
+            snippet = f["finding"]["snippet"]
+            snippets.setdefault(Path(f["finding"]["path"]).stem, []).append(snippet)
+        ids = {r["text"]: r["id"] for r in records}
+
+        def redact(
+            text: str, snippets: dict[str, list[str]] = snippets, ids: dict[str, str] = ids
+        ) -> str:
+            for snippet in sorted(snippets.get(ids[text], []), key=len, reverse=True):
+                text = text.replace(snippet, "[REDACTED:kingfisher]") if snippet else text
+            return text
+
+        out[name] = corpus_scores(redact, secrets, lookalikes)
+    return out
 
 
 def bench(

@@ -51,13 +51,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from convlab.pipeline.gitleaks_source import gitleaks_config
+from convlab.pipeline.gitleaks_source import GitleaksUnusable, gitleaks_config
 from convlab.pipeline.regex_scan import group_end, split_alternatives
 from convlab.pipeline.wordstart import WordStart
 
 __all__ = [
     "CHANGES_FILE",
     "NOT_INSTALLED",
+    "UNUSABLE",
     "GitleaksRule",
     "RuleSet",
     "entropy",
@@ -222,6 +223,7 @@ class RuleSet:
 
 
 NOT_INSTALLED = "gitleaks: not installed"
+UNUSABLE = "gitleaks: unusable"
 _PATH_BOUND = "bound to a file path; convlab redacts texts, not files"
 
 
@@ -315,9 +317,14 @@ def parse_rules(text: str, version: str, changes: Path | None = CHANGES_FILE) ->
 def rules_source() -> str:
     """The version of the rules :func:`load_rules` gives, without compiling them.
 
-    Example: ``gitleaks 8.30.1 (TOML sha256 e163e53b9e7e)``, or ``gitleaks: not installed``.
+    Example: ``gitleaks 8.30.1 (TOML sha256 e163e53b9e7e)``, ``gitleaks: not installed``, or
+    ``gitleaks: unusable`` (installed, but :func:`load_rules` refuses its rules: the version
+    must not fail where nothing is redacted, ``convlab --version`` say).
     """
-    config = gitleaks_config()
+    try:
+        config = gitleaks_config()
+    except GitleaksUnusable:
+        return UNUSABLE
     return NOT_INSTALLED if config is None else config.describe()
 
 
@@ -327,6 +334,10 @@ def load_rules() -> RuleSet:
 
     Without gitleaks installed, no rules, and a version that says so (see
     :func:`convlab.pipeline.gitleaks_source.gitleaks_config`).
+
+    Raises:
+        GitleaksUnusable: gitleaks is installed but its rules are unreadable or not the pinned
+            ones.
     """
     config = gitleaks_config()
     if config is None:

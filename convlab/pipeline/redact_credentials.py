@@ -35,6 +35,10 @@ _VALUE = (
     r"""(?:'([^'\n]{1,200})'|"([^"\n]{1,200})"|([^\s'"`;|&<>(){}\-][^\s'"`;|&<>(){}]{0,199}))"""
 )
 _ARGS = r"[^\n|;&]*?\s"  # the command's other arguments, up to the flag
+# `user:password` (curl -u): the password after the first colon
+_USER_PASSWORD = (
+    r"""(?:'[^':\n]*:([^'\n]{1,200})'|"[^":\n]*:([^"\n]{1,200})"|[^\s'":]*:([^\s'"`;|&]{1,200}))"""
+)
 # (name, pattern, hints): one rule each, all marked cli_password
 _CLI_PASSWORD = (
     (
@@ -61,6 +65,8 @@ _CLI_PASSWORD = (
         ["sshpass=", "rediscli_auth=", "mysql_pwd=", "pgpassword="],
     ),
     ("cli_sudo", rf"\becho\s+{_VALUE}\s*\|\s*sudo\s+(?:-\w+\s+)*-S\b", ["sudo"]),
+    ("cli_curl", rf"\bcurl\b{_ARGS}(?:-u|--user)(?:=|[ \t]*){_USER_PASSWORD}", ["curl"]),
+    ("cli_nmcli", rf"\bnmcli\b{_ARGS}password\s+{_VALUE}", ["nmcli"]),
 )
 
 
@@ -93,16 +99,37 @@ register(
 )
 # A random value assigned to an upper-case name ending in KEY (`DD_APP_KEY=...`, a header
 # `DD-APPLICATION-KEY: ...`); lower-case names (`cache_key = ...`) are code.
+_SYMBOL = frozenset("!@#$%^&*()+=~?<>[]{}|;:,")
+
+
+def _not_key(value: str) -> bool:
+    """Not a key: a placeholder, a UUID, or not random-looking (two kinds of character).
+
+    The kinds are lower case, upper case, digits and symbols, so a Django key
+    (``'(y7ob_im(hy=7*93h9...'``, lower case, digits and symbols) is one, and a name
+    (``DJANGO_SECRET_KEY``) or a dotted path is not.
+    """
+    if is_placeholder(value) or _UUID.fullmatch(value) or any(c.isspace() for c in value):
+        return True
+    kinds = (
+        any(c.islower() for c in value),
+        any(c.isupper() for c in value),
+        any(c.isdigit() for c in value),
+        any(c in _SYMBOL for c in value),
+    )
+    return sum(kinds) < 2
+
+
 register(
     "key_assignment",
     # matched from the `_KEY` (see Rule.anchors); the word before it must be upper case and not
-    # one naming an id or a public key
+    # one naming an id or a public key; a quoted value is taken whole, whatever it holds
     r"(?<=[A-Z0-9])(?<!PUB)(?<!PUBLIC)(?<!PRIMARY)(?<!FOREIGN)(?<!SORT)(?<!PARTITION)(?<!CACHE)"
-    r"(?<!IDEMPOTENCY)(?<![_\-]ID)[_\-]KEY[\"']?[ \t]*[:=][ \t]*[\"']?"
-    r"([A-Za-z0-9_\-.~+/=]{16,200})",
+    r"(?<!IDEMPOTENCY)(?<![_\-]ID)[_\-]KEY[\"']?[ \t]*[:=][ \t]*"
+    r"(?:\"([^\"\n]{16,200})\"|'([^'\n]{16,200})'|([A-Za-z0-9_\-.~+/=]{16,200}))",
     ["_key", "-key"],
-    group=1,
-    keep=lambda v: _not_cli_token(v) or _UUID.fullmatch(v) is not None,
+    group=None,
+    keep=_not_key,
     anchors=["_key", "-key"],
 )
 # A literal assigned to a credential-like name: .env lines, YAML, JSON, code.
@@ -145,6 +172,8 @@ _NAME_LIKE = re.compile(r"[\w.\-]+")
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
 _CREDENTIAL_WORD = re.compile(r"pass|pwd|secret|key|token", re.I)
 _TOKEN_ONLY = re.compile(r"(?i)(?:(?!passw|pwd|secret|api[_\-]?key).)*")
+# a cursor of a paged API (page_token=..., nextPageToken), not a credential
+_PAGE_TOKEN = re.compile(r"(?i)(?:page|next|continuation|cursor|sync)[_\-]?token")
 
 
 def _assigned_secret(m: re.Match[str], name: str) -> str | None:
@@ -168,7 +197,7 @@ def _assigned_secret(m: re.Match[str], name: str) -> str | None:
         return None  # config.api_key, but not ya29.a0AfH6SMBx
     if group == "bare" and m.string[m.end() : m.end() + 1] in ("(", "["):
         return None
-    if _TOKEN_ONLY.fullmatch(name) and not random_token(value):
+    if _TOKEN_ONLY.fullmatch(name) and (not random_token(value) or _PAGE_TOKEN.search(name)):
         return None  # mask_token="<mask>", IMAGE_TOKEN = "]<]image[>[": a model's tokens
     holds_word = _CREDENTIAL_WORD.search(value) is not None
     if name.isupper():
@@ -259,5 +288,6 @@ JUDGING = (
     _SNAKE.pattern,
     _CREDENTIAL_WORD.pattern,
     _TOKEN_ONLY.pattern,
+    _PAGE_TOKEN.pattern,
     _NOT_MADE_UP.pattern,
 )

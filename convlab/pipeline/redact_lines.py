@@ -1,5 +1,8 @@
 r"""Keys split across lines: a view of a text with the breaks inside a long token removed.
 
+The same view also removes the backslash of each escaped slash (``https:\/\/hooks.slack.com\/...``,
+as PHP's ``json_encode`` writes a URL), so a secret inside an escaped URL is found whole.
+
 A key is split in two ways: a shell line continued with a backslash (``KEY=abc\`` then
 ``def`` on the next line, indented or not) and a hard wrap at a fixed width (a terminal, ``fold``,
 ``base64 -w 76``, a PEM-like dump), where a long line ends inside a token and the next line goes
@@ -123,11 +126,30 @@ def _cut(text: str, start: int, after: int, continued: bool) -> int | None:
     return after if _rest_of_token(text, after) else None
 
 
+def _escaped_slashes(text: str) -> Iterator[tuple[int, int]]:
+    r"""The backslash of each ``\/`` (JSON may escape a slash: ``https:\/\/hooks...``)."""
+    at = text.find("\\/")
+    while at >= 0:
+        yield at, at + 1
+        at = text.find("\\/", at + 2)
+
+
 def joined(text: str) -> Joined | None:
-    """``text`` with backslash continuations and hard wraps inside tokens removed (None: none)."""
-    if "\n" not in text and "\\n" not in text:
+    r"""``text`` with continuations, wraps inside tokens and escapes of slashes removed.
+
+    None when there is none: no backslash continuation, no hard wrap, no ``\/``.
+    """
+    wraps = "\n" in text or "\\n" in text
+    if not wraps and "\\/" not in text:
         return None
-    cuts = sorted((s, a) for s, e, c in _breaks(text) if (a := _cut(text, s, e, c)) is not None)
+    cuts = sorted(
+        [
+            *((s, a) for s, e, c in _breaks(text) if (a := _cut(text, s, e, c)) is not None),
+            *_escaped_slashes(text),
+        ]
+        if wraps
+        else _escaped_slashes(text)
+    )
     if not cuts:
         return None
     parts: list[str] = []

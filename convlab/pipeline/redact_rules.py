@@ -160,6 +160,7 @@ register(
     "github_token",
     r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{60,255})\b",
     ["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+    keep=_low_variety,
 )
 register("gitlab_token", rf"\bgl(?:pat|dt|rt|ptt)-{_TOKEN}{{20,}}", ["glpat-", "gldt-", "glrt-"])
 register(

@@ -25,6 +25,8 @@ import pytest
 
 from convlab import load, schema
 from convlab.embed import HashEmbedder
+from convlab.evaluation.secret_corpus import TRIAL_CORPORA
+from convlab.evaluation.secret_corpus import build as build_trial
 from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus
 from convlab.pipeline.policy import ContentPolicy
@@ -44,6 +46,9 @@ FIXTURES = Path(__file__).parent.parent / "fixtures" / "secrets"
 CORPUS_SECRETS: list[dict[str, str]] = json.loads((FIXTURES / "secrets.json").read_text())
 LOOKALIKES: list[dict[str, str]] = json.loads((FIXTURES / "lookalikes.json").read_text())
 FIELD_SECRETS: list[dict[str, str]] = json.loads((FIXTURES / "field_secrets.json").read_text())
+# the trial corpora, made at run time: prompts, tool output and thinking
+TRIAL_SECRETS = [x for name in TRIAL_CORPORA for x in build_trial(name)[0]]
+TRIAL_LOOKALIKES = [x for name in TRIAL_CORPORA for x in build_trial(name)[1]]
 FIELD_LOOKALIKES: list[dict[str, str]] = json.loads(
     (FIXTURES / "field_lookalikes.json").read_text()
 )
@@ -204,11 +209,12 @@ def test_corpus_is_as_large_and_varied_as_promised() -> None:
     assert len(CORPUS_SECRETS) >= 40
     assert len(kinds) >= 12
     assert len(LOOKALIKES) >= 40
-    # every own rule is exercised by a secret of this corpus or of the field corpus (whose
-    # kinds are families: tests/pipeline/test_redact_field.py checks them), so none goes untested
+    # every own rule is exercised by a secret of this corpus, of the field corpus or of the trial
+    # corpora (whose kinds are families: tests/pipeline/test_redact_field.py and
+    # test_redact_trial.py check them), so none goes untested
     marked = {f"[REDACTED:{r.marker}]" for r in RULES.values()}
     prose = json.loads((FIXTURES / "prose.json").read_text())["said"]
-    texts = [redact(x["text"]) for x in [*CORPUS_SECRETS, *FIELD_SECRETS, *prose]]
+    texts = [redact(x["text"]) for x in [*CORPUS_SECRETS, *FIELD_SECRETS, *prose, *TRIAL_SECRETS]]
     seen = {m for t in texts for m in marked if m in t}
     assert seen == marked
     assert kinds <= {r.marker for r in RULES.values()}
@@ -342,7 +348,14 @@ def _claude_code_session(item: dict[str, str]) -> list[dict[str, Any]]:
 def history(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("history") / "-home-u-app"
     root.mkdir()
-    for item in [*CORPUS_SECRETS, *LOOKALIKES, *FIELD_SECRETS, *FIELD_LOOKALIKES]:
+    for item in [
+        *CORPUS_SECRETS,
+        *LOOKALIKES,
+        *FIELD_SECRETS,
+        *FIELD_LOOKALIKES,
+        *TRIAL_SECRETS,
+        *TRIAL_LOOKALIKES,
+    ]:
         recs = _claude_code_session(item)
         (root / f"{item['id']}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     return root.parent
@@ -384,7 +397,7 @@ def test_no_secret_reaches_the_store_or_the_cache(history: Path, tmp_path: Path)
     assert redacted.manifest().config.redact == "all"
     stored, control = _store_text(redacted.directory), _store_text(plain.directory)
     assert "[REDACTED:" in stored
-    for item in [*CORPUS_SECRETS, *FIELD_SECRETS]:
+    for item in [*CORPUS_SECRETS, *FIELD_SECRETS, *TRIAL_SECRETS]:
         assert _leaks(item["secret"], control), item["id"]  # without redaction it is stored
         assert _leaks(item["secret"], stored) == [], item["id"]
 
@@ -404,7 +417,7 @@ def test_no_secret_reaches_the_store_or_the_cache(history: Path, tmp_path: Path)
 def test_lookalikes_and_titles_after_loading(history: Path) -> None:
     loaded = load(history)
     out = redact_corpus(loaded, "all")
-    ids = {x["id"] for x in [*LOOKALIKES, *FIELD_LOOKALIKES]}
+    ids = {x["id"] for x in [*LOOKALIKES, *FIELD_LOOKALIKES, *TRIAL_LOOKALIKES]}
     keep = pl.col("conversation_id").is_in(sorted(ids))
     assert out.blocks.filter(keep).equals(loaded.blocks.filter(keep))
     assert out.conversations.filter(keep).equals(loaded.conversations.filter(keep))

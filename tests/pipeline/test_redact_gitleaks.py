@@ -73,7 +73,7 @@ def test_without_gitleaks_only_convlabs_rules_run_and_the_version_says_so(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(gitleaks_source, "locate", lambda: None)
-    for cached in (gitleaks_source.gitleaks_config, load_rules, redact._scanner):
+    for cached in (gitleaks_source._read_config, load_rules, redact._scanner):
         cached.cache_clear()
     try:
         rules = load_rules()
@@ -91,7 +91,7 @@ def test_without_gitleaks_only_convlabs_rules_run_and_the_version_says_so(
         redact.redact("AKIAZ7QV3XN2KD5MWP4R")
         assert capsys.readouterr().err == ""  # said once
     finally:
-        for cached in (gitleaks_source.gitleaks_config, load_rules, redact._scanner):
+        for cached in (gitleaks_source._read_config, load_rules, redact._scanner):
             cached.cache_clear()
 
 
