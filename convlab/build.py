@@ -261,14 +261,20 @@ def build_indexes(
     derived = _derive_all(corpus, units)
     derive_done = time.perf_counter()
     texts = [t for s in strategies if s in dense for t in derived[s].units["text"].to_list()]
+    cpu = time.process_time()  # this process's CPU time, every thread: the pass's cost
     vectors, engine_record, embedding = _embed_pass(texts, embedder, engine)
+    cpu = time.process_time() - cpu
     name = getattr(embedder, "name", None)
     done = _Pass(
         model_id=embedder.model_id,
         embedder=name if isinstance(name, str) else None,
         engine=engine_record,
         embedding=embedding,
-        seconds={"derive": derive_done - started, "embed": time.perf_counter() - derive_done},
+        seconds={
+            "derive": derive_done - started,
+            "embed": time.perf_counter() - derive_done,
+            "embed_cpu": cpu,
+        },
         corpus_fingerprint=corpus_fingerprint,
     )
     out: dict[str, BuiltIndex] = {}

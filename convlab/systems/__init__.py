@@ -73,7 +73,7 @@ def resolve_system(spec: str | Path | System | None) -> System:
     if view.strategy not in STRATEGIES:
         raise ValueError(
             f"system {text!r}: not a file, not 'default' and not a view of a strategy "
-            f"({', '.join(sorted(STRATEGIES))}; prefixes bm25:, hybrid:)"
+            f"({', '.join(sorted(STRATEGIES))}; prefixes bm25:, hybrid:, static:)"
         )
     return System(name=view.name, views=(view,))
 
