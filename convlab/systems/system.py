@@ -111,8 +111,10 @@ class View:
 
     @property
     def index_key(self) -> str:
-        """What names this view's built units: the strategy, ``static:sequential`` for another
-        embedder's vectors (the same units, embedded apart)."""
+        """What names this view's built units: its strategy, or ``static:sequential``.
+
+        A view of another embedder is built apart: the same units, embedded by that embedder.
+        """
         return self.strategy if self.embedder is None else f"{self.embedder}:{self.strategy}"
 
     @classmethod

@@ -16,7 +16,9 @@ import pytest
 from convlab.embed import make_embedder
 from convlab.embed.static import StaticEmbedder, StaticRecipe, static_model_dir
 
-TINY = StaticRecipe(pca_dims=None, sif_coefficient=None, tokens=("[PAD]", "[UNK]", "hello", "world"))
+TINY = StaticRecipe(
+    pca_dims=None, sif_coefficient=None, tokens=("[PAD]", "[UNK]", "hello", "world")
+)
 
 
 def test_a_recipe_is_named_by_its_settings() -> None:
