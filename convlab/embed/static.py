@@ -34,7 +34,7 @@ import numpy as np
 
 from convlab.atomic import fsync_dir
 from convlab.extras import require
-from convlab.model import MAX_CONTENT_TOKENS, MODEL_ID, model_path, offline_hub
+from convlab.model import MAX_CONTENT_TOKENS, MODEL_DIMENSION, MODEL_ID, model_path, offline_hub
 
 __all__ = ["STATIC_FORMAT", "StaticEmbedder", "StaticRecipe", "distill_static", "static_model_dir"]
 
@@ -200,14 +200,15 @@ class StaticEmbedder:
         self.cache_dir = cache_dir
         self.batch_size = batch_size
         self.model_id = f"{MODEL_ID}+static:{self.recipe.label}"
+        # the table's width: pca_dims, or MiniLM's without PCA (Model2Vec applies none to a
+        # vocabulary no larger than pca_dims); the table's own once it is loaded
+        pca = self.recipe.pca_dims
+        tokens = self.recipe.tokens
+        small = pca is None or (tokens is not None and len(tokens) <= pca)
+        self.dimension = MODEL_DIMENSION if small else min(pca or MODEL_DIMENSION, MODEL_DIMENSION)
         self.device = "cpu"
         self.calls = 0
         self._model: Any = None
-
-    @property
-    def dimension(self) -> int:
-        """The table's width: ``pca_dims``, or MiniLM's 384 without PCA (read from the table)."""
-        return int(self._loaded().dim)
 
     def _loaded(self) -> Any:
         if self._model is None:
@@ -215,6 +216,7 @@ class StaticEmbedder:
             folder = distill_static(self.recipe, self.cache_dir)
             offline_hub()
             self._model = static.StaticModel.from_pretrained(str(folder), normalize=True)
+            self.dimension = int(self._model.dim)
         return self._model
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:

@@ -76,13 +76,10 @@ def evaluate(
     _check_names(systems, baseline)
     _check_scope(data, config.scope)
     _check_protocol(data, config.protocol)
-    embedders = {
-        v.embedder: companion_embedder(v.embedder, embedder)
-        for s in systems
-        for v in s.views
-        if v.embedder is not None
-    }
-    built = _build(data, systems, embedders={None: embedder, **embedders}, config=config)
+    embedders: dict[str | None, Embedder] = {None: embedder}
+    for name in dict.fromkeys(v.embedder for s in systems for v in s.views if v.embedder):
+        embedders[name] = companion_embedder(name, embedder)  # static:VIEW's
+    built = _build(data, systems, embedders=embedders, config=config)
     hits: dict[str, pl.DataFrame] = {}
     view_hits: dict[tuple[Variant, str, str], pl.DataFrame] = {}
     tuning, tuned = [], {}
@@ -99,7 +96,7 @@ def evaluate(
                     data,
                     built[(_variant(system), view.index_key)],
                     view_options(system, view, config.depth),
-                    embedder=embedders[view.embedder] if view.embedder else embedder,
+                    embedder=embedders[view.embedder],
                     config=config,
                 )
             views.append(view_hits[key])

@@ -16,7 +16,7 @@ cache); with vectors read from the cache it is null, and so are the CPU-seconds.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -43,7 +43,7 @@ def pass_embedder(index_key: str) -> str | None:
 
 
 def pass_rates(
-    built: Mapping[tuple[Hashable, str], BuiltIndex],
+    built: Mapping[tuple[Any, str], BuiltIndex],
 ) -> dict[tuple[Hashable, str | None], float | None]:
     """CPU-seconds per token embedded of each pass (a variant and a view embedder).
 
@@ -71,7 +71,7 @@ def pass_rates(
 
 def system_costs(
     systems: Sequence[System],
-    built: Mapping[tuple[Hashable, str], BuiltIndex],
+    built: Mapping[tuple[Any, str], BuiltIndex],
     variant_of: Callable[[System], Hashable],
 ) -> pl.DataFrame:
     """One row per system (:data:`SYSTEM_COSTS`).

@@ -75,4 +75,5 @@ def test_a_run_without_costs_or_provenance_is_refused(tmp_path: Path) -> None:
     assert done.stderr.strip().endswith("no system_costs (run it again with this eval.run)")
     assert not (tmp_path / "f.md").exists()
     done = _frontier("--run", "nothing", "--out", str(tmp_path / "f.md"))
-    assert done.returncode == 2 and "DATA=RUN_FOLDER" in done.stderr
+    assert done.returncode == 2
+    assert "DATA=RUN_FOLDER" in done.stderr

@@ -65,29 +65,35 @@ def test_the_table_pairs_every_system_with_the_default() -> None:
     assert row["tokens_per_text_token"] == 1.0
     assert row["cpu_seconds"] == 4.0
     d = t.filter(pl.col("system") == "d")
-    assert d["delta"].to_list() == [0.0] * 4 and d["p_holm"].to_list() == [1.0] * 4
+    assert d["delta"].to_list() == [0.0] * 4
+    assert d["p_holm"].to_list() == [1.0] * 4
     # far on B: one query of four lost, d = (-1, 0, 0, 0): every sign flip reaches |mean| 0.25,
     # so p = (10,000 + 1) / (10,000 + 1) = 1: one query is no evidence
     far = t.filter(
         (pl.col("data") == "B") & (pl.col("system") == "far") & (pl.col("metric") == "recall@5")
     ).row(0, named=True)
     assert far["delta"] == -0.25
-    assert far["p"] == 1.0 and far["p_holm"] == 1.0
+    assert far["p"] == 1.0
+    assert far["p_holm"] == 1.0
 
 
 def test_the_cheapest_system_that_holds_on_every_data_set_is_chosen() -> None:
     choice = choose_default(frontier_table([A, B], "d"), "d")
-    assert choice.system == "near" and choice.changed
+    assert choice.system == "near"
+    assert choice.changed
     verdicts = {v.system: v for v in choice.verdicts}
     assert verdicts["near"].holds
     assert verdicts["near"].cost_ratio == pytest.approx(0.1)  # 4/40 on both data sets
-    assert not verdicts["far"].holds and "B (-0.250)" in verdicts["far"].why
-    assert not verdicts["dear"].holds and "not cheaper" in verdicts["dear"].why
+    assert not verdicts["far"].holds
+    assert "B (-0.250)" in verdicts["far"].why
+    assert not verdicts["dear"].holds
+    assert "not cheaper" in verdicts["dear"].why
 
 
 def test_the_default_stays_when_nothing_cheaper_holds() -> None:
     choice = choose_default(frontier_table([A, B], "d"), "d", tolerance=0.001)
-    assert choice.system == "d" and not choice.changed  # near's -0.005 is now too much
+    assert choice.system == "d"
+    assert not choice.changed
     assert "stays" in choice.why
     assert (
         "recall@5 more than 0.001 below on A (-0.005)"
@@ -114,7 +120,8 @@ def test_without_cpu_seconds_the_cost_is_tokens_per_text_token() -> None:
 def test_the_page_marks_the_choice_and_every_verdict() -> None:
     t = frontier_table([A, B], "d")
     page = frontier_markdown(t, choose_default(t, "d"), "d")
-    assert "### A" in page and "### B" in page
+    assert "### A" in page
+    assert "### B" in page
     assert "**near** replaces d" in page
     assert "| `far` | no |" in page
     assert "| `near` | 0.495 (-0.005, " in page
