@@ -13,7 +13,7 @@ Example:
     >>> default_system().name
     'fusion:convex'
     >>> resolve_system("bm25:message").views
-    (View(strategy='message', retrieval=<Retrieval.LEXICAL: 'lexical'>, bm25=None),)
+    (View(strategy='message', retrieval=<Retrieval.LEXICAL: 'lexical'>, bm25=None, embedder=None),)
 """
 
 from __future__ import annotations

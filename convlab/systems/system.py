@@ -14,8 +14,8 @@ A one-view system is written with ``strategy`` and ``retrieval`` alone. The same
 read from an experiment file (:func:`convlab.systems.file.read_systems`).
 
 Example:
-    >>> System(name="bm25:sequential", strategy="sequential", retrieval="lexical").views
-    (View(strategy='sequential', retrieval=<Retrieval.LEXICAL: 'lexical'>, bm25=None),)
+    >>> System(name="bm25:sequential", strategy="sequential", retrieval="lexical").views[0].name
+    'bm25:sequential'
     >>> s = System(name="fusion", views=("bm25:message", "sequential"), weights=(1, 0.5))
     >>> [v.name for v in s.views], s.strategy, s.fused
     (['bm25:message', 'sequential'], 'message', True)
