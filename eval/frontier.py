@@ -8,7 +8,8 @@ reads them, or refused); then recall@5 and nDCG@10 of every system against today
 (``--default``, the name the runs give it), paired randomization with Holm over the table, the
 costs, a plot saved beside the page (``frontier.png``), and the default the measurement implies
 (:func:`convlab.evaluation.frontier.choose_default`: a cheaper system replaces the default only
-if its recall@5 is within ``--tolerance`` of the default's, or better, on every data set).
+if its recall@5 is within ``--tolerance`` of the default's, or better, on every data set, and
+every ``--require`` data set has a run).
 
 Exit codes: 0 written; 2 a run folder that cannot be read or has no provenance (one line).
 """
@@ -76,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", type=_run, action="append", required=True, metavar="DATA=RUN")
     p.add_argument("--default", default=None, help="today's default system's name in the runs")
     p.add_argument("--tolerance", type=float, default=0.01)
+    p.add_argument(
+        "--require",
+        action="append",
+        default=[],
+        metavar="DATA",
+        help="a data set the rule needs (repeat): while one has no --run, the default stays",
+    )
     p.add_argument("--out", type=Path, default=Path("docs/site_src/results/frontier.md"))
     args = p.parse_args(argv)
     default = args.default or default_system().name
@@ -89,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
-    choice = choose_default(table, default, tolerance=args.tolerance)
+    choice = choose_default(table, default, tolerance=args.tolerance, required=args.require)
     from convlab.evaluation.plots import frontier
 
     args.out.parent.mkdir(parents=True, exist_ok=True)

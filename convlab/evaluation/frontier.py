@@ -185,9 +185,17 @@ def _verdict(table: pl.DataFrame, system: str, default: str, metric: str, tol: f
 
 
 def choose_default(
-    table: pl.DataFrame, default: str, *, metric: str = "recall@5", tolerance: float = 0.01
+    table: pl.DataFrame,
+    default: str,
+    *,
+    metric: str = "recall@5",
+    tolerance: float = 0.01,
+    required: Sequence[str] = (),
 ) -> Choice:
     """Today's default, or the cheapest system that holds its ``metric`` on every data set.
+
+    ``required`` names the data sets the rule needs: while one of them is not in the table,
+    today's default stays whatever the others say (each verdict is still given).
 
     Raises:
         ValueError: the table has no row of ``default`` for ``metric``.
@@ -197,6 +205,14 @@ def choose_default(
     others = [s for s in dict.fromkeys(table["system"].to_list()) if s != default]
     verdicts = tuple(_verdict(table, s, default, metric, tolerance) for s in others)
     holding = [v for v in verdicts if v.holds and v.cost_ratio is not None]
+    missing = [d for d in required if d not in set(table["data"].to_list())]
+    if missing:
+        held = ", ".join(v.system for v in holding) or "none"
+        why = (
+            f"the rule needs every data set, and these have no run yet: {', '.join(missing)}; "
+            f"so today's default stays (holding on the data sets measured: {held})"
+        )
+        return Choice(default, False, why, verdicts)
     if not holding:
         why = (
             f"no cheaper system is within {tolerance} {metric} of {default} (or better) on "

@@ -130,3 +130,13 @@ def test_the_page_marks_the_choice_and_every_verdict() -> None:
 def test_a_run_without_the_default_is_refused() -> None:
     with pytest.raises(ValueError, match="no system 'x'"):
         frontier_table([A], "x")
+
+
+def test_the_default_stays_while_a_required_data_set_is_not_measured() -> None:
+    t = frontier_table([A, B], "d")
+    choice = choose_default(t, "d", required=("A", "B", "C"))
+    assert choice.system == "d"
+    assert not choice.changed
+    assert "these have no run yet: C;" in choice.why
+    assert "(holding on the data sets measured: near)" in choice.why
+    assert choose_default(t, "d", required=("A", "B")).system == "near"
