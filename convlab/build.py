@@ -241,8 +241,7 @@ def build_indexes(
     Args:
         corpus: the loaded corpus.
         units: one spec per strategy, in the order of the result (keyed by strategy).
-        embedder: any embedder (wrap it in :class:`convlab.embed.CachedEmbedder` to reuse work
-            across runs).
+        embedder: any embedder (a :class:`convlab.embed.CachedEmbedder` reuses work).
         index: the index kind and its parameters of every strategy (default: flat).
         dense: the strategies searched densely (None: all); the others get zero vectors.
         lexical: the strategies that get a BM25 index.
@@ -265,7 +264,7 @@ def build_indexes(
     started = time.perf_counter()
     current_progress().phase("chunk")
     derived = _derive_all(corpus, units)
-    derive_done = time.perf_counter()
+    derive_done, cpu = time.perf_counter(), time.process_time()  # CPU: every thread's
     windows = {s: w for s in strategies if s in dense and (w := late_window(s)) is not None}
     plain = [s for s in strategies if s in dense and s not in windows]
     texts = [t for s in plain for t in derived[s].units["text"].to_list()]
@@ -277,13 +276,14 @@ def build_indexes(
     }
     if before is not None and late and isinstance(embedder, CachedEmbedder):  # late's counts too
         embedding = _counts_since(before, embedder)
+    seconds = {"derive": derive_done - started, "embed": time.perf_counter() - derive_done}
     name = getattr(embedder, "name", None)
     done = _Pass(
         model_id=embedder.model_id,
         embedder=name if isinstance(name, str) else None,
         engine=engine_record,
         embedding=embedding,
-        seconds={"derive": derive_done - started, "embed": time.perf_counter() - derive_done},
+        seconds={**seconds, "embed_cpu": time.process_time() - cpu},
         corpus_fingerprint=corpus_fingerprint,
     )
     out: dict[str, BuiltIndex] = {}

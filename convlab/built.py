@@ -67,7 +67,8 @@ class BuildManifest(msgspec.Struct, frozen=True, kw_only=True):
         engine: the engine's description; None when the pass ran in this process without one.
         dense: whether the units were embedded (else zero vectors).
         bm25: whether a BM25 index was built.
-        seconds: ``derive``, ``embed`` and ``index`` times of the build.
+        seconds: ``derive``, ``embed`` and ``index`` times of the build (wall), and
+            ``embed_cpu``, the embedding pass's CPU time in this process (:func:`build_indexes`).
     """
 
     convlab_version: str

@@ -1,4 +1,4 @@
-"""Embedders by name: :data:`EMBEDDERS` (``minilm``, ``minilm-ft``, ``hash``), make_embedder.
+"""Embedders by name: :data:`EMBEDDERS` (``minilm``, ``minilm-ft``, ``static``, ``hash``).
 
 Callers (the CLI, ``eval.run``, the store) pick an embedder by its registered name, and a
 manifest records that name in its ``embedder`` field, so the embedder that searches a store is
@@ -15,7 +15,7 @@ from convlab.embed.hashing import HashEmbedder
 from convlab.protocols import Embedder
 from convlab.registry import Registry
 
-__all__ = ["EMBEDDERS", "EmbedderFactory", "embedder_name", "make_embedder"]
+__all__ = ["EMBEDDERS", "EmbedderFactory", "companion_embedder", "embedder_name", "make_embedder"]
 
 
 class EmbedderFactory(Protocol):
@@ -55,6 +55,26 @@ def _minilm_ft(*, backend: str | None, model_id: str | None, **options: Any) -> 
     return FineTunedEmbedder(model_id, **options)
 
 
+@EMBEDDERS.register("static")
+def _static(*, backend: str | None, model_id: str | None, **options: Any) -> Embedder:
+    """MiniLM distilled into a static token table (:mod:`convlab.embed.static`), numpy only.
+
+    It has no backend of its own: a MiniLM backend name is accepted and has no effect (the
+    table is distilled once, whatever runs the model); ``device`` likewise. ``model_id``, when
+    given, must be a static model's.
+    """
+    from convlab.embed.static import StaticEmbedder
+
+    if backend is not None:
+        BACKENDS.get(backend)  # an unknown name fails here, listing the valid ones
+    if "device" in options:
+        parse_device(str(options.pop("device")))
+    embedder = StaticEmbedder(**options)
+    if model_id is not None and model_id != embedder.model_id:
+        raise ValueError(f"{model_id!r} is not the static model's vectors ({embedder.model_id})")
+    return embedder
+
+
 @EMBEDDERS.register("hash")
 def _hash(*, backend: str | None, model_id: str | None, **options: Any) -> Embedder:
     """The hashed bag of words, for tests of the commands.
@@ -82,7 +102,8 @@ def make_embedder(
     """The embedder registered as ``name`` (one of :data:`EMBEDDERS`).
 
     Args:
-        name: ``minilm``, ``minilm-ft`` (a fine-tuned model: ``model_id`` names it) or ``hash``.
+        name: ``minilm``, ``minilm-ft`` (a fine-tuned model: ``model_id`` names it), ``static``
+            (MiniLM distilled with Model2Vec) or ``hash``.
         backend: for ``minilm``, one of :data:`convlab.embed.BACKENDS` (None: torch to build,
             or the best fit for ``model_id`` to search).
         model_id: the ``model_id`` recorded with stored vectors: the embedder is then one whose
@@ -116,3 +137,21 @@ def embedder_name(embedder: Embedder) -> str:
             f"{name!r}); valid: {', '.join(EMBEDDERS.names())}"
         )
     return name
+
+
+def companion_embedder(name: str, like: Embedder) -> Embedder:
+    """The embedder ``name`` beside ``like``: a view's own (``static:sequential``) in a run.
+
+    It is cached where ``like`` is (a :class:`convlab.embed.CachedEmbedder`'s root, each
+    model in its own folder), or uncached when ``like`` is.
+
+    Example:
+        >>> companion_embedder("hash", make_embedder("hash")).model_id
+        'hash-64'
+    """
+    from convlab.embed.cache import CachedEmbedder
+
+    made = make_embedder(name)
+    if isinstance(like, CachedEmbedder):
+        return CachedEmbedder(made, like.directory.parent)
+    return made

@@ -45,6 +45,7 @@ from convlab.model import (
 from convlab.progress import current as current_progress
 
 __all__ = [
+    "DEFAULT_THREADS",
     "EXPORT_FORMAT",
     "OnnxEmbedder",
     "cache_root",
@@ -54,6 +55,15 @@ __all__ = [
 
 EXPORT_FORMAT = 1
 """Bumped when the export or quantization recipe changes (old exports are then ignored)."""
+
+DEFAULT_THREADS: int | None = None
+"""onnxruntime's intra-op threads unless told (None: its own default, a thread per core).
+
+Measured by ``python -m eval.bench_threads --texts 1200 --chunk 100`` on 2 cores (load average
+21-27 from other processes, the settings interleaved chunk by chunk; 45,953 tokens of LoCoMo):
+tokens per wall second onnx 99 (1 thread), 128 (2), 134 (default); onnx-int8 192 (1), 167 (2),
+195 (default). The default is fastest for both, so it stays; one thread spends the least CPU
+(onnx-int8: 2,527 tokens per CPU-second against the default's 1,665, whose threads spin)."""
 
 _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 _FEATURE = "the ONNX embedding backends"
@@ -225,7 +235,8 @@ class OnnxEmbedder:
         cache_dir: where the exported models live (default :func:`cache_root`).
         export: export the model when it is missing; with ``False`` a missing export raises
             :class:`FileNotFoundError` (``convlab search`` never exports).
-        threads: onnxruntime intra-op threads (``None``: its default, one per core).
+        threads: onnxruntime intra-op threads (default :data:`DEFAULT_THREADS`, as measured;
+            ``None``: onnxruntime's own, one per core).
         device: ``auto``, ``cpu`` or ``cuda`` (refused where onnxruntime has no CUDA provider,
             and always for int8); :attr:`device` is the one resolved.
 
@@ -248,7 +259,7 @@ class OnnxEmbedder:
         batch_size: int = 32,
         cache_dir: str | Path | None = None,
         export: bool = True,
-        threads: int | None = None,
+        threads: int | None = DEFAULT_THREADS,
         device: str = Device.AUTO,
     ) -> None:
         if batch_size < 1:

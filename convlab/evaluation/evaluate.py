@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import polars as pl
@@ -25,6 +26,7 @@ from tqdm.auto import tqdm
 from convlab.build import BuiltIndex, build_indexes
 from convlab.built import BuildManifest
 from convlab.embed.device import device_of
+from convlab.embed.factory import companion_embedder
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
 from convlab.evaluation.metrics import aggregate, per_query
@@ -32,6 +34,7 @@ from convlab.evaluation.multiview import Tuned, tuned_hits
 from convlab.evaluation.provenance import fingerprint, versions
 from convlab.evaluation.result import Evaluation
 from convlab.evaluation.significance import compare
+from convlab.evaluation.system_costs import pass_embedder, system_costs
 from convlab.pipeline.keys import KeyExpansion
 from convlab.protocols import Embedder
 from convlab.resurrection import budget_measures
@@ -73,7 +76,10 @@ def evaluate(
     _check_names(systems, baseline)
     _check_scope(data, config.scope)
     _check_protocol(data, config.protocol)
-    built = _build(data, systems, embedder=embedder, config=config)
+    embedders: dict[str | None, Embedder] = {None: embedder}
+    for name in dict.fromkeys(v.embedder for s in systems for v in s.views if v.embedder):
+        embedders[name] = companion_embedder(name, embedder)  # static:VIEW's
+    built = _build(data, systems, embedders=embedders, config=config)
     hits: dict[str, pl.DataFrame] = {}
     view_hits: dict[tuple[Variant, str, str], pl.DataFrame] = {}
     tuning, tuned = [], {}
@@ -88,9 +94,9 @@ def evaluate(
             if key not in view_hits:
                 view_hits[key] = _search(
                     data,
-                    built[(_variant(system), view.strategy)],
+                    built[(_variant(system), view.index_key)],
                     view_options(system, view, config.depth),
-                    embedder=embedder,
+                    embedder=embedders[view.embedder],
                     config=config,
                 )
             views.append(view_hits[key])
@@ -121,6 +127,7 @@ def evaluate(
     cfg = _record(data, systems, baseline, embedder, config, units_by, started)
     cfg["tuned"] = tuned
     cfg["unit_costs"], cfg["embedding"] = _costs(built)
+    cfg["system_costs"] = system_costs(systems, built, _variant).to_dicts()
     policy_budgets = pl.concat(policy_rows) if policy_rows else pl.DataFrame()
     return Evaluation(
         per_q,
@@ -201,11 +208,16 @@ def _label(variant: Variant, strategy: str) -> str:
 
 
 def _build(
-    data: LabelledData, systems: list[System], *, embedder: Embedder, config: EvalConfig
+    data: LabelledData,
+    systems: list[System],
+    *,
+    embedders: Mapping[str | None, Embedder],
+    config: EvalConfig,
 ) -> dict[tuple[Variant, str], BuiltIndex]:
-    """Every (variant, strategy) the systems' views need: one build per variant.
+    """Every (variant, view index key) the systems' views need: one build per variant and embedder.
 
-    A variant is a text format and a key expansion (:data:`Variant`).
+    A variant is a text format and a key expansion (:data:`Variant`); a view of another
+    embedder (``static:sequential``) is built apart, keyed by :attr:`View.index_key`.
 
     Each build chunks the corpus once and embeds each distinct text once (across strategies);
     a strategy gets vectors only if a view searches it densely, BM25 only if one searches it
@@ -214,14 +226,17 @@ def _build(
     built: dict[tuple[Variant, str], BuiltIndex] = {}
     for variant in dict.fromkeys(_variant(s) for s in systems):
         views = [v for s in systems if _variant(s) == variant for v in s.views]
-        made = build_indexes(
-            data.corpus,
-            config.units(dict.fromkeys(v.strategy for v in views), *variant),
-            embedder=embedder,
-            dense={v.strategy for v in views if v.retrieval.needs_vectors},
-            lexical={v.strategy for v in views if v.retrieval.needs_bm25},
-        )
-        built.update({(variant, s): b for s, b in made.items()})
+        for name in dict.fromkeys(v.embedder for v in views):
+            mine = [v for v in views if v.embedder == name]
+            made = build_indexes(
+                data.corpus,
+                config.units(dict.fromkeys(v.strategy for v in mine), *variant),
+                embedder=embedders[name],
+                dense={v.strategy for v in mine if v.retrieval.needs_vectors},
+                lexical={v.strategy for v in mine if v.retrieval.needs_bm25},
+            )
+            key = (lambda s: s) if name is None else (lambda s, n=name: f"{n}:{s}")
+            built.update({(variant, key(s)): b for s, b in made.items()})
     return built
 
 
@@ -251,7 +266,7 @@ def _resurrectable(
 
     Made once per (text format, strategies) and kept in ``made``.
     """
-    strategies = tuple(dict.fromkeys(v.strategy for v in system.views))
+    strategies = tuple(dict.fromkeys(v.index_key for v in system.views))
     key = (_variant(system), strategies)
     if key not in made:
         parts = [built[(_variant(system), s)] for s in strategies]
@@ -273,7 +288,9 @@ def _costs(
     from convlab.pipeline.unit_costs import messages_with_text, unit_costs
 
     rows: list[dict[str, Any]] = []
-    passes: dict[Variant, BuildManifest] = {}
+    passes: dict[tuple[Variant, str | None], BuildManifest] = {}
+    for (text, key), b in built.items():  # one pass per text format and view embedder
+        passes.setdefault((text, pass_embedder(key)), b.manifest)
     for text in dict.fromkeys(t for t, _ in built):
         mine = {_label(text, s): b for (t, s), b in built.items() if t == text}
         first = next(iter(mine.values()))
@@ -284,13 +301,14 @@ def _costs(
             total=_label(text, "all"),
         )
         rows += costs.to_dicts()
-        passes[text] = first.manifest
-    counts: dict[str, Any] = {"seconds": 0.0}
+    counts: dict[str, Any] = {"seconds": 0.0, "cpu_seconds": 0.0}
     for m in passes.values():
         counts["seconds"] += m.seconds["embed"]
+        counts["cpu_seconds"] += m.seconds.get("embed_cpu", 0.0)
         for k, v in m.embedding.items():
             counts[k] = counts.get(k, 0) + v
     counts["seconds"] = round(counts["seconds"], 1)
+    counts["cpu_seconds"] = round(counts["cpu_seconds"], 1)
     return rows, counts
 
 

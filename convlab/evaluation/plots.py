@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 
 __all__ = [
     "coverage_by_budget",
+    "frontier",
     "policy_grid",
     "recall_at_k",
     "recall_by_category",
@@ -229,3 +230,35 @@ def _distinct_lines(
         else:
             same[1].append(policy)
     return lines
+
+
+def frontier(table: pl.DataFrame, default: str, *, metric: str = "recall@5") -> Figure:
+    """``metric`` against embedding cost, one panel per data set (a frontier table's rows).
+
+    The cost axis is CPU-seconds (log scale above 1) where every system of the data set has them,
+    else
+    tokens embedded per token of text; today's default is the red star.
+    """
+    part = table.filter(pl.col("metric") == metric)
+    datasets = list(dict.fromkeys(part["data"].to_list()))
+    fig, axes = plt.subplots(1, len(datasets), figsize=(5.5 * len(datasets), 4.5), squeeze=False)
+    for ax, data in zip(axes[0], datasets, strict=True):
+        rows = part.filter(pl.col("data") == data)
+        cpu = rows["cpu_seconds"].null_count() == 0
+        x = rows["cpu_seconds" if cpu else "tokens_per_text_token"].to_numpy()
+        for xi, yi, name in zip(x, rows["mean"].to_numpy(), rows["system"].to_list(), strict=True):
+            mine = name == default
+            ax.scatter(xi, yi, marker="*" if mine else "o", s=160 if mine else 40,
+                       color="tab:red" if mine else "tab:blue", zorder=3)  # fmt: skip
+            ax.annotate(name, (xi, yi), fontsize=7, xytext=(4, 3), textcoords="offset points")
+        if cpu:
+            ax.set_xscale("symlog", linthresh=1.0)  # log above 1 s, linear to 0 (BM25 alone)
+        ax.set(
+            title=data,
+            xlabel="CPU-seconds embedding" if cpu else "tokens embedded per token of text",
+            ylabel=f"mean {metric}",
+        )
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"{metric} against embedding cost (star: {default})")
+    fig.tight_layout()
+    return fig

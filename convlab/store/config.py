@@ -83,6 +83,13 @@ class StoreConfig:
                 "systems.chosen.toml instead"
             )
         object.__setattr__(self, "system", system)
+        embedders = {v.embedder for v in system.views if v.retrieval.needs_vectors}
+        if len(embedders) > 1:
+            named = ", ".join(v.name for v in system.views if v.retrieval.needs_vectors)
+            raise ValueError(
+                f"system {system.name!r}: a store holds one embedder's vectors, and its dense "
+                f"views ({named}) name several"
+            )
         if self.index.kind not in INDEX_KINDS:
             raise ValueError(f"index_kind must be one of {', '.join(INDEX_KINDS)}")
         if self.redact not in REDACT_CHOICES:
@@ -102,6 +109,12 @@ class StoreConfig:
         views = self.resolved_system().views
         dense = tuple(dict.fromkeys(v.strategy for v in views if v.retrieval.needs_vectors))
         return dense or self.strategies[:1]
+
+    @property
+    def view_embedder(self) -> str | None:
+        """The embedder the dense views name (``static`` for ``static:sequential``), else None."""
+        views = self.resolved_system().views
+        return next((v.embedder for v in views if v.retrieval.needs_vectors), None)
 
     def held(self) -> dict[str, bool]:
         """Per strategy held, whether its units are embedded (every one has BM25)."""

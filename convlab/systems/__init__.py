@@ -13,7 +13,7 @@ Example:
     >>> default_system().name
     'fusion:convex'
     >>> resolve_system("bm25:message").views
-    (View(strategy='message', retrieval=<Retrieval.LEXICAL: 'lexical'>, bm25=None),)
+    (View(strategy='message', retrieval=<Retrieval.LEXICAL: 'lexical'>, bm25=None, embedder=None),)
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def resolve_system(spec: str | Path | System | None) -> System:
     if view.strategy not in STRATEGIES:
         raise ValueError(
             f"system {text!r}: not a file, not 'default' and not a view of a strategy "
-            f"({', '.join(sorted(STRATEGIES))}; prefixes bm25:, hybrid:)"
+            f"({', '.join(sorted(STRATEGIES))}; prefixes bm25:, hybrid:, static:)"
         )
     return System(name=view.name, views=(view,))
 

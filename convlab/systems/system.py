@@ -14,8 +14,8 @@ A one-view system is written with ``strategy`` and ``retrieval`` alone. The same
 read from an experiment file (:func:`convlab.systems.file.read_systems`).
 
 Example:
-    >>> System(name="bm25:sequential", strategy="sequential", retrieval="lexical").views
-    (View(strategy='sequential', retrieval=<Retrieval.LEXICAL: 'lexical'>, bm25=None),)
+    >>> System(name="bm25:sequential", strategy="sequential", retrieval="lexical").views[0].name
+    'bm25:sequential'
     >>> s = System(name="fusion", views=("bm25:message", "sequential"), weights=(1, 0.5))
     >>> [v.name for v in s.views], s.strategy, s.fused
     (['bm25:message', 'sequential'], 'message', True)
@@ -32,7 +32,7 @@ from convlab.index.bm25 import BM25Params
 from convlab.pipeline.keys import KeyExpansion
 from convlab.retrieval import Retrieval, SearchOptions
 
-__all__ = ["FUSION_STRATEGIES", "System", "Tuning", "View", "default_systems"]
+__all__ = ["FUSION_STRATEGIES", "VIEW_EMBEDDERS", "System", "Tuning", "View", "default_systems"]
 
 _PREFIX = {Retrieval.DENSE: "", Retrieval.LEXICAL: "bm25:", Retrieval.HYBRID: "hybrid:"}
 _PARSE = {
@@ -44,6 +44,11 @@ _PARSE = {
 
 _PARAMS = re.compile(r"^(?P<kind>[a-z0-9]+)(?:\(k1=(?P<k1>[0-9.]+),b=(?P<b>[0-9.]+)\))?$")
 """A view prefix: ``bm25``, or ``bm25(k1=0.9,b=0.2)`` with BM25 parameters."""
+
+VIEW_EMBEDDERS = ("static",)
+"""Embedders a dense view can name as its prefix (``static:sequential``): registered names of
+:data:`convlab.embed.EMBEDDERS` that need no model id. A view without one is embedded by the
+evaluation's or the store's embedder."""
 
 FUSION_STRATEGIES = ("message", "sequential", "turn_pair")
 """The strategies whose views the default fused systems combine (dense and BM25 each)."""
@@ -60,15 +65,21 @@ class View:
             :func:`convlab.fusion.fuse_carrying` as a system's views).
         bm25: the BM25 parameters of this view (lexical or hybrid only; None: the system's
             options', by default the index's own). Named ``bm25(k1=0.9,b=0):message``.
+        embedder: the embedder of a dense view's units and queries, one of
+            :data:`VIEW_EMBEDDERS` (None: the evaluation's or store's). Named
+            ``static:sequential``.
 
     Example:
         >>> View.parse("bm25(k1=0.9,b=0):message").bm25
         BM25Params(k1=0.9, b=0.0)
+        >>> View.parse("static:sequential").embedder, View.parse("static:sequential").name
+        ('static', 'static:sequential')
     """
 
     strategy: str
     retrieval: Retrieval = Retrieval.DENSE
     bm25: BM25Params | None = None
+    embedder: str | None = None
 
     def __post_init__(self) -> None:
         if not self.strategy:
@@ -76,18 +87,42 @@ class View:
         object.__setattr__(self, "retrieval", Retrieval(self.retrieval))
         if self.bm25 is not None and not self.retrieval.needs_bm25:
             raise ValueError(f"view {self.strategy!r}: BM25 parameters need a lexical view")
+        if self.embedder is not None:
+            if self.embedder not in VIEW_EMBEDDERS:
+                raise ValueError(
+                    f"view {self.strategy!r}: embedder {self.embedder!r} is not one of "
+                    f"{', '.join(VIEW_EMBEDDERS)}"
+                )
+            if self.retrieval is not Retrieval.DENSE:
+                raise ValueError(
+                    f"view {self.embedder}:{self.strategy}: an embedder names a dense view "
+                    f"(write {self.embedder}:{self.strategy})"
+                )
 
     @property
     def name(self) -> str:
-        """``sequential``, ``bm25:sequential``, ``hybrid:sequential``, ``bm25(k1=0.9,b=0):...``."""
+        """``sequential``, ``bm25:sequential``, ``hybrid:sequential``, ``static:sequential``, ..."""
         prefix = _PREFIX[self.retrieval]
         if self.bm25 is not None:
             prefix = f"{prefix[:-1]}(k1={self.bm25.k1:g},b={self.bm25.b:g}):"
+        if self.embedder is not None:
+            prefix = f"{self.embedder}:"
         return f"{prefix}{self.strategy}"
+
+    @property
+    def index_key(self) -> str:
+        """What names this view's built units: its strategy, or ``static:sequential``.
+
+        A view of another embedder is built apart: the same units, embedded by that embedder.
+        """
+        return self.strategy if self.embedder is None else f"{self.embedder}:{self.strategy}"
 
     @classmethod
     def parse(cls, text: str | View) -> View:
         """A view from its name: ``sequential``, ``dense:sequential``, ``bm25:message``, ...
+
+        ``static:sequential`` is the dense view embedded by the static embedder
+        (:data:`VIEW_EMBEDDERS`).
 
         Raises:
             ValueError: an unknown prefix (naming the valid ones) or malformed parameters.
@@ -95,6 +130,11 @@ class View:
         if isinstance(text, View):
             return text
         head, sep, tail = str(text).partition(":")
+        if sep and head in VIEW_EMBEDDERS:
+            inner = cls.parse(tail)
+            if inner.retrieval is not Retrieval.DENSE or inner.embedder is not None:
+                raise ValueError(f"view {text!r}: {head}: names a dense view ({head}:STRATEGY)")
+            return cls(inner.strategy, embedder=head)
         if not sep:
             return cls(head)
         m = _PARAMS.match(head)
@@ -102,7 +142,8 @@ class View:
             raise ValueError(f"view {text!r}: write BM25 parameters as bm25(k1=K,b=B):STRATEGY")
         if m is None or m["kind"] not in _PARSE:
             kind = m["kind"] if m else head
-            raise ValueError(f"view {text!r}: prefix {kind!r} is not one of {', '.join(_PARSE)}")
+            valid = ", ".join([*_PARSE, *VIEW_EMBEDDERS])
+            raise ValueError(f"view {text!r}: prefix {kind!r} is not one of {valid}")
         bm25 = None
         if m["k1"] is not None:
             try:
@@ -280,6 +321,8 @@ class System:
                 out["weights"] = list(self.weights)
             if self.tuning is not None:
                 out["tuning"] = self.tuning.as_dict()
+        elif self.views[0].embedder is not None:
+            out["views"] = [self.views[0].name]
         else:
             out["strategy"] = self.strategy
             out["retrieval"] = str(self.retrieval)

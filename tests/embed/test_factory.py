@@ -24,7 +24,7 @@ from convlab.specs import IndexSpec
 
 
 def test_embedders_are_picked_by_name() -> None:
-    assert EMBEDDERS.names() == ("hash", "minilm", "minilm-ft")
+    assert EMBEDDERS.names() == ("hash", "minilm", "minilm-ft", "static")
     assert make_embedder("hash").model_id == "hash-64"
     assert isinstance(make_embedder("minilm"), MiniLMEmbedder)  # torch by default, no load
     int8 = make_embedder("minilm", "onnx-int8")
@@ -34,7 +34,7 @@ def test_embedders_are_picked_by_name() -> None:
 
 
 def test_unknown_names_list_the_valid_ones() -> None:
-    valid = "hash, minilm, minilm-ft"
+    valid = "hash, minilm, minilm-ft, static"
     with pytest.raises(ValueError, match=rf"^unknown embedder 'bert'; valid: {valid}$"):
         make_embedder("bert")
     with pytest.raises(ValueError, match=r"backend 'cuda'; valid: onnx, onnx-int8, torch$"):

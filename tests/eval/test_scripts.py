@@ -149,6 +149,8 @@ def _model_jobs(tmp: Path) -> list[tuple[str, list[str]]]:
         ("eval.bench_onnx", ["--texts", "20", "--chunk", "10", "--latency-runs", "1",
                              "--skip-throughput", "--out", bench]),
         ("eval.bench_ray", ["--n", "20", "--actors", "1", "--rounds", "1", "--out", bench]),
+        ("eval.bench_threads", ["--texts", "8", "--chunk", "4", "--threads", "1,0",
+                                "--out", bench]),
         ("eval.finetune_cv", ["--folds", "2", "--batch-size", "2", "--max-seq-length", "16",
                               "--data", str(tmp / "ft_locomo.json"),
                               "--out", str(tmp / "ft"), "--cache", str(tmp / "cache"),
@@ -248,7 +250,7 @@ def test_every_script_is_run_here() -> None:
         m.removeprefix("eval.")
         for m, _ in [*_jobs(Path("/x"), Path("/y")), *_model_jobs(Path("/x"))]
     }
-    own_file = {"bench_longmemeval", "pages"}  # test_bench_longmemeval.py, test_pages.py
+    own_file = {"bench_longmemeval", "pages", "frontier"}  # their own test_*.py files
     assert jobs - {"convlab"} | own_file == set(SCRIPTS)
 
 
@@ -470,8 +472,10 @@ def test_the_model_benchmarks_write_their_json(tmp_path: Path, env: dict[str, st
     for result, name in zip(results[:3], wrote, strict=True):
         assert result["code"] == 0, result["err"][-3000:]
         assert json.loads((tmp_path / "b" / name).read_text())
-    # the fine-tuning CV: a model per fold in --models, each fold's held-out runs, one per view
     assert results[3]["code"] == 0, results[3]["err"][-3000:]
+    assert json.loads((tmp_path / "b" / "bench_threads.json").read_text())["fastest"]
+    # the fine-tuning CV: a model per fold in --models, each fold's held-out runs, one per view
+    assert results[4]["code"] == 0, results[4]["err"][-3000:]
     config = json.loads((tmp_path / "ft" / "config.json").read_text())
     assert [r["test_conversations"] for r in config["fold_records"]] in (
         [["conv-26"], ["conv-30"]],

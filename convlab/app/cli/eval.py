@@ -107,8 +107,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--embedder",
         default="minilm",
         choices=[n for n in EMBEDDERS.names() if n != "hash"],
-        help="the embedder: minilm (default) or minilm-ft, a fine-tuned MiniLM in the cache "
-        "(CONVLAB_CACHE) named by --model-id (python -m eval.finetune_cv --all-model makes it)",
+        help="the embedder: minilm (default), minilm-ft, a fine-tuned MiniLM in the cache "
+        "(CONVLAB_CACHE) named by --model-id (python -m eval.finetune_cv --all-model makes it), "
+        "or static, MiniLM distilled with Model2Vec (one view: static:VIEW in --systems)",
     )
     p.add_argument("--model-id", default=None, help="the fine-tuned model of --embedder minilm-ft")
     p.add_argument(

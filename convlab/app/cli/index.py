@@ -185,6 +185,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--watch-cycles is a bound for --watch")
     if args.interval <= 0:
         raise UsageError("--interval must be positive")
+    if config.view_embedder is not None:  # static:VIEW: the store's vectors are the view's
+        if args.embedder not in ("minilm", config.view_embedder):
+            raise UsageError(f"--embedder {args.embedder}: the system's views name another")
+        args.embedder = config.view_embedder
     store = Store(args.store)
     check_store(store.directory)  # a folder or marker not a store's: one line, before any other
     args.backend = args.backend or default_backend(

@@ -1,0 +1,115 @@
+"""What each system's embedding costs: tokens embedded per token of text, and CPU-seconds.
+
+A system embeds the distinct texts of its dense views' units, once per embedder (a text that
+``sequential`` and ``turn_pair`` share is embedded once; ``static:sequential`` embeds it again
+with the static model). Its **tokens embedded** are those texts' tokens (``units.n_tokens``,
+[CLS] and [SEP] included), divided by the **tokens of text** (the content tokens of every
+chunk, what the messages say) to give ``tokens_per_text_token``: 1.0 would embed every token
+of the history once. A system of BM25 views alone embeds nothing.
+
+Its **CPU-seconds** are its tokens embedded under each embedder times that embedder's measured
+rate in the run: the pass's CPU time (``BuildManifest.seconds["embed_cpu"]``) over the tokens
+the pass embedded. The rate is known only when the pass embedded every text itself (a cold
+cache); with vectors read from the cache it is null, and so are the CPU-seconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from convlab.build import BuiltIndex
+    from convlab.systems.system import System
+
+__all__ = ["SYSTEM_COSTS", "pass_embedder", "pass_rates", "system_costs"]
+
+SYSTEM_COSTS: dict[str, pl.DataType | type[pl.DataType]] = {
+    "system": pl.String,
+    "text_tokens": pl.Int64,
+    "tokens_embedded": pl.Int64,
+    "tokens_per_text_token": pl.Float64,
+    "cpu_seconds": pl.Float64,
+}
+"""The columns of :func:`system_costs`' frame."""
+
+
+def pass_embedder(index_key: str) -> str | None:
+    """The view embedder of a built index's key: ``static`` for ``static:sequential``, else None."""
+    head, sep, _ = index_key.partition(":")
+    return head if sep else None
+
+
+def pass_rates(
+    built: Mapping[tuple[Any, str], BuiltIndex],
+) -> dict[tuple[Hashable, str | None], float | None]:
+    """CPU-seconds per token embedded of each pass (a variant and a view embedder).
+
+    None where the pass took vectors from the cache (or embedded nothing): its CPU time then
+    says nothing of the embedder's rate.
+    """
+    tokens: dict[tuple[Hashable, str | None], pl.DataFrame] = {}
+    cpu: dict[tuple[Hashable, str | None], float | None] = {}
+    for (variant, key), b in built.items():
+        if not b.manifest.dense:
+            continue
+        p = (variant, pass_embedder(key))
+        texts = b.units.select("text", "n_tokens")
+        tokens[p] = pl.concat([tokens[p], texts]) if p in tokens else texts
+        counts = b.manifest.embedding
+        cold = counts.get("from_cache", 0) == 0 and "embed_cpu" in b.manifest.seconds
+        cpu[p] = b.manifest.seconds["embed_cpu"] if cold else None
+    rates: dict[tuple[Hashable, str | None], float | None] = {}
+    for p, frame in tokens.items():
+        total = int(frame.unique("text")["n_tokens"].sum())
+        seconds = cpu[p]
+        rates[p] = seconds / total if seconds is not None and total else None
+    return rates
+
+
+def system_costs(
+    systems: Sequence[System],
+    built: Mapping[tuple[Any, str], BuiltIndex],
+    variant_of: Callable[[System], Hashable],
+) -> pl.DataFrame:
+    """One row per system (:data:`SYSTEM_COSTS`).
+
+    Args:
+        systems: the systems of a run.
+        built: the run's built indexes by (variant, :attr:`View.index_key`).
+        variant_of: a system's variant (its text format and key expansion), the key's first part.
+
+    Example:
+        See ``tests/evaluation/test_system_costs.py``: two views sharing a text embed it once.
+    """
+    rates = pass_rates(built)
+    rows = []
+    for system in systems:
+        variant = variant_of(system)
+        chunks = built[(variant, system.views[0].index_key)].chunks
+        text_tokens = int(chunks["n_tokens"].sum()) if chunks.height else 0
+        per_embedder: dict[str | None, pl.DataFrame] = {}
+        for view in system.views:
+            if not view.retrieval.needs_vectors:
+                continue
+            texts = built[(variant, view.index_key)].units.select("text", "n_tokens")
+            seen = per_embedder.get(view.embedder)
+            per_embedder[view.embedder] = texts if seen is None else pl.concat([seen, texts])
+        tokens = {e: int(f.unique("text")["n_tokens"].sum()) for e, f in per_embedder.items()}
+        embedded = sum(tokens.values())
+        cpu: float | None = 0.0
+        for e, n in tokens.items():
+            rate = rates.get((variant, e))
+            cpu = None if rate is None or cpu is None else cpu + n * rate
+        rows.append(
+            (
+                system.name,
+                text_tokens,
+                embedded,
+                embedded / text_tokens if text_tokens else 0.0,
+                None if cpu is None else round(cpu, 3),
+            )
+        )
+    return pl.DataFrame(rows, schema=SYSTEM_COSTS, orient="row")
