@@ -30,7 +30,7 @@ from convlab.built import BuildCounts, BuildManifest, Derived, Embedded, Given, 
 from convlab.embed import CachedEmbedder, embed_texts, embedder_name
 from convlab.index import VectorIndex
 from convlab.loaders import Corpus
-from convlab.pipeline.late import late_vectors
+from convlab.pipeline.late import late_vectors, late_views
 from convlab.progress import current as current_progress
 from convlab.protocols import Embedder
 from convlab.specs import IndexSpec, UnitSpec
@@ -270,12 +270,10 @@ def build_indexes(
     texts = [t for s in plain for t in derived[s].units["text"].to_list()]
     before = asdict(embedder.stats) if isinstance(embedder, CachedEmbedder) else None
     vectors, engine_record, embedding = _embed_pass(texts, embedder, engine)
-    late = {
-        s: late_vectors(derived[s].units, derived[s].chunks, embedder, w)
-        for s, w in windows.items()
-    }
+    frames = {s: (derived[s].units, derived[s].chunks) for s in windows}
+    late, shared = late_views(frames, windows, embedder)
     if before is not None and late and isinstance(embedder, CachedEmbedder):  # late's counts too
-        embedding = _counts_since(before, embedder)
+        embedding = {**_counts_since(before, embedder), "late_shared": shared}
     seconds = {"derive": derive_done - started, "embed": time.perf_counter() - derive_done}
     name = getattr(embedder, "name", None)
     done = _Pass(

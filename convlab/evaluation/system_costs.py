@@ -5,12 +5,16 @@ A system embeds the distinct texts of its dense views' units, once per embedder 
 with the static model). Its **tokens embedded** are those texts' tokens (``units.n_tokens``,
 [CLS] and [SEP] included), divided by the **tokens of text** (the content tokens of every
 chunk, what the messages say) to give ``tokens_per_text_token``: 1.0 would embed every token
-of the history once. A system of BM25 views alone embeds nothing.
+of the history once. A late view (:mod:`convlab.strategies.late`) embeds no unit text: its
+tokens are those of its passes (:func:`convlab.pipeline.late.late_plan`), run once per window
+size and shared by every late view of that size. A system of BM25 views alone embeds nothing.
 
 Its **CPU-seconds** are its tokens embedded under each embedder times that embedder's measured
 rate in the run: the pass's CPU time (``BuildManifest.seconds["embed_cpu"]``) over the tokens
 the pass embedded. The rate is known only when the pass embedded every text itself (a cold
-cache); with vectors read from the cache it is null, and so are the CPU-seconds.
+cache: nothing read that an earlier run wrote; late views of one window reading the passes
+another ran in the same build, ``late_shared``, do not count); with vectors read from the cache
+it is null, and so are the CPU-seconds.
 """
 
 from __future__ import annotations
@@ -19,6 +23,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+from convlab.pipeline.late import late_plan
+from convlab.strategies.late import late_window
 
 if TYPE_CHECKING:
     from convlab.build import BuiltIndex
@@ -42,6 +49,31 @@ def pass_embedder(index_key: str) -> str | None:
     return head if sep else None
 
 
+def _late_tokens(b: BuiltIndex, key: str) -> tuple[int, int] | None:
+    """A late view's window and the tokens of its passes; None for a plain view."""
+    window = late_window(key.rpartition(":")[2])
+    return None if window is None else (window, late_plan(b.chunks, window).tokens)
+
+
+class _Tokens:
+    """Tokens embedded by one embedder: distinct unit texts, plus passes once per window."""
+
+    def __init__(self) -> None:
+        self.texts: list[pl.DataFrame] = []
+        self.passes: dict[int, int] = {}
+
+    def add(self, b: BuiltIndex, key: str) -> None:
+        late = _late_tokens(b, key)
+        if late is None:
+            self.texts.append(b.units.select("text", "n_tokens"))
+        else:
+            self.passes[late[0]] = late[1]
+
+    def total(self) -> int:
+        texts = int(pl.concat(self.texts).unique("text")["n_tokens"].sum()) if self.texts else 0
+        return texts + sum(self.passes.values())
+
+
 def pass_rates(
     built: Mapping[tuple[Any, str], BuiltIndex],
 ) -> dict[tuple[Hashable, str | None], float | None]:
@@ -50,20 +82,20 @@ def pass_rates(
     None where the pass took vectors from the cache (or embedded nothing): its CPU time then
     says nothing of the embedder's rate.
     """
-    tokens: dict[tuple[Hashable, str | None], pl.DataFrame] = {}
+    tokens: dict[tuple[Hashable, str | None], _Tokens] = {}
     cpu: dict[tuple[Hashable, str | None], float | None] = {}
     for (variant, key), b in built.items():
         if not b.manifest.dense:
             continue
         p = (variant, pass_embedder(key))
-        texts = b.units.select("text", "n_tokens")
-        tokens[p] = pl.concat([tokens[p], texts]) if p in tokens else texts
+        tokens.setdefault(p, _Tokens()).add(b, key)
         counts = b.manifest.embedding
-        cold = counts.get("from_cache", 0) == 0 and "embed_cpu" in b.manifest.seconds
+        earlier = counts.get("from_cache", 0) - counts.get("late_shared", 0)  # other runs'
+        cold = earlier == 0 and "embed_cpu" in b.manifest.seconds
         cpu[p] = b.manifest.seconds["embed_cpu"] if cold else None
     rates: dict[tuple[Hashable, str | None], float | None] = {}
-    for p, frame in tokens.items():
-        total = int(frame.unique("text")["n_tokens"].sum())
+    for p, counted in tokens.items():
+        total = counted.total()
         seconds = cpu[p]
         rates[p] = seconds / total if seconds is not None and total else None
     return rates
@@ -90,14 +122,13 @@ def system_costs(
         variant = variant_of(system)
         chunks = built[(variant, system.views[0].index_key)].chunks
         text_tokens = int(chunks["n_tokens"].sum()) if chunks.height else 0
-        per_embedder: dict[str | None, pl.DataFrame] = {}
+        per_embedder: dict[str | None, _Tokens] = {}
         for view in system.views:
             if not view.retrieval.needs_vectors:
                 continue
-            texts = built[(variant, view.index_key)].units.select("text", "n_tokens")
-            seen = per_embedder.get(view.embedder)
-            per_embedder[view.embedder] = texts if seen is None else pl.concat([seen, texts])
-        tokens = {e: int(f.unique("text")["n_tokens"].sum()) for e, f in per_embedder.items()}
+            b = built[(variant, view.index_key)]
+            per_embedder.setdefault(view.embedder, _Tokens()).add(b, view.index_key)
+        tokens = {e: counted.total() for e, counted in per_embedder.items()}
         embedded = sum(tokens.values())
         cpu: float | None = 0.0
         for e, n in tokens.items():

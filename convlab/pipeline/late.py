@@ -19,7 +19,7 @@ from convlab.embed.late import encode_passes
 from convlab.protocols import Chunk, Embedder
 from convlab.strategies.late import LatePass, homes, passes
 
-__all__ = ["LatePlan", "late_plan", "late_vectors"]
+__all__ = ["LatePlan", "late_plan", "late_vectors", "late_views"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,3 +94,32 @@ def late_vectors(
         out[r] /= max(total, 1)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     return (out / np.maximum(norms, 1e-12)).astype(np.float32, copy=False)
+
+
+def late_views(
+    frames: dict[str, tuple[pl.DataFrame, pl.DataFrame]],
+    windows: dict[str, int],
+    embedder: Embedder,
+) -> tuple[dict[str, np.ndarray], int]:
+    """Every late strategy's vectors, and how many pass look-ups one of them shared with another.
+
+    Late strategies of one window over the same chunks run the same passes: the first runs
+    them, the others read them from the cache. The second count is those reads (0 without a
+    :class:`CachedEmbedder`), so that a cache that was cold before the build can be told from a
+    warm one (``from_cache`` minus this is what earlier runs gave).
+
+    Args:
+        frames: strategy -> (its units, its chunks).
+        windows: strategy -> tokens of its passes (the late strategies to make).
+        embedder: as :func:`late_vectors`.
+    """
+    out: dict[str, np.ndarray] = {}
+    shared, seen = 0, set()
+    for strategy, window in windows.items():
+        before = embedder.stats.from_cache if isinstance(embedder, CachedEmbedder) else 0
+        units, chunks = frames[strategy]
+        out[strategy] = late_vectors(units, chunks, embedder, window)
+        if window in seen and isinstance(embedder, CachedEmbedder):
+            shared += embedder.stats.from_cache - before
+        seen.add(window)
+    return out, shared

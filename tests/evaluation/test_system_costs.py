@@ -19,6 +19,7 @@ from convlab.evaluation.evaluate import evaluate
 from convlab.evaluation.system_costs import pass_embedder
 from convlab.paths import sample_data_path
 from convlab.pipeline.chunks import chunks
+from convlab.pipeline.late import late_plan
 from convlab.systems.system import System
 
 
@@ -42,6 +43,7 @@ def run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-de
             views=("bm25:message", "sequential", "static:sequential", "turn_pair"),
             weights=(1, 1, 1, 0.5),
         ),
+        System(name="late", views=("late_sequential", "late_turn_pair"), weights=(1, 0.5)),
     ]
     cache = CachedEmbedder(HashEmbedder(64), tmp_path_factory.mktemp("cache"))
     try:
@@ -55,7 +57,13 @@ def test_a_static_view_is_searched_with_its_own_embedder(run) -> None:  # type: 
     _, ev, static = run
     assert static.calls >= 2  # its units, then its queries
     summary = ev.summary.filter(pl.col("metric") == "recall@5")
-    assert set(summary["system"]) == {"sequential", "static:sequential", "bm25:message", "both"}
+    assert set(summary["system"]) == {
+        "sequential",
+        "static:sequential",
+        "bm25:message",
+        "both",
+        "late",
+    }
 
 
 def test_each_system_costs_its_distinct_texts_once_per_embedder(run) -> None:  # type: ignore[no-untyped-def]
@@ -88,3 +96,14 @@ def test_a_warm_cache_leaves_the_cpu_seconds_unknown(run, tmp_path: Path) -> Non
     (row,) = ev.config["system_costs"]
     assert row["cpu_seconds"] is None
     assert row["tokens_embedded"] > 0
+
+
+def test_a_late_system_costs_its_passes_once_per_window(run) -> None:  # type: ignore[no-untyped-def]
+    data, ev, _ = run
+    costs = {r["system"]: r for r in ev.config["system_costs"]}
+    chunked = chunks(data.corpus, EvalConfig().policy)
+    passes = late_plan(chunked, 256).tokens  # late_sequential and late_turn_pair share them
+    assert costs["late"]["tokens_embedded"] == passes
+    text = int(chunked["n_tokens"].sum())
+    # every pass holds whole messages plus [CLS] and [SEP]: at least the text, far below plain
+    assert text <= passes < costs["both"]["tokens_embedded"]
