@@ -22,16 +22,7 @@ from convlab.store import manifest as mf
 from convlab.store.config import IndexSummary, StoreConfig
 from convlab.store.errors import StoreDamaged, StoreFull, StoreLocked, StoreOutdated
 from convlab.store.format import StoreManifest
-from convlab.store.manifest import (
-    CHECK_ON_INDEX,
-    FRAMES,
-    INDEX_FILES,
-    MANIFEST,
-    NORM_ROWS,
-    READERS,
-    SEARCH_BLOCKS,
-    Verified,
-)
+from convlab.store.manifest import CHECK_ON_INDEX, FRAMES, MANIFEST, NORM_ROWS, READERS, Verified
 from convlab.store.marker import claim
 from convlab.store.versions import (
     check_lock_file,
@@ -68,6 +59,7 @@ class Store:
         self._pin_handle: IO[bytes] | None = None
         self._manifest: StoreManifest | None = None
         self._searcher: StoreSearch | None = None
+        self._checked: set[str] = set()  # files of the pinned version checked when first read
 
     # -- reading ------------------------------------------------------------------------------
     @property
@@ -110,6 +102,7 @@ class Store:
         if name not in FRAMES:
             raise ValueError(f"unknown frame {name!r}; valid: {', '.join(FRAMES)}")
         path = self._pin() / f"{name}.parquet"
+        self._check([f"{name}.parquet"])
         try:
             return pl.read_parquet(path, glob=False)
         except Exception as exc:  # polars reports corruption with several exception types
@@ -172,15 +165,16 @@ class Store:
 
         version = self._pin()
         directory = self._part(strategy, "index", embedded=True)
+        self._check([(directory / name).relative_to(version).as_posix() for name in mf.INDEX_FILES])
         # this index's vectors, in slices: no copy of them
         mf.check_norms(self.directory, version, rows=None, index=directory)
-        rels = [(directory / name).relative_to(version).as_posix() for name in INDEX_FILES]
-        manifest = self._pinned_manifest()
-        mf.check_sample(self.directory, version, manifest, rels, blocks=SEARCH_BLOCKS)
         try:
-            return VectorIndex.load(directory)
+            index = VectorIndex.load(directory)
         except Exception as exc:  # numpy, FAISS and polars each raise their own types
-            raise self._damaged(directory, f"unreadable ({type(exc).__name__}: {exc})") from exc
+            what = f"unreadable ({type(exc).__name__}: {exc})"
+            raise mf.damaged(self.directory, directory, what, verify=True) from exc
+        index.guard = mf.row_guard(self.directory, version, self._pinned_manifest(), directory)
+        return index
 
     def conversation_ids(self, prefix: str) -> list[str]:
         """The stored conversations whose id starts with ``prefix``, sorted.
@@ -209,6 +203,8 @@ class Store:
         directory = self._part(strategy, "bm25", embedded=False)
         if not self._pinned_manifest().bm25 or not directory.exists():
             return None  # no unit to index (checked files are all there: see _pin)
+        prefix = f"{directory.relative_to(self._pin()).as_posix()}/"
+        self._check([r for r in self._pinned_manifest().version_files if r.startswith(prefix)])
         try:
             return BM25Index.load(directory)
         except Exception as exc:  # bm25s raises numpy, json and OS errors
@@ -246,8 +242,16 @@ class Store:
             self._pin_handle.close()
         self._pinned, self._pin_handle, self._manifest = None, None, None
         self._searcher = None
+        self._checked = set()
 
     close = refresh
+
+    def _check(self, rels: list[str]) -> None:
+        """Check files of the pinned version before a read uses them (once each)."""
+        todo = [r for r in rels if r not in self._checked]
+        manifest = self._pinned_manifest()
+        mf.check_sample(self.directory, self._pin(), manifest, todo, blocks=mf.SEARCH_BLOCKS)
+        self._checked.update(todo)
 
     def _damaged(self, path: Path, what: str) -> StoreDamaged:
         return mf.damaged(self.directory, path, what)
