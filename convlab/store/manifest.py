@@ -148,11 +148,11 @@ def read_manifest(store: Path, version: Path) -> StoreManifest:
         StoreDamaged: unreadable, not a manifest of this format, or not matching its checksum.
     """
     from convlab.errors import LoadError
-    from convlab.files import read_regular
+    from convlab.files import STORE_MANIFEST, read_regular
 
     path = version / MANIFEST
-    try:  # a FIFO or a device in its place is refused, never opened or read
-        data = read_regular(path)
+    try:  # a FIFO or a device in its place is refused, never opened or read; nor a huge file
+        data = read_regular(path, limit=STORE_MANIFEST)
     except LoadError as exc:
         raise damaged(store, path, exc.reason, rebuild=True) from None
     except OSError as exc:

@@ -63,13 +63,13 @@ def read_marker(directory: Path) -> Marker | None:
             this code knows.
     """
     from convlab.errors import LoadError
-    from convlab.files import read_regular
+    from convlab.files import MANIFEST, read_regular
 
     path = directory / MARKER
     if not os.path.lexists(path):
         return None
     try:
-        data = json.loads(read_regular(path))
+        data = json.loads(read_regular(path, limit=MANIFEST))
     except LoadError as exc:
         raise NotAStore(f"{path}: {exc.reason}; remove it if {directory} is a store") from None
     except ValueError as exc:  # invalid UTF-8 or JSON
