@@ -97,7 +97,7 @@ def _row_checks(store_dir: Path, repeat: int) -> dict[str, float]:
 
     def searched(with_guard: bool) -> Callable[[], Any]:
         def run() -> None:
-            fresh = Store(store_dir).index() if with_guard else index
+            fresh = Store(store_dir).index()  # opened anew each time, as a search process does
             if not with_guard:
                 fresh.guard = None
             t0 = time.perf_counter()
