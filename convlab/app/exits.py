@@ -42,6 +42,7 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 INPUT_ERRNOS = frozenset(
     {
         errno.ENOENT,
+        errno.EEXIST,  # an output folder named where a file is (`--out /etc/hostname`)
         errno.ENOTDIR,
         errno.EISDIR,
         errno.EACCES,

@@ -358,6 +358,9 @@ def _sample(
             builder.skip(path, 1, f"{cid} qa {q_i}: {problem}")
             continue
         evidence = q.get("evidence") or []
+        if not isinstance(evidence, str | list):
+            builder.skip(path, 1, f"{cid} qa {q_i}: 'evidence' is not a list of dialog ids")
+            continue
         cleaned = clean_evidence([evidence] if isinstance(evidence, str) else evidence, known)
         totals["questions"] += 1
         totals["no_evidence"] += not cleaned.ids
