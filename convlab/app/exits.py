@@ -69,12 +69,12 @@ def is_input_error(exc: BaseException) -> bool:
     try:
         from convlab.embed.cache import CacheDamaged
         from convlab.embed.device import DeviceUnavailable
-        from convlab.errors import LoadError
+        from convlab.errors import LoadError, UnfitIndex
         from convlab.store import NotAStore, StoreDamaged, StoreFull, StoreLocked, StoreMismatch
     except ImportError:  # the error being judged may be this very import failing: a bug
         return False
     store_errors = NotAStore | StoreDamaged | StoreFull | StoreLocked | StoreMismatch
-    return isinstance(exc, LoadError | CacheDamaged | DeviceUnavailable | store_errors)
+    return isinstance(exc, LoadError | UnfitIndex | CacheDamaged | DeviceUnavailable | store_errors)
 
 
 def one_line(exc: BaseException, *, type_name: bool = False) -> str:
