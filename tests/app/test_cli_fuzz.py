@@ -79,7 +79,9 @@ def _valid(action: argparse.Action, world: dict[str, Path]) -> list[str]:
     flag = action.option_strings[-1] if action.option_strings else ""
     if action.type is int or flag in ("-k", "--budget", "--max-tokens", "--turn", "--around"):
         return ["1", "3", "10"]
-    if flag in ("--since", "--until"):
+    if action.type is float:
+        return ["0.5", "1", "0"]
+    if flag in ("--since", "--until", "--now"):
         return ["2026-01-01", "7d", "yesterday", "2025-06-01T12:00"]
     if flag == "--store":
         return [str(world["store"])]
@@ -108,7 +110,8 @@ def command_lines(draw: st.DrawFn, world: dict[str, Path]) -> list[str]:
             if name == "judge":
                 argv += ["agreement", draw(st.sampled_from(paths)), draw(st.sampled_from(paths))]
                 continue
-            count = draw(st.integers(0 if action.nargs in ("?", "*") else 1, 2))
+            most = {None: 1, "?": 1}.get(action.nargs, 2)  # type: ignore[call-overload]
+            count = draw(st.integers(0 if action.nargs in ("?", "*") else 1, most))
             argv += [draw(_value(action, world)) for _ in range(count)]
             continue
         flag = action.option_strings[-1]
