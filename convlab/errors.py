@@ -1,10 +1,14 @@
-"""The error every reader raises for a file it cannot read: :class:`LoadError`."""
+"""Errors that are the data's or the user's, not a bug: :class:`LoadError`, :class:`UnfitIndex`.
+
+Every reader raises :class:`LoadError` for a file it cannot read; an index kind raises
+:class:`UnfitIndex` when its parameters do not fit the data it is asked to index.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["LoadError"]
+__all__ = ["LoadError", "UnfitIndex"]
 
 
 class LoadError(ValueError):
@@ -25,3 +29,11 @@ class LoadError(ValueError):
     def __reduce__(self) -> tuple[type[LoadError], tuple[str, int, str]]:
         # raised in a loader worker process, it crosses back to the caller whole
         return (type(self), (self.path, self.line, self.reason))
+
+
+class UnfitIndex(ValueError):
+    """An index kind's parameters do not fit the data.
+
+    A dimension its ``m`` does not divide, too few units to train on: the user's choice
+    (``--index``), not a bug, so one line naming the fix and exit 2.
+    """

@@ -30,8 +30,11 @@ from typing import BinaryIO, NamedTuple
 from convlab.errors import LoadError
 
 __all__ = [
+    "CHUNK",
     "CONFIG",
     "DATASET",
+    "MANIFEST",
+    "STORE_MANIFEST",
     "TABLE",
     "Found",
     "Limit",
@@ -43,6 +46,8 @@ __all__ = [
 ]
 
 _MiB = 1 << 20
+CHUNK = 16 * _MiB
+"""The most :func:`read_regular` asks of a file at once under a limit."""
 
 
 class Limit(NamedTuple):
@@ -57,7 +62,12 @@ class Limit(NamedTuple):
 
 
 CONFIG = Limit(16 * _MiB, "a config file")
-"""Experiment files, ``sources.json``, thresholds, run-folder and index manifests."""
+"""Experiment files, ``sources.json``, thresholds and run-folder manifests."""
+MANIFEST = Limit(256 << 10, "an index manifest")
+"""An index's ``manifest.json`` (a few hundred bytes) and a store's marker."""
+STORE_MANIFEST = Limit(256 * _MiB, "a store manifest")
+"""A store version's ``manifest.json``: a record per transcript file and per conversation
+(about 400 bytes each: 256 MiB is over 600,000 files) and the block digests of its files."""
 TABLE = Limit(1024 * _MiB, "a table file")
 """Queries, qrels, judgments and TREC run files (lines of text)."""
 DATASET = Limit(16 * 1024 * _MiB, "a labelled data file")
@@ -238,7 +248,10 @@ def read_regular(path: str | Path, *, limit: Limit | int | None = None) -> bytes
     """The bytes of a regular file (see :func:`open_regular`), at most ``limit`` of them.
 
     A file that grows past ``limit`` while it is read (or whose ``stat`` size lies, as files in
-    ``/proc`` do) is refused too: at most ``limit + 1`` bytes are ever read.
+    ``/proc`` do) is refused too: at most ``limit + 1`` bytes are ever read. Nothing is reserved
+    for the limit: the file is read in chunks of at most :data:`CHUNK` bytes, so memory follows
+    what the file holds (a 16 GiB limit costs nothing for a 1 kB file): first the size ``stat``
+    gives (already checked against the limit), then chunks for what it did not tell.
 
     Raises:
         LoadError: naming the file (line 0): not a readable regular file, or over ``limit``.
@@ -253,10 +266,15 @@ def read_regular(path: str | Path, *, limit: Limit | int | None = None) -> bytes
     with open_regular(path, limit=bound) as fh:
         if bound is None:
             return fh.read()
-        data = fh.read(bound.size + 1)
-    if len(data) > bound.size:
+        size = os.fstat(fh.fileno()).st_size
+        parts = [fh.read(min(size, bound.size) + 1)]  # +1: a file that grew shows it
+        read = len(parts[0])
+        while read <= bound.size and parts[-1]:
+            parts.append(fh.read(min(CHUNK, bound.size + 1 - read)))
+            read += len(parts[-1])
+    if read > bound.size:
         raise _too_big(Path(path), bound, None)
-    return data
+    return parts[0] if len(parts) == 1 or not any(parts[1:]) else b"".join(parts)
 
 
 def read_text_regular(path: str | Path, *, limit: Limit | int | None) -> str:

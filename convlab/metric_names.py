@@ -155,7 +155,7 @@ def parse_metric(name: str) -> Metric:
     """Parse ``"recall@5"``, ``"ndcg@10"``, ``"mrr"``, ``"session:success@5"`` ...
 
     Raises:
-        ValueError: naming the valid forms.
+        ValueError: naming the valid forms; a cutoff of 0 (a metric over no hit) too.
     """
     m = _NAME.match(name.strip().lower())
     if not m:
@@ -163,4 +163,6 @@ def parse_metric(name: str) -> Metric:
     level = m.group(1) or "doc"
     if m.group(4):
         return Metric(m.group(4), None, level)
+    if int(m.group(3)) < 1:
+        raise ValueError(f"metric {name!r}: the cutoff after @ must be at least 1")
     return Metric(m.group(2), int(m.group(3)), level)

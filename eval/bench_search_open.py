@@ -9,10 +9,15 @@ written as a new version through the store's own writer (sizes, SHA-256 and bloc
 recorded). Timed, files in the page cache, median of ``--repeat`` runs:
 
 - ``sample_check``: :func:`convlab.store.manifest.check_sample` alone, as ``Store.index`` calls
-  it (:data:`~convlab.store.manifest.SEARCH_BLOCKS` random 1 MiB blocks of ``vectors.npy`` and
-  ``index.faiss`` hashed and compared);
+  it on the index's files (each up to :data:`~convlab.store.manifest.WHOLE_BYTES` hashed whole, a
+  larger one's first and last 1 MiB blocks and :data:`~convlab.store.manifest.SEARCH_BLOCKS`
+  random ones);
 - ``index_open`` / ``index_open_unchecked``: ``Store(dir).index()`` (pin, unit-length check,
-  load) with the sampled check and with it replaced by a no-op.
+  load) with the sampled check and with it replaced by a no-op;
+- ``search_rows_checked`` / ``search_unguarded``: one query over the whole index (k=10) by a
+  freshly opened index with its row guard (the hits' blocks hashed, their scores checked) and
+  without it; ``rows_all_checked``: every row's block checked once (what the conversation-first
+  step costs on its first search, which reads every vector).
 """
 
 from __future__ import annotations
@@ -82,6 +87,39 @@ def _build(root: Path, units: int, sessions: int, turns: int) -> Path:
     return store_dir
 
 
+def _row_checks(store_dir: Path, repeat: int) -> dict[str, float]:
+    """What the row guard adds to a search (see the module docstring)."""
+    import numpy as np
+
+    index = Store(store_dir).index()
+    query = index.vectors(np.array([len(index) // 2]))
+    guard = index.guard
+
+    def searched(with_guard: bool) -> Callable[[], Any]:
+        def run() -> None:
+            fresh = Store(store_dir).index()  # opened anew each time, as a search process does
+            if not with_guard:
+                fresh.guard = None
+            t0 = time.perf_counter()
+            fresh.search(query, 10)
+            timings.append(time.perf_counter() - t0)
+
+        return run
+
+    out = {}
+    for name, flag in (("search_rows_checked", True), ("search_unguarded", False)):
+        timings: list[float] = []
+        for _ in range(repeat):
+            searched(flag)()
+        out[f"{name}_seconds"] = statistics.median(timings)
+    index.guard = guard
+    t0 = time.perf_counter()
+    if guard is not None:
+        guard.check(np.arange(len(index)))
+    out["rows_all_checked_seconds"] = time.perf_counter() - t0
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m eval.bench_search_open", description=__doc__)
     p.add_argument("--out", type=Path, default=Path("runs/bench"))
@@ -96,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         store = Store(store_dir)
         version, manifest = store.version, store.manifest()
         files = manifest.version_files
-        rels = [f"index/{name}" for name in mf.INDEX_FILES]
+        rels = [f"index/{name}" for name in mf.INDEX_FILES if f"index/{name}" in files]
 
         def sample() -> None:
             mf.check_sample(store_dir, version, manifest, rels, blocks=mf.SEARCH_BLOCKS)
@@ -121,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         results["index_open_added_seconds"] = (
             results["index_open_seconds"] - results["index_open_unchecked_seconds"]
         )
+        results.update(_row_checks(store_dir, args.repeat))
     results["machine"] = {"platform": platform.platform(), "python": platform.python_version()}
     results["args"] = {k: str(v) for k, v in vars(args).items()}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -42,6 +42,7 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 INPUT_ERRNOS = frozenset(
     {
         errno.ENOENT,
+        errno.EEXIST,  # an output folder named where a file is (`--out /etc/hostname`)
         errno.ENOTDIR,
         errno.EISDIR,
         errno.EACCES,
@@ -68,13 +69,13 @@ def is_input_error(exc: BaseException) -> bool:
     try:
         from convlab.embed.cache import CacheDamaged
         from convlab.embed.device import DeviceUnavailable
-        from convlab.errors import LoadError
+        from convlab.errors import LoadError, UnfitIndex
         from convlab.pipeline.gitleaks_source import GitleaksUnusable
         from convlab.store import NotAStore, StoreDamaged, StoreFull, StoreLocked, StoreMismatch
     except ImportError:  # the error being judged may be this very import failing: a bug
         return False
     store_errors = NotAStore | StoreDamaged | StoreFull | StoreLocked | StoreMismatch
-    data_errors = LoadError | CacheDamaged | DeviceUnavailable | GitleaksUnusable
+    data_errors = LoadError | UnfitIndex | CacheDamaged | DeviceUnavailable | GitleaksUnusable
     return isinstance(exc, data_errors | store_errors)
 
 

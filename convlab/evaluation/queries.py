@@ -16,6 +16,7 @@ from convlab import schema
 from convlab.atomic import write_text_atomic
 from convlab.errors import LoadError
 from convlab.files import TABLE, read_text_regular
+from convlab.loaders.base import question_problem
 
 __all__ = [
     "read_qrels",
@@ -59,6 +60,8 @@ def read_queries(path: str | Path, *, strict: bool = True) -> pl.DataFrame:
                     raise ValueError(f"missing {key!r}")
                 if not isinstance(rec.get(key), types):
                     raise ValueError(f"{key!r} has the wrong type")
+            if (problem := question_problem(rec["text"])) is not None:
+                raise ValueError(problem)
             relevant = rec.get("relevant", [])
             if not isinstance(relevant, list) or not all(isinstance(d, str) for d in relevant):
                 raise ValueError("'relevant' must be a list of doc ids")

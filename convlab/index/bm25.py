@@ -14,6 +14,7 @@ loaded.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -35,7 +36,11 @@ _FEATURE = "BM25 (lexical and hybrid search)"
 
 
 def _bm25s() -> ModuleType:
-    return require("bm25s", "index", feature=_FEATURE)
+    module = require("bm25s", "index", feature=_FEATURE)
+    # bm25s sets its own logger to DEBUG: its "Building index" lines would reach any handler
+    # (the MCP server's stderr); its warnings still do
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return module
 
 
 @cache

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from convlab.files import CONFIG, read_text_regular
+from convlab.files import MANIFEST, read_text_regular
 
 __all__ = ["IndexManifest", "read_manifest", "write_manifest"]
 
@@ -69,7 +69,7 @@ def read_manifest(directory: Path) -> IndexManifest:
     path = directory / MANIFEST_FILE
     if not path.is_file():
         raise FileNotFoundError(f"no convlab index at {directory} ({MANIFEST_FILE} missing)")
-    text = read_text_regular(path, limit=CONFIG)
+    text = read_text_regular(path, limit=MANIFEST)
     try:
         return msgspec.json.decode(text, type=IndexManifest)
     except msgspec.ValidationError as exc:

@@ -7,7 +7,9 @@ its units in ``units.arrow`` (Arrow IPC file format, zstd per buffer) written in
 Opening reads the footer and the last batch; a search reads only the batches of its hits
 (:meth:`UnitTable.rows`), with plain reads, not a memory map, so the pages read do not stay in
 the process's resident set; the whole frame is made only when a caller asks for it
-(:meth:`UnitTable.frame`: the searches over many rows at once, the notebooks).
+(:meth:`UnitTable.frame`: the searches over many rows at once, the notebooks). Each batch read
+is validated whole (offsets, lengths, UTF-8) before any of it is used, so a damaged file raises
+``ValueError`` or ``OSError``, never a crash.
 
 An index written before ``units.arrow`` (its units in ``units.parquet``) is refused with one line
 naming the repair: ``convlab index --rebuild``.
@@ -120,7 +122,7 @@ class UnitTable:
             meta = reader.schema.metadata or {}
             self._batch = int(meta.get(_KEY, b"0"))
             n = reader.num_record_batches
-            last = reader.get_batch(n - 1).num_rows if n else 0
+            last = _batch(reader, n - 1).num_rows if n else 0
             self._height = (n - 1) * self._batch + last if n else 0
 
     @classmethod
@@ -160,7 +162,9 @@ class UnitTable:
     def frame(self) -> pl.DataFrame:
         """Every row as one frame (read on the first call, then kept)."""
         if self._frame is None:
-            self._frame = _frame(self._reader.read_all().replace_schema_metadata(None))
+            table = self._reader.read_all()
+            table.validate(full=True)
+            self._frame = _frame(table.replace_schema_metadata(None))
         return self._frame
 
     def rows(
@@ -189,7 +193,7 @@ class UnitTable:
         batches = sorted_idx // self._batch
         parts = []
         for b in np.unique(batches):
-            batch = self._reader.get_batch(int(b))
+            batch = _batch(self._reader, int(b))
             if b < self._reader.num_record_batches - 1 and batch.num_rows != self._batch:
                 raise ValueError(
                     f"{UNITS_FILE}: batch {b} holds {batch.num_rows} rows, not {self._batch}"
@@ -201,6 +205,18 @@ class UnitTable:
         back = np.empty_like(order)
         back[order] = np.arange(order.size)
         return _frame(table.take(pa.array(back)))
+
+
+def _batch(reader: Any, b: int) -> Any:
+    """Batch ``b`` of ``reader``, validated whole before use.
+
+    Raises:
+        ValueError: the batch is not valid Arrow (pyarrow's ``ArrowInvalid``).
+        OSError: it cannot be read or decompressed.
+    """
+    batch = reader.get_batch(b)
+    batch.validate(full=True)
+    return batch
 
 
 def _options() -> Any:

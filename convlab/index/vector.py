@@ -32,6 +32,7 @@ import polars as pl
 from convlab._version import __version__
 from convlab.atomic import fsync_dir
 from convlab.index.faisslib import FaissIndex, load_faiss
+from convlab.index.guard import RowGuard, check_hits
 from convlab.index.kinds import INDEX_KINDS, IndexKind
 from convlab.index.kinds.base import StoredVectors
 from convlab.index.manifest import IndexManifest, read_manifest, write_manifest
@@ -55,8 +56,13 @@ class VectorIndex:
     """Units (rows of :data:`convlab.schema.UNITS`) and their vectors, row i <-> vector i.
 
     A loaded index maps its units from disk: :meth:`unit_rows` reads the rows of some hits,
-    :attr:`units` makes the whole frame (once) for the callers that need every row.
+    :attr:`units` makes the whole frame (once) for the callers that need every row. An index
+    opened from a store carries its :attr:`guard` (:mod:`convlab.index.guard`): every search
+    checks the rows it answers from, and a damaged units file raises the guard's error.
     """
+
+    guard: RowGuard | None = None
+    """Checks the stored rows each search answers from (None: an index built in memory)."""
 
     def __init__(
         self,
@@ -70,6 +76,7 @@ class VectorIndex:
         self._faiss = faiss_index
         self.manifest = manifest
         self.dimension = int(vectors.shape[1])
+        self.guard = None
 
     @property
     def kind(self) -> IndexKind:
@@ -203,7 +210,10 @@ class VectorIndex:
     @property
     def units(self) -> pl.DataFrame:
         """Every unit, as one frame (made from the mapped file on first use, then kept)."""
-        return self._units.frame()
+        try:
+            return self._units.frame()
+        except ValueError as exc:  # a damaged units file (pyarrow's ArrowInvalid included)
+            raise self._damaged(exc) from None
 
     def unit_rows(
         self, rows: np.ndarray | Sequence[int], columns: Sequence[str] | None = None
@@ -213,11 +223,24 @@ class VectorIndex:
         Raises:
             IndexError: a row outside the index (``-1`` padding included: drop it first).
         """
-        return self._units.rows(rows, columns)
+        try:
+            return self._units.rows(rows, columns)
+        except IndexError:
+            raise
+        except (ValueError, OSError) as exc:  # a damaged units file
+            raise self._damaged(exc) from None
+
+    def _damaged(self, exc: Exception) -> Exception:
+        if self.guard is None:
+            return exc
+        return self.guard.damaged("units.arrow", f"unreadable ({type(exc).__name__}: {exc})")
 
     def vectors(self, rows: np.ndarray) -> np.ndarray:
-        """The stored vectors of these rows, as float32."""
-        return np.asarray(self._vectors[np.asarray(rows, dtype=np.int64)], dtype=np.float32)
+        """The stored vectors of these rows, as float32 (their bytes checked by the guard)."""
+        idx = np.asarray(rows, dtype=np.int64)
+        if self.guard is not None:
+            self.guard.check(idx)
+        return np.asarray(self._vectors[idx], dtype=np.float32)
 
     def set_search(self, *, nprobe: int | None = None, rescore: int | None = None) -> None:
         """Change search-time parameters, kept in the manifest (``ivfpq``: nprobe, rescore).
@@ -255,7 +278,12 @@ class VectorIndex:
             raise ValueError(f"queries have {q.shape[1]} dimensions, the index {self.dimension}")
         m = q.shape[0]
         if rows is None and len(self):
-            return self.kind.search(self._faiss, self._vectors, q, k, self.manifest.params)
+            scores, found = self.kind.search(self._faiss, self._vectors, q, k, self.manifest.params)
+            if self.guard is not None:  # what the answer is read from, checked before it is given
+                stored = self.vectors(np.where(found >= 0, found, 0).reshape(-1))
+                stored = stored.reshape(*found.shape, self.dimension)
+                check_hits(self.guard, q, scores, found, stored)
+            return scores, found
         scores = np.full((m, k), -np.inf, dtype=np.float32)
         ids = np.full((m, k), -1, dtype=np.int64)
         subset = np.asarray([] if rows is None else rows, dtype=np.int64)

@@ -25,7 +25,25 @@ from convlab.errors import LoadError
 from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus, LoadReport
 
-__all__ = ["CorpusBuilder"]
+__all__ = ["MAX_QUESTION_CHARS", "CorpusBuilder", "question_problem"]
+
+MAX_QUESTION_CHARS = 16_384
+"""The longest text a labelled question may have: some 4,000 tokens, 16 times what the model
+reads (256) and 80 times LoCoMo's longest question. A longer one is a damaged or hostile file:
+refused (skipped in lenient mode) naming the file, before any work is spent on it."""
+
+
+def question_problem(text: str) -> str | None:
+    """What is wrong with a question's text (too long), or ``None``.
+
+    Example:
+        >>> question_problem("x" * 20_000)
+        'a question of 20,000 characters, over the 16,384 a question may have'
+    """
+    if len(text) > MAX_QUESTION_CHARS:
+        n, most = len(text), MAX_QUESTION_CHARS
+        return f"a question of {n:,} characters, over the {most:,} a question may have"
+    return None
 
 
 _BLOCK_TYPES = frozenset(schema.BLOCK_TYPES)

@@ -41,7 +41,7 @@ from typing import Any
 from convlab import schema
 from convlab.errors import LoadError
 from convlab.files import DATASET
-from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.base import CorpusBuilder, question_problem
 from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus
 from convlab.loaders.files import load_json_file
@@ -354,7 +354,13 @@ def _sample(
         if not isinstance(q, dict) or not isinstance(q.get("question"), str):
             builder.skip(path, 1, f"{cid} qa {q_i}: no question")
             continue
+        if (problem := question_problem(q["question"])) is not None:
+            builder.skip(path, 1, f"{cid} qa {q_i}: {problem}")
+            continue
         evidence = q.get("evidence") or []
+        if not isinstance(evidence, str | list):
+            builder.skip(path, 1, f"{cid} qa {q_i}: 'evidence' is not a list of dialog ids")
+            continue
         cleaned = clean_evidence([evidence] if isinstance(evidence, str) else evidence, known)
         totals["questions"] += 1
         totals["no_evidence"] += not cleaned.ids

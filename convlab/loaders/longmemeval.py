@@ -31,7 +31,7 @@ import polars as pl
 from convlab import schema
 from convlab.errors import LoadError
 from convlab.files import DATASET, read_regular
-from convlab.loaders.base import CorpusBuilder
+from convlab.loaders.base import CorpusBuilder, question_problem
 from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus
 from convlab.loaders.registry import register_format
@@ -209,6 +209,8 @@ def _check(item: Any) -> str | None:
     for key, kind in _ITEM_TYPES.items():
         if not isinstance(item.get(key), kind):
             return f"{key!r} missing or not a {getattr(kind, '__name__', kind)}"
+    if (problem := question_problem(item["question"])) is not None:
+        return problem
     if not all(isinstance(s, str) for s in item["haystack_session_ids"]):
         return "a haystack session id is not a string"
     answers = item.get("answer_session_ids")

@@ -40,12 +40,21 @@ class StoreFull(RuntimeError):
     """The disk filled up (ENOSPC) while ``index`` wrote; the previous version is intact."""
 
 
-def damaged(store: Path, path: Path, what: str, *, rebuild: bool = False) -> StoreDamaged:
+def damaged(
+    store: Path, path: Path, what: str, *, rebuild: bool = False, verify: bool = False
+) -> StoreDamaged:
     """The one-line error for a damaged ``path`` of the store in directory ``store``.
 
     ``rebuild``: the repair to name is ``convlab index --rebuild`` (the manifest, which says
-    how the store was built, is what is damaged).
+    how the store was built, is what is damaged). ``verify``: found by a search's check of what
+    it reads, which checks a sample of a large file: the line names ``convlab stats --verify``,
+    which checks every byte, before the repair.
     """
+    if verify:
+        return StoreDamaged(
+            f"{path}: {what}; run `convlab stats --verify --store {store}` to check every file "
+            f"and `convlab index --store {store}` to repair"
+        )
     if rebuild:
         return StoreDamaged(
             f"{path}: {what}; run `convlab index PATH --store {store} --rebuild` to repair"

@@ -3,8 +3,10 @@
 A file's digest is the SHA-256 of its 1 MiB blocks' digests (one read of the file); files of more
 than :data:`SAMPLED_BLOCKS` blocks (the index files: more than :data:`SEARCH_BLOCKS`) also keep
 their block digests, so a sample of blocks can be checked without reading the whole file:
-``index`` checks one before it builds on a version, ``search`` another when it opens the index
-(:func:`check_sample`). Every check raises :class:`StoreDamaged` with one line naming the file and
+``index`` checks one before it builds on a version, ``search`` the files it reads when it opens
+them (:func:`check_sample`: each file up to :data:`WHOLE_BYTES` whole, a larger one's first and
+last block and a random sample), and then the blocks of the very vector rows it answers from
+(:class:`RowBlocks`). Every check raises :class:`StoreDamaged` with one line naming the file and
 what to do.
 """
 
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from convlab.store.errors import damaged
+from convlab.store.errors import StoreDamaged, damaged
 from convlab.store.format import StoreManifest, VersionFile, decode_manifest
 
 __all__ = [
@@ -26,11 +28,14 @@ __all__ = [
     "FRAMES",
     "MANIFEST",
     "READERS",
+    "WHOLE_BYTES",
+    "RowBlocks",
     "Verified",
     "check_files",
     "check_norms",
     "check_sample",
     "read_manifest",
+    "row_guard",
     "version_files",
 ]
 
@@ -57,11 +62,16 @@ BLOCK = 1 << 20
 """Files are hashed in blocks of 1 MiB: a file's digest is the SHA-256 of its blocks' digests."""
 SAMPLED_BLOCKS = 8
 SEARCH_BLOCKS = 2
-"""Random 1 MiB blocks of the vectors and of the FAISS file that opening the index for ``search``
-checks against their SHA-256 (:func:`check_sample`); measured by eval/bench_verify.py."""
-INDEX_FILES = ("vectors.npy", "index.faiss")
+"""Random 1 MiB blocks of each file over :data:`WHOLE_BYTES` that opening it for ``search``
+checks against their SHA-256, besides its first and last (:func:`check_sample`); measured by
+eval/bench_search_open.py."""
+WHOLE_BYTES = 64 << 20
+"""Files a search reads that are hashed whole when opened (at 1 GB/s of SHA-256: 64 ms at most
+each); a larger one is sampled, and the blocks of the vector rows a search answers from are
+checked before the answer is given (:class:`RowBlocks`)."""
+INDEX_FILES = ("vectors.npy", "index.faiss", "units.arrow", "manifest.json")
 """The files of a vector index (``index/`` and ``views/<strategy>/index/``) that
-:func:`check_sample` checks: what a search reads its answers from."""
+:func:`check_sample` checks when a search opens it: what a search reads its answers from."""
 
 
 def index_file(rel: str) -> bool:
@@ -72,7 +82,7 @@ def index_file(rel: str) -> bool:
         (True, True)
     """
     head, _, name = rel.rpartition("/")
-    return name in INDEX_FILES and (head == "index" or head.endswith("/index"))
+    return name in INDEX_FILES[:3] and (head == "index" or head.endswith("/index"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +148,11 @@ def read_manifest(store: Path, version: Path) -> StoreManifest:
         StoreDamaged: unreadable, not a manifest of this format, or not matching its checksum.
     """
     from convlab.errors import LoadError
-    from convlab.files import read_regular
+    from convlab.files import STORE_MANIFEST, read_regular
 
     path = version / MANIFEST
-    try:  # a FIFO or a device in its place is refused, never opened or read
-        data = read_regular(path)
+    try:  # a FIFO or a device in its place is refused, never opened or read; nor a huge file
+        data = read_regular(path, limit=STORE_MANIFEST)
     except LoadError as exc:
         raise damaged(store, path, exc.reason, rebuild=True) from None
     except OSError as exc:
@@ -190,14 +200,17 @@ def check_files(store: Path, version: Path, manifest: StoreManifest, *, check: s
 def check_sample(
     store: Path, version: Path, manifest: StoreManifest, rels: Iterable[str], *, blocks: int
 ) -> None:
-    """Check ``blocks`` random 1 MiB blocks of each of ``rels`` (a small file whole).
+    """Check the files ``rels`` before a search reads them, against their SHA-256.
 
-    What ``search`` checks on open (:data:`SEARCH_BLOCKS` of an index's :data:`INDEX_FILES`):
-    vectors permuted, or any other rewrite of the same size, are caught before a wrong answer is
-    given.
+    A file of up to :data:`WHOLE_BYTES` is hashed whole (or, when it keeps block digests, every
+    block); a larger one's first and last blocks (the headers and footers its reader parses
+    first: the npy and FAISS headers, Arrow's schema and footer) and ``blocks`` random others.
+    Vectors permuted or overwritten at the same size, or a flipped byte of the units, are caught
+    before a wrong answer (or a crash) is given, in every file up to :data:`WHOLE_BYTES`; in a
+    larger one only if a checked block holds them (see :class:`RowBlocks` for the rest).
 
     Raises:
-        StoreDamaged: a checked block (or small file) does not match its SHA-256.
+        StoreDamaged: a checked block (or file) does not match its SHA-256.
     """
     files = manifest.version_files
     rng = np.random.default_rng()
@@ -207,14 +220,70 @@ def check_sample(
             continue
         path = version / rel
         digests = rec.blocks
-        if digests:
-            picked = sorted(rng.choice(len(digests), min(blocks, len(digests)), replace=False))
-            found = block_digests(path, [int(b) for b in picked])
-            ok = all(d == digests[b] for b, d in zip(picked, found, strict=True))
+        if digests and rec.size > WHOLE_BYTES:
+            n = len(digests)
+            picked = {0, n - 1, *rng.choice(n, min(blocks, n), replace=False).tolist()}
+            order = sorted(int(b) for b in picked)
+            found = block_digests(path, order)
+            ok = all(d == digests[b] for b, d in zip(order, found, strict=True))
         else:
             ok = tree_digest(block_digests(path)) == rec.sha256
         if not ok:
-            raise damaged(store, path, "content does not match its SHA-256 (corrupted)")
+            raise damaged(store, path, "content does not match its SHA-256", verify=True)
+
+
+class RowBlocks:
+    """The 1 MiB blocks that hold given rows of a stored ``vectors.npy``, checked once each.
+
+    What a search answers from, checked before the answer is given: the rows of its hits (a row
+    moved, swapped or overwritten at the same size fails its block's SHA-256). A file without
+    block digests (small: hashed whole when opened) needs no row check.
+
+    Args:
+        store: the store's folder (for the error's repair line).
+        path: the vectors file.
+        record: its size and digests from the manifest.
+    """
+
+    def __init__(self, store: Path, path: Path, record: VersionFile) -> None:
+        self.store, self.path, self.record = store, path, record
+        self._checked: set[int] = set()
+        self._offset, self._row_bytes = 0, 0
+        if record.blocks:
+            try:
+                with path.open("rb") as fh:
+                    major, _ = np.lib.format.read_magic(fh)
+                    read = np.lib.format.read_array_header_1_0
+                    if major != 1:
+                        read = np.lib.format.read_array_header_2_0
+                    shape, _, dtype = read(fh)
+                    self._offset = fh.tell()
+            except (OSError, ValueError) as exc:
+                raise damaged(store, path, f"unreadable ({exc})", verify=True) from None
+            self._row_bytes = int(np.prod(shape[1:], dtype=np.int64)) * dtype.itemsize
+
+    def check(self, rows: np.ndarray) -> None:
+        """Check the blocks holding ``rows`` (each block once per object).
+
+        Raises:
+            StoreDamaged: a block does not match its SHA-256.
+        """
+        digests = self.record.blocks
+        if not digests or not self._row_bytes:
+            return
+        r = np.asarray(rows, dtype=np.int64).reshape(-1)
+        start = self._offset + r * self._row_bytes
+        wanted = np.unique(np.concatenate([start, start + self._row_bytes - 1]) // BLOCK)
+        todo = [int(b) for b in wanted if int(b) not in self._checked and b < len(digests)]
+        for b, d in zip(todo, block_digests(self.path, todo), strict=True):
+            if d != digests[b]:
+                what = f"block {b} (of the rows searched) does not match its SHA-256"
+                raise damaged(self.store, self.path, what, verify=True)
+            self._checked.add(b)
+
+    def damaged(self, name: str, what: str) -> StoreDamaged:
+        """The error for the file ``name`` of this index found damaged by a search."""
+        return damaged(self.store, self.path.parent / name, what, verify=True)
 
 
 def norm_problem(vectors: np.ndarray, offset: int = 0) -> str:
@@ -263,3 +332,10 @@ def _check_norms(store: Path, path: Path, *, rows: int | None) -> None:
         problem = norm_problem(np.asarray(vectors[start : start + NORM_CHUNK]), start)
         if problem:
             raise damaged(store, path, problem)
+
+
+def row_guard(store: Path, version: Path, manifest: StoreManifest, index: Path) -> RowBlocks:
+    """The :class:`RowBlocks` of the vectors of the index in folder ``index`` of ``version``."""
+    rel = (index / "vectors.npy").relative_to(version).as_posix()
+    record = manifest.version_files.get(rel) or VersionFile(size=0, sha256="")
+    return RowBlocks(store, index / "vectors.npy", record)

@@ -25,11 +25,9 @@ from convlab.store.format import StoreManifest
 from convlab.store.manifest import (
     CHECK_ON_INDEX,
     FRAMES,
-    INDEX_FILES,
     MANIFEST,
     NORM_ROWS,
     READERS,
-    SEARCH_BLOCKS,
     Verified,
 )
 from convlab.store.marker import claim, marker_id
@@ -70,6 +68,7 @@ class Store:
         self._manifest: StoreManifest | None = None
         self._searcher: StoreSearch | None = None
         self._log: Callable[[str], None] = lambda _: None
+        self._checked: set[str] = set()  # files of the pinned version checked when first read
 
     # -- reading ------------------------------------------------------------------------------
     @property
@@ -112,6 +111,7 @@ class Store:
         if name not in FRAMES:
             raise ValueError(f"unknown frame {name!r}; valid: {', '.join(FRAMES)}")
         path = self._pin() / f"{name}.parquet"
+        self._check([f"{name}.parquet"])
         try:
             return pl.read_parquet(path, glob=False)
         except Exception as exc:  # polars reports corruption with several exception types
@@ -162,10 +162,7 @@ class Store:
         return self._searcher.search(query, system=system, k=k, options=options)
 
     def index(self, strategy: str | None = None) -> VectorIndex:
-        """A stored :class:`convlab.index.VectorIndex`, its vectors checked to be unit length.
-
-        Args:
-            strategy: an embedded strategy of :meth:`strategies` (None: the first).
+        """A stored index of an embedded strategy (None: the first), vectors of unit length.
 
         Raises:
             ValueError: a strategy the store does not hold embedded.
@@ -174,15 +171,16 @@ class Store:
 
         version = self._pin()
         directory = self._part(strategy, "index", embedded=True)
+        self._check([(directory / name).relative_to(version).as_posix() for name in mf.INDEX_FILES])
         # this index's vectors, in slices: no copy of them
         mf.check_norms(self.directory, version, rows=None, index=directory)
-        rels = [(directory / name).relative_to(version).as_posix() for name in INDEX_FILES]
-        manifest = self._pinned_manifest()
-        mf.check_sample(self.directory, version, manifest, rels, blocks=SEARCH_BLOCKS)
         try:
-            return VectorIndex.load(directory)
+            index = VectorIndex.load(directory)
         except Exception as exc:  # numpy, FAISS and polars each raise their own types
-            raise self._damaged(directory, f"unreadable ({type(exc).__name__}: {exc})") from exc
+            what = f"unreadable ({type(exc).__name__}: {exc})"
+            raise mf.damaged(self.directory, directory, what, verify=True) from exc
+        index.guard = mf.row_guard(self.directory, version, self._pinned_manifest(), directory)
+        return index
 
     def conversation_ids(self, prefix: str) -> list[str]:
         """The stored conversations whose id starts with ``prefix``, sorted.
@@ -195,12 +193,7 @@ class Store:
         return sorted(ids.filter(ids.str.starts_with(prefix)).to_list())
 
     def bm25(self, strategy: str | None = None) -> BM25Index | None:
-        """The stored :class:`convlab.index.bm25.BM25Index` over a strategy's units.
-
-        None for a store without units.
-
-        Args:
-            strategy: a strategy of :meth:`strategies` (None: the first).
+        """The stored BM25 index over a strategy's units (None: the first); None without units.
 
         Raises:
             StoreDamaged: the stored BM25 files cannot be read.
@@ -211,6 +204,8 @@ class Store:
         directory = self._part(strategy, "bm25", embedded=False)
         if not self._pinned_manifest().bm25 or not directory.exists():
             return None  # no unit to index (checked files are all there: see _pin)
+        prefix = f"{directory.relative_to(self._pin()).as_posix()}/"
+        self._check([r for r in self._pinned_manifest().version_files if r.startswith(prefix)])
         try:
             return BM25Index.load(directory)
         except Exception as exc:  # bm25s raises numpy, json and OS errors
@@ -248,8 +243,16 @@ class Store:
             self._pin_handle.close()
         self._pinned, self._pin_handle, self._manifest = None, None, None
         self._searcher = None
+        self._checked = set()
 
     close = refresh
+
+    def _check(self, rels: list[str]) -> None:
+        """Check files of the pinned version before a read uses them (once each)."""
+        todo = [r for r in rels if r not in self._checked]
+        manifest = self._pinned_manifest()
+        mf.check_sample(self.directory, self._pin(), manifest, todo, blocks=mf.SEARCH_BLOCKS)
+        self._checked.update(todo)
 
     def _damaged(self, path: Path, what: str) -> StoreDamaged:
         return mf.damaged(self.directory, path, what)
@@ -328,16 +331,13 @@ class Store:
             wait: wait for another indexer instead of refusing.
             progress: show progress bars (None = when attached to a terminal).
             log: where to send progress lines.
-            engine: where the embedding runs (a key of ``convlab.engines.ENGINES`` or an
-                engine object); the store is the same whichever engine embeds.
-            missing_ok: a path that is not there is a folder emptied (its conversations kept,
-                detached), not an error (``--watch``).
+            engine: where the embedding runs (a key of ``convlab.engines.ENGINES`` or an engine).
+            missing_ok: a missing path is a folder emptied (kept, detached), not an error.
 
         Raises:
-            StoreLocked: another indexer is writing this store and ``wait`` is False.
-            StoreMismatch: the store was built with other settings (pass ``rebuild=True``).
-            StoreOutdated: the store is of an older format (pass ``rebuild=True``).
-            NotAStore: ``directory`` is a file, or a folder of other things (nothing touched).
+            StoreLocked: another indexer is writing (and not ``wait``).
+            StoreMismatch, StoreOutdated: other settings, an older format (pass ``rebuild``).
+            NotAStore: a file, or a folder of other things (nothing touched).
             StoreFull: the disk filled up; the previous version is intact and still live.
         """
         from convlab.store.update import run_update

@@ -74,7 +74,8 @@ def test_permuted_vectors_are_caught_by_search_and_repaired_by_index(
     assert out == ""
     assert err.strip() == (
         f"convlab search: {version / 'index' / 'vectors.npy'}: content does not match its "
-        f"SHA-256 (corrupted); run `convlab index --store {store}` to repair"
+        f"SHA-256; run `convlab stats --verify --store {store}` to check every file and "
+        f"`convlab index --store {store}` to repair"
     )
     assert main(index_argv) == EXIT_OK
     assert "repaired:" in capsys.readouterr().out

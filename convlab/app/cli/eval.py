@@ -127,15 +127,33 @@ def _default_budgets() -> tuple[int, ...]:
     return DEFAULT_BUDGETS
 
 
+_MOST = 2**31 - 1
+"""The largest count an option takes (polars and numpy index with 64-bit integers at most)."""
+
+
 def _positive(text: str) -> int:
-    """An argparse type: an integer of at least 1."""
+    """An argparse type: an integer from 1 to :data:`_MOST`."""
     try:
         n = int(text)
     except ValueError:
         n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least 1")
+    if not 1 <= n <= _MOST:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number from 1 to {_MOST:,}")
     return n
+
+
+def _compared(comparison: Comparison, systems: list[System]) -> ComparisonRun:
+    """Run the comparison; what its data cannot serve is a usage error.
+
+    The library raises ``ValueError`` for a request the data refuses: no such conversation, no
+    per-query haystacks.
+    """
+    from convlab.evaluation.compare import run_comparison
+
+    try:
+        return run_comparison(comparison, systems)
+    except ValueError as exc:
+        raise UsageError(one_line(exc)) from None
 
 
 def comparison_of(
@@ -197,13 +215,11 @@ def show(made: ComparisonRun) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the comparison; bad strategies, policies or experiment files are usage errors."""
-    from convlab.evaluation.compare import run_comparison
-
     try:
         comparison, systems = comparison_of(args, getattr(args, "argv", ()))
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    show(run_comparison(comparison, systems))
+    show(_compared(comparison, systems))
     return EXIT_OK
 
 
@@ -224,7 +240,6 @@ def main(
         prog: the program name in usage lines.
         description: the ``--help`` text (default: this module's).
     """
-    from convlab.evaluation.compare import run_comparison
     from convlab.systems.names import escaped
 
     p = argparse.ArgumentParser(prog=prog, description=description or __doc__)
@@ -237,7 +252,7 @@ def main(
         print(f"{prog}: {one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        show(run_comparison(comparison, systems))
+        show(_compared(comparison, systems))
     except Exception as exc:
         if not is_input_error(exc):
             raise

@@ -107,6 +107,10 @@ def _judge_data(queries: Path, data: Path, docs: str) -> LabelledData:
         corpus = load_labelled(data).corpus
     else:
         corpus = load(data)
+    if corpus.conversations.height == 0:  # a FIFO, a device, an empty folder: nothing to pool
+        skipped = corpus.report.skipped
+        why = f" ({skipped['reason'][0]})" if skipped.height else ""
+        raise UsageError(f"--data {data}: no conversation to judge{why}")
     if docs == "message":
         corpus = corpus.with_doc_kind("message")
     return LabelledData(queries.stem, corpus, read_queries(queries))

@@ -174,7 +174,8 @@ def parse_date(
         now: the reference time of ages and day names (default: the clock now).
 
     Raises:
-        UsageError: ``text`` is none of these, naming ``option`` and the grammar.
+        UsageError: ``text`` is none of these, naming ``option`` and the grammar, or a time
+            outside the calendar's years 1 to 9999 once in UTC (``999999999d``).
 
     Example:
         >>> parse_date("2026-01-31", "--until", end=True).isoformat()
@@ -187,6 +188,15 @@ def parse_date(
     """
     if text is None:
         return None
+    try:
+        return _parse_date(text, option, end, now)
+    except OverflowError:  # an age or a zone that leaves the years 1 to 9999
+        raise UsageError(
+            f"{option} {text.strip()!r} is outside the calendar (years 1 to 9999, in UTC)"
+        ) from None
+
+
+def _parse_date(text: str, option: str, end: bool, now: datetime | None) -> datetime:
     word = text.strip().lower()
     if word in _DAY_NAMES or _AGE.fullmatch(word):
         ref = datetime.now(UTC) if now is None else now

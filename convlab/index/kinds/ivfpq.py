@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from convlab.errors import UnfitIndex
 from convlab.index.disk_rows import DiskRows
 from convlab.index.faisslib import FaissIndex, load_faiss
 from convlab.index.kinds.base import StoredVectors, default_nlist, padded, register_kind
@@ -98,13 +99,13 @@ class IVFPQParams:
             ValueError: ``m`` does not divide ``d``, or too few units to train.
         """
         if d % self.m:
-            raise ValueError(f"ivfpq m={self.m} must divide the dimension {d}")
+            raise UnfitIndex(f"ivfpq m={self.m} must divide the dimension {d}")
         nlist = self.nlist or default_nlist(n)
         need = max(nlist, 2**self.nbits)
         train_size = self.train_size or min(n, max(64 * nlist, 256 * 2**self.nbits))
         train_size = min(train_size, n)
         if train_size < need:
-            raise ValueError(
+            raise UnfitIndex(
                 f"ivfpq with nlist={nlist}, nbits={self.nbits} needs at least {need} units to "
                 f"train; got {train_size} (use kind 'flat' or 'hnsw' for small indexes)"
             )
