@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -147,7 +147,12 @@ def test_a_stale_socket_is_replaced_and_a_live_server_is_left_alone(
 
 def test_the_server_refuses_what_it_must_not_run(store: Path, runtime: Path) -> None:
     ran: list[list[str]] = []
-    server = SearchServer(store, lambda argv: ran.append(list(argv)) or 0)
+
+    def handle(argv: Sequence[str]) -> int:
+        ran.append(list(argv))
+        return 0
+
+    server = SearchServer(store, handle)
     thread = _in_thread(server)
     path = socket_path(store)
     with open(os.devnull, "w") as out:

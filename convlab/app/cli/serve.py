@@ -25,7 +25,7 @@ from convlab.app.cli.client import Refused, call, socket_path
 from convlab.app.cli.options import add_store
 from convlab.app.exits import EXIT_NO_RESULTS, EXIT_OK, UsageError
 
-__all__ = ["add_parser", "run", "start_background"]
+__all__ = ["EXAMPLE", "NAME", "add_parser", "run", "start_background"]
 
 NAME = "serve"
 EXAMPLE = "convlab serve --store ~/.convlab/store --detach --idle 60"
