@@ -15,6 +15,7 @@ loaded.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -36,7 +37,26 @@ _FEATURE = "BM25 (lexical and hybrid search)"
 
 
 def _bm25s() -> ModuleType:
-    module = require("bm25s", "index", feature=_FEATURE)
+    """bm25s, imported without numba and scipy (the BM25 here needs neither).
+
+    bm25s imports both when they are installed, at its own import (seconds: numba loads LLVM),
+    for backends this index never asks for: it runs on bm25s's numpy backends (``backend`` and
+    ``csc_backend`` left at their default, ``"numpy"``), with the same scores. A name bound to
+    ``None`` in :data:`sys.modules` fails to import (the import system's rule, see the Python
+    reference, "The module cache"), so bm25s finds them missing; the names are freed again at
+    once, for any other code that imports them.
+    """
+    if "bm25s" in sys.modules:
+        return sys.modules["bm25s"]
+    hidden = [name for name in ("numba", "scipy") if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]
+    try:
+        module = require("bm25s", "index", feature=_FEATURE)
+    finally:
+        for name in hidden:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
     # bm25s sets its own logger to DEBUG: its "Building index" lines would reach any handler
     # (the MCP server's stderr); its warnings still do
     logging.getLogger("bm25s").setLevel(logging.WARNING)

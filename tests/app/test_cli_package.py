@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from convlab.app.cli import main
-from convlab.app.cli.main import COMMANDS, build_parser
+from convlab.app.cli.main import build_parser, commands
 from convlab.app.cli.options import embedder_for_vectors, make_embedder, parse_date
 from convlab.app.exits import EXIT_OK, UsageError
 from convlab.embed import HashEmbedder
@@ -39,7 +39,7 @@ def _choices(name: str, option: str) -> list[str]:
 
 
 def test_every_command_is_a_module_with_its_parser_and_run() -> None:
-    assert [c.NAME for c in COMMANDS] == [
+    assert [c.NAME for c in commands()] == [
         "index",
         "search",
         "show",
@@ -47,8 +47,9 @@ def test_every_command_is_a_module_with_its_parser_and_run() -> None:
         "eval",
         "judge",
         "mcp",
+        "serve",
     ]
-    for command in COMMANDS:
+    for command in commands():
         assert _subparser(command.NAME).get_default("run") is command.run
 
 

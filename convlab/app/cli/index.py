@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import time
 from collections import Counter
@@ -140,7 +141,8 @@ def _add_running(ix: argparse.ArgumentParser) -> None:
     ix.add_argument(
         "--watch",
         action="store_true",
-        help="keep running: poll the PATHs and index again whenever a transcript changes",
+        help="keep running: poll the PATHs and index again whenever a transcript changes; "
+        "the store's searches are kept warm meanwhile (convlab serve)",
     )
     ix.add_argument(
         "--interval",
@@ -271,13 +273,20 @@ def _watch(
     Each poll is :func:`sync`; ``--watch-cycles`` bounds the polls (tests), else it runs until
     interrupted.
     """
+    from convlab.app.cli.serve import start_background
+
     again = argparse.Namespace(**{**vars(args), "wait": True})  # behind a hook's index, say
     seen = sources_signature(paths)
     polls = 0
-    while args.watch_cycles is None or polls < args.watch_cycles:
-        _sleep(args.interval)
-        polls += 1
-        seen = sync(again, paths, config, store, embedder, seen)
+    warm = start_background(store.directory, owner=os.getpid())  # searches answer at once
+    try:
+        while args.watch_cycles is None or polls < args.watch_cycles:
+            _sleep(args.interval)
+            polls += 1
+            seen = sync(again, paths, config, store, embedder, seen)
+    finally:
+        if warm is not None:
+            warm.terminate()
 
 
 def sync(

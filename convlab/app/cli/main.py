@@ -23,6 +23,11 @@ Examples::
     convlab judge queries.jsonl --data ~/.claude/projects --qrels qrels.jsonl --assessor ana
     convlab judge agreement qrels-ana.jsonl qrels-bo.jsonl
     convlab mcp --store ~/.convlab/store
+    convlab serve --store ~/.convlab/store --detach
+
+``search`` goes to the store's ``convlab serve`` when one runs (:mod:`convlab.app.cli.client`),
+before anything heavy is imported; the subcommands' modules are imported when the parser is
+built, and only the named one's parser is built in full.
 """
 
 from __future__ import annotations
@@ -35,9 +40,7 @@ import traceback
 from collections.abc import Sequence
 from typing import Protocol
 
-from convlab.app.cli import eval as eval_command
-from convlab.app.cli import index, judge, mcp, prune, search, show, stats
-from convlab.app.cli.options import add_common
+from convlab.app.cli.client import via_server
 from convlab.app.exits import (
     EXIT_BROKEN_PIPE,
     EXIT_INTERNAL,
@@ -49,7 +52,7 @@ from convlab.app.exits import (
     write_crash_report,
 )
 
-__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+__all__ = ["Command", "build_parser", "commands", "main"]
 
 
 class Command(Protocol):
@@ -76,13 +79,24 @@ class Command(Protocol):
         ...
 
 
-COMMANDS: tuple[Command, ...] = (index, search, show, stats, prune, eval_command, judge, mcp)
-"""The subcommands, in the order ``convlab --help`` lists them."""
+def commands() -> tuple[Command, ...]:
+    """The subcommands, in the order ``convlab --help`` lists them (imported here: see above)."""
+    from convlab.app.cli import eval as eval_command
+    from convlab.app.cli import index, judge, mcp, prune, search, serve, show, stats
+
+    return (index, search, show, stats, prune, eval_command, judge, mcp, serve)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``convlab`` parser; each subcommand's namespace carries its ``run`` as ``args.run``."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``convlab`` parser; each subcommand's namespace carries its ``run`` as ``args.run``.
+
+    Args:
+        only: the subcommand a command line names: only its parser is built in full (its
+            options, its registries' choices), the others by name alone. None: all in full,
+            as ``convlab --help`` lists them.
+    """
     from convlab._version import __version__
+    from convlab.app.cli.options import add_common
 
     p = argparse.ArgumentParser(
         prog="convlab",
@@ -93,7 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"convlab {__version__}")
     add_common(p, top=True)
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
+    for command in commands():
+        if only not in (None, command.NAME):  # named, so never listed with its help
+            sub.add_parser(command.NAME)
+            continue
         sp = command.add_parser(sub)
         sp.set_defaults(run=command.run)
         sp.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -102,18 +119,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``convlab`` command; returns the exit code (see the module docstring)."""
+def main(argv: Sequence[str] | None = None, *, local: bool = False) -> int:
+    """Entry point of the ``convlab`` command; returns the exit code (see the module docstring).
+
+    ``local``: run here, never on a server (what a server itself runs).
+    """
     command, debug = "", False
     try:
-        parser = build_parser()
+        argv = list(sys.argv[1:] if argv is None else argv)
+        if not local:
+            served = via_server(argv)
+            if served is not None:
+                return served
+        parser = build_parser(only=next((a for a in argv if not a.startswith("-")), None))
         try:
-            argv = list(sys.argv[1:] if argv is None else argv)
             args = parser.parse_args(argv)
         except SystemExit as exc:  # argparse printed usage or help (or --version)
             return EXIT_OK if exc.code in (0, None) else EXIT_USAGE
         command, debug = args.command, args.debug
         args.argv = ["convlab", *argv]  # the command line, for what records it (a run folder)
+        args.main = main  # what `convlab serve` runs for each request
         code = int(args.run(args))
         sys.stdout.flush()  # a closed pipe shows up here, inside the handler of BrokenPipeError
         return code

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from convlab.app.cli.options import add_store
 from convlab.app.exits import EXIT_OK, UsageError
@@ -27,6 +28,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 def run(args: argparse.Namespace) -> int:
     """Serve ``args.store`` until the client closes stdin."""
     from convlab.app.cli.mcp_server import build_server
+    from convlab.app.cli.serve import start_background
     from convlab.store import Store
 
     if not Store(args.store).exists():
@@ -37,5 +39,10 @@ def run(args: argparse.Namespace) -> int:
         server = build_server(args.store)
     except ImportError as exc:  # the extra is missing: one line naming it
         raise UsageError(str(exc)) from None
-    server.run()
+    warm = start_background(args.store, owner=os.getpid())  # `convlab search` answers at once
+    try:
+        server.run()
+    finally:
+        if warm is not None:
+            warm.terminate()
     return EXIT_OK

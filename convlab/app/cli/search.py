@@ -127,8 +127,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 
 def run(args: argparse.Namespace) -> int:
     """Search ``args.store`` for ``args.query``; exit 1 when nothing matches."""
-    from convlab.store import Store
-    from convlab.store.search import StoreSearch
+    from convlab.app.cli.warm import open_store, store_search
     from convlab.systems.search import system_scoring
 
     if not args.query.strip():
@@ -141,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"-k must be at least 1 and at most {MAX_K:,}")
     if args.budget is not None and args.budget < 0:
         raise UsageError("--budget must not be negative")
-    store = Store(args.store)
+    store = open_store(args.store)  # a server's warm one under `convlab serve`
     manifest = store.manifest()
     if args.conversation:
         args.conversation = resolve_conversation(store, args.conversation)
@@ -157,9 +156,14 @@ def run(args: argparse.Namespace) -> int:
     system = chosen_system(args, store)
     scoring = system_scoring(system, options)
     dense = any(v.retrieval.needs_vectors for v in system.views)
-    embedder = embedder_for_vectors(manifest, args.embedder, args.backend) if dense else None
+    named = (manifest.model_id, manifest.embedder, args.embedder, args.backend)
+    embedder = (
+        (named, lambda: embedder_for_vectors(manifest, args.embedder, args.backend))
+        if dense
+        else None
+    )
     try:
-        hits = StoreSearch(store, embedder).search(
+        hits = store_search(store, embedder).search(
             args.query,
             system=system,
             k=args.k,
