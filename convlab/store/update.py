@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -203,7 +204,7 @@ def _plan(
     summary: IndexSummary,
 ) -> _Plan:
     """Read the changed files and decide, by content fingerprint, what to keep and rebuild."""
-    roots = [Path(p).expanduser().resolve() for p in paths]
+    roots = [Path(os.path.abspath(Path(p).expanduser())) for p in paths]  # links kept
     for r in roots:
         if not r.exists():
             raise FileNotFoundError(f"no such file or directory: {r}")

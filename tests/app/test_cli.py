@@ -453,8 +453,8 @@ def test_show_budget_resurrects_the_turns_units(
     assert main([*argv, "--budget", str(total)]) == EXIT_OK
     out = capsys.readouterr().out
     assert f"== resurrected context: {total}/{total} tokens" in out
-    assert main([*argv, "--budget", "0"]) == EXIT_OK
-    assert "== resurrected context: 0/0 tokens" in capsys.readouterr().out
+    assert main([*argv, "--budget", "0"]) == EXIT_USAGE  # a budget of nothing is a mistake
+    assert "--budget must be at least 1 token" in capsys.readouterr().err
 
 
 def test_index_text_format_writes_dialogs_in_that_format(

@@ -37,7 +37,7 @@ def _search(store: Path, query: str, *extra: str) -> list[str]:
     return ["search", query, "--store", str(store), *extra]
 
 
-def test_the_human_output_shows_the_best_matching_chunk_whole(
+def test_the_human_output_shows_the_matching_message_and_its_line(
     sample_store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the query's terms (efconstruct, efsearch, recal) are all in the answer's first chunk,
@@ -50,14 +50,16 @@ def test_the_human_output_shows_the_best_matching_chunk_whole(
     assert len(match) == 1
     at = next(i for i, line in enumerate(lines) if line.startswith("   at: "))
     shown = " ".join(line[10:].strip() for line in lines[match[0] : at])
-    assert shown == f"[assistant] {ANSWER}"
+    assert shown.startswith(f"[assistant] {ANSWER} ")  # then the message's code line
+    assert lines[at].endswith(":5 (message 4)")  # the answer's file:line, as the match
     assert main([*_search(sample_store, query, *FAISS, "-k", "1"), "--json"]) == EXIT_OK
     (hit,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert hit["match"] == {
-        "chunk_id": "amp-faiss-choice:t1:assistant:s0",
+    assert (hit["message_index"], hit["source_line"], hit["role"]) == (4, 5, "assistant")
+    assert {k: hit["match"][k] for k in ("message_index", "role")} == {
+        "message_index": 4,
         "role": "assistant",
-        "text": ANSWER,
     }
+    assert hit["match"]["text"].startswith(f"{ANSWER} ")
 
 
 def test_query_terms_are_highlighted_on_a_terminal_only() -> None:
@@ -163,11 +165,12 @@ def test_budget_context_in_the_human_output(
     assert "     We do need low latency." in out
 
 
-def test_a_negative_budget_is_a_usage_error(
-    sample_store: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("budget", ["-1", "0"])
+def test_a_budget_under_one_token_is_a_usage_error(
+    sample_store: Path, capsys: pytest.CaptureFixture[str], budget: str
 ) -> None:
-    assert main([*_search(sample_store, "x"), "--budget", "-1"]) == EXIT_USAGE
-    assert "negative" in capsys.readouterr().err
+    assert main([*_search(sample_store, "x"), "--budget", budget]) == EXIT_USAGE
+    assert "--budget must be at least 1 token" in capsys.readouterr().err
 
 
 def test_show_around_a_turn_hit(sample_store: Path, capsys: pytest.CaptureFixture[str]) -> None:

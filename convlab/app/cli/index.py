@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import time
 from collections import Counter
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from convlab.app.cli.options import add_device, add_store, engine, make_embedder
-from convlab.app.display import skip_report, with_skip_report
+from convlab.app.display import skip_report, sync_line, with_skip_report
 from convlab.app.exits import EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
 from convlab.progress import BarProgress, LineProgress, NullProgress, Progress, using
@@ -77,13 +78,17 @@ def _add_held(ix: argparse.ArgumentParser) -> None:
         help="one strategy, searched densely (the same as --system STRATEGY)",
     )
     ix.add_argument(
-        "--max-tokens",
-        "--budget",  # deprecated alias: "budget" is the resurrection budget of `show`
+        "--unit-tokens",
         dest="max_tokens",
         type=int,
         default=defaults.max_tokens,
-        help="a unit's token limit (%(default)s)",
+        metavar="TOKENS",
+        help="a unit's token limit, [CLS] and [SEP] included (%(default)s)",
     )
+    for old in ("--max-tokens", "--budget"):  # older names; "budget" is the context budget
+        ix.add_argument(
+            old, dest="max_tokens", type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
     ix.add_argument(
         "--index", dest="index_kind", default=defaults.index.kind, choices=list(INDEX_KINDS)
     )
@@ -208,8 +213,10 @@ def _index(
     config: StoreConfig,
     store: Store,
     embedder: Embedder,
+    *,
+    synced: bool = False,
 ) -> None:
-    """One ``convlab index`` run: update the store, print its summary."""
+    """One ``convlab index`` run: update the store, print its summary (``synced``: one line)."""
     progress = _progress(args.quiet)
 
     def log(message: str) -> None:
@@ -237,6 +244,9 @@ def _index(
             )
     finally:
         eng.close()
+    if synced:  # a sync of --watch: one line each
+        print(sync_line(summary, time.strftime("%Y-%m-%d %H:%M:%S")), flush=True)
+        return
     report = skip_report(summary.skipped, verbose=args.verbose)
     for line in with_skip_report(summary.lines(), report):
         print(line)
@@ -259,10 +269,11 @@ def _watch(
     """Poll the sources every ``args.interval`` seconds; index again when a file changed.
 
     Each run is a whole ``convlab index`` (the same update, as crash-safe), waiting for the
-    store's lock when another indexer holds it; ``--watch-cycles`` bounds the polls (tests),
-    else it runs until interrupted.
+    store's lock when another indexer holds it, and prints one line (:func:`sync_line`);
+    ``--watch-cycles`` bounds the polls (tests), else it runs until interrupted.
     """
-    again = argparse.Namespace(**{**vars(args), "wait": True})  # behind a hook's index, say
+    again = argparse.Namespace(**{**vars(args), "wait": True, "quiet": True})
+    print(f"watching every {args.interval:g} s; a line per sync (Ctrl-C stops)", flush=True)
     seen = sources_signature(paths)
     polls = 0
     while args.watch_cycles is None or polls < args.watch_cycles:
@@ -270,7 +281,7 @@ def _watch(
         polls += 1
         now = sources_signature(paths)
         if now != seen:
-            _index(again, paths, config, store, embedder)
+            _index(again, paths, config, store, embedder, synced=True)
             seen = now
 
 
@@ -313,7 +324,7 @@ def nothing_readable(
     """
     from convlab.files import walk
 
-    walked = {str(f.path.resolve()) for p in paths for f in walk(p.expanduser()) if not f.problem}
+    walked = {os.path.abspath(f.path) for p in paths for f in walk(p.expanduser()) if not f.problem}
     under = {name: rec for name, rec in files.items() if name in walked}
     if any(rec.conversations for rec in under.values()):
         return None
