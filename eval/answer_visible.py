@@ -37,6 +37,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from convlab.app.cli.main import main as convlab
 from convlab.paths import locomo_path
@@ -151,6 +152,26 @@ def _frames(store: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]
     return docs, texts, dict(by_msg.select("m", "t").iter_rows())
 
 
+def _one_embedder() -> None:
+    """The query embedder loaded once for all the searches of this process.
+
+    What a warm server holds; each search still opens the store and reads its views as the
+    command does.
+    """
+    import convlab.app.cli.search as cli
+
+    made: dict[tuple[object, ...], Any] = {}
+    load = cli.embedder_for_vectors
+
+    def once(manifest: Any, name: Any, backend: Any) -> Any:
+        key = (manifest.model_id, manifest.embedder, name, backend)
+        if key not in made:
+            made[key] = load(manifest, name, backend)
+        return made[key]
+
+    cli.embedder_for_vectors = once  # type: ignore[assignment]
+
+
 def run(argv: Sequence[str] | None = None) -> dict[str, object]:
     """Count the answers visible in the human and the JSON output; returns the figures."""
     p = argparse.ArgumentParser(
@@ -172,6 +193,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, object]:
     p.add_argument("extra", nargs="*", help="more `convlab search` arguments, after --")
     args = p.parse_args(argv)
     os.environ["COLUMNS"] = str(args.columns)
+    _one_embedder()
     docs, texts, turn_of = _frames(args.store)
     if args.labelled is not None:
         qs = judged_questions(args.labelled, texts, args.grade, args.n)
