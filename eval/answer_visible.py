@@ -37,7 +37,6 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from convlab.app.cli.main import main as convlab
 from convlab.paths import locomo_path
@@ -152,24 +151,40 @@ def _frames(store: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]
     return docs, texts, dict(by_msg.select("m", "t").iter_rows())
 
 
-def _one_embedder() -> None:
-    """The query embedder loaded once for all the searches of this process.
+class Searches:
+    """``convlab search``'s two outputs for a question, from one warm store.
 
-    What a warm server holds; each search still opens the store and reads its views as the
-    command does.
+    The command's own steps (:mod:`convlab.app.cli.search`): the store's system searched with
+    the question's filters, :func:`~convlab.app.display.describe_hits`, then
+    :func:`~convlab.app.display.hit_lines` for people and :func:`~convlab.app.display.json_line`
+    for scripts; the store and its views are loaded once, as a warm server holds them. With
+    extra arguments (``--budget``), each output is the command's, run in this process.
     """
-    import convlab.app.cli.search as cli
 
-    made: dict[tuple[object, ...], Any] = {}
-    load = cli.embedder_for_vectors
+    def __init__(self, store: str, k: int, columns: int, extra: Sequence[str]) -> None:
+        from convlab import open_store
 
-    def once(manifest: Any, name: Any, backend: Any) -> Any:
-        key = (manifest.model_id, manifest.embedder, name, backend)
-        if key not in made:
-            made[key] = load(manifest, name, backend)
-        return made[key]
+        self.path, self.k, self.columns, self.extra = store, k, columns, list(extra)
+        self.store = open_store(store)
 
-    cli.embedder_for_vectors = once  # type: ignore[assignment]
+    def outputs(self, question: str, conversation: str | None) -> tuple[str, str]:
+        """The terminal output and the JSON lines of ``question``."""
+        if self.extra:
+            base = [question, "--store", self.path, "-k", str(self.k), *self.extra]
+            base += ["--conversation", conversation] if conversation else []
+            return search_output(base), search_output([*base, "--json"])
+        from convlab.app.display import describe_hits, hit_lines, json_line
+        from convlab.retrieval import SearchOptions
+        from convlab.systems.search import system_scoring
+
+        options = SearchOptions(k=self.k, conversations=(conversation,) if conversation else None)
+        hits = self.store.search(question, k=self.k, options=options)
+        if hits.height == 0:
+            return "", ""
+        scoring = system_scoring(self.store.system(), options)
+        rows = describe_hits(self.store, hits, query=question, scoring=scoring)
+        shown = hit_lines(rows, self.columns, query=question, scoring=scoring)
+        return "\n".join(shown), "\n".join(json_line(r) for r in rows)
 
 
 def run(argv: Sequence[str] | None = None) -> dict[str, object]:
@@ -193,7 +208,6 @@ def run(argv: Sequence[str] | None = None) -> dict[str, object]:
     p.add_argument("extra", nargs="*", help="more `convlab search` arguments, after --")
     args = p.parse_args(argv)
     os.environ["COLUMNS"] = str(args.columns)
-    _one_embedder()
     docs, texts, turn_of = _frames(args.store)
     if args.labelled is not None:
         qs = judged_questions(args.labelled, texts, args.grade, args.n)
@@ -203,12 +217,9 @@ def run(argv: Sequence[str] | None = None) -> dict[str, object]:
             args.locomo or locomo_path(), convs, args.n, answerable=args.answerable
         )
     human = machine = in_doc = human_in_doc = 0
+    searches = Searches(args.store, args.k, args.columns, args.extra)
     for q in qs:
-        base = [q.text, "--store", args.store, "-k", str(args.k), *args.extra]
-        if q.conversation is not None:
-            base += ["--conversation", q.conversation]
-        shown = search_output(base)
-        listed = search_output([*base, "--json"])
+        shown, listed = searches.outputs(q.text, q.conversation)
         found = [json.loads(line)["doc_id"] for line in listed.splitlines() if line.strip()]
         if q.messages:
             seen = any(message_visible(a, shown) for a in q.answers)

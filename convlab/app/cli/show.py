@@ -213,8 +213,9 @@ def _print_docs(
                 print(line)
             if hit and msg in places:
                 path, at = places[msg]
-                where = f"{short_path(printable(path), width - 12)}" + (f":{at}" if at else "")
-                print(f"{' ' * len(label)}at: {where}")
+                line = f":{at}" if at else ""
+                room = max(20, width - len(label) - 4 - len(line))
+                print(f"{' ' * len(label)}at: {short_path(printable(path), room)}{line}")
 
 
 def folded(lines: list[str], indent: str) -> list[str]:
