@@ -63,7 +63,10 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ),
         _record(7, "assistant", [{"type": "text", "text": "Anything else to check?"}], "m7"),
     ]
-    (history / f"{SESSION}.jsonl").write_text("\n".join(lines) + "\n")
+    real = root / "elsewhere" / f"{SESSION}.jsonl"  # the history holds a link to it
+    real.parent.mkdir()
+    real.write_text("\n".join(lines) + "\n")
+    (history / f"{SESSION}.jsonl").symlink_to(real)
     out = root / "store"
     argv = ["index", str(history), "--store", str(out), "--embedder", "hash", "-q"]
     assert main(argv) == EXIT_OK
@@ -81,6 +84,8 @@ def test_the_match_is_the_answering_message_and_at_is_its_text_record(
     # the reply is message 4 (0 prompt, 1 thinking+text, 2 tool call, 3 tool output), line 6
     assert (hit["message_index"], hit["source_line"], hit["role"]) == (4, 6, "assistant")
     assert hit["match"]["text"] == "The exporter we configured is zipkin on port 9411."
+    # the path as it was indexed: the link in the history, not its target
+    assert hit["source_path"] == str(store.parent / "history" / f"{SESSION}.jsonl")
     monkeypatch.setenv("COLUMNS", "100")
     assert main(argv) == EXIT_OK
     lines = capsys.readouterr().out.splitlines()
