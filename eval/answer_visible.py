@@ -126,14 +126,16 @@ def visible(answer: str, output: str) -> bool:
 
 
 def message_visible(message: str, output: str) -> bool:
-    """:data:`WINDOW` consecutive normalised words of ``message`` (all, if fewer) are shown."""
+    """:data:`WINDOW` consecutive normalised words of ``message`` (all, if fewer) are shown.
+
+    Spaces are left out on both sides, so a word the terminal wrapped over two lines (a path, a
+    command) still counts as shown.
+    """
     words = normalize_answer(message).split()
-    shown = f" {normalize_answer(output)} "
+    shown = "".join(normalize_answer(output).split())
     if len(words) <= WINDOW:
-        return bool(words) and f" {' '.join(words)} " in shown
-    return any(
-        f" {' '.join(words[i : i + WINDOW])} " in shown for i in range(len(words) - WINDOW + 1)
-    )
+        return bool(words) and "".join(words) in shown
+    return any("".join(words[i : i + WINDOW]) in shown for i in range(len(words) - WINDOW + 1))
 
 
 def _frames(store: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:

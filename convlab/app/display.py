@@ -200,8 +200,8 @@ def describe_hits(
     return out
 
 
-MATCH_LINES = 3
-"""Lines of the best matching chunk a hit shows (an excerpt around the query's terms)."""
+MATCH_LINES = 5
+"""Lines of the matching message a hit shows (an excerpt around the query's terms)."""
 
 QUESTION_LINES = 3
 """Lines of its turn's question a hit shows (an excerpt around the query's terms)."""
@@ -250,14 +250,12 @@ def hit_lines(
 ) -> list[str]:
     """Hits for people: a header line per hit, then its question, match and place.
 
-    The question (up to :data:`QUESTION_LINES` lines) and the match (the unit's chunk that best
-    matches ``query`` and the rest of its message in the unit, up to :data:`MATCH_LINES` lines)
-    are cut around the query's terms, which ``color`` highlights; with ``search --budget`` the
-    context the hit brings back follows, whole. With ``scoring``, a last line says what the
-    scores are (``scores: rrf (...)``): last, so ``convlab search ... | head -1`` still reads
-    the first hit.
-    """
-    from convlab.retrieval.options import scoring_meaning
+    The question (up to :data:`QUESTION_LINES` lines) and the match (the message the system
+    ranks first inside the hit, up to :data:`MATCH_LINES` lines) are cut around the query's
+    terms, which ``color`` highlights; with ``search --budget`` the context the hit brings back
+    follows, whole. With ``scoring``, a last line says what the scores are (``scores: rrf
+    (...)``): last, so ``convlab search ... | head -1`` still reads the first hit. """ from
+    convlab.retrieval.options import scoring_meaning
 
     terms = query_terms(query) if query else frozenset()
     rank_w = max(len(str(r["rank"])) for r in rows)

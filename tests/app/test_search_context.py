@@ -107,7 +107,7 @@ def test_a_long_chunk_is_cut_around_the_query_terms(
     }
     lines = hit_lines([row], 60, query="needle")  # type: ignore[list-item]
     match = lines[2:-1]
-    assert len(match) == 3  # MATCH_LINES
+    assert len(match) == 5  # MATCH_LINES
     assert any("needle" in line for line in match)
     assert match[0].startswith("   match: [user] … ")
     assert all(len(line) <= 60 for line in lines)
