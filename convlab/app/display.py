@@ -254,8 +254,9 @@ def hit_lines(
     ranks first inside the hit, up to :data:`MATCH_LINES` lines) are cut around the query's
     terms, which ``color`` highlights; with ``search --budget`` the context the hit brings back
     follows, whole. With ``scoring``, a last line says what the scores are (``scores: rrf
-    (...)``): last, so ``convlab search ... | head -1`` still reads the first hit. """ from
-    convlab.retrieval.options import scoring_meaning
+    (...)``): last, so ``convlab search ... | head -1`` still reads the first hit.
+    """
+    from convlab.retrieval.options import scoring_meaning
 
     terms = query_terms(query) if query else frozenset()
     rank_w = max(len(str(r["rank"])) for r in rows)
