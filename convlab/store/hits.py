@@ -42,7 +42,12 @@ class FrameSource(Protocol):
         ...
 
 
-def placed(frames: FrameSource, hits: pl.DataFrame, query: str | None = None) -> pl.DataFrame:
+def placed(
+    frames: FrameSource,
+    hits: pl.DataFrame,
+    query: str | None = None,
+    roles: tuple[str, ...] | None = None,
+) -> pl.DataFrame:
     """``hits`` with :data:`PLACE_COLUMNS`, read from ``frames`` for the hits' conversations.
 
     The match is the hit's ``match_message_index``, the target of its best unit (the hit's own
@@ -50,14 +55,16 @@ def placed(frames: FrameSource, hits: pl.DataFrame, query: str | None = None) ->
     another message of the unit does (a user prompt embedded with the answer's first sentence,
     say): then the unit's message holding the most distinct terms (:func:`matched_messages`).
     Each frame is cut to the hits' conversations before anything is grouped or joined, so the
-    work per search follows the hits, not the size of the store.
+    work per search follows the hits, not the size of the store. ``roles``: the search's role
+    filter, which the match keeps to.
     """
     if "match_message_index" not in hits.columns:
         hits = hits.with_columns(pl.col("message_index").alias("match_message_index"))
     if "match_unit_id" not in hits.columns:
         hits = hits.with_columns(pl.col("unit_id").alias("match_unit_id"))
     if "match_chunk_ids" not in hits.columns:
-        hits = hits.with_columns(pl.col("chunk_ids").alias("match_chunk_ids"))
+        ids = pl.col("chunk_ids") if "chunk_ids" in hits.columns else pl.lit(None)
+        hits = hits.with_columns(ids.cast(pl.List(pl.String)).alias("match_chunk_ids"))
     hit_convs = hits.select("conversation_id").unique()
 
     def of_hits(name: str) -> pl.DataFrame:
@@ -69,7 +76,11 @@ def placed(frames: FrameSource, hits: pl.DataFrame, query: str | None = None) ->
     chunks = of_hits("chunks").sort("position")
     if query:
         hits = hits.with_columns(
-            pl.Series("match_message_index", matched_messages(hits, chunks, query), dtype=pl.Int32)
+            pl.Series(
+                "match_message_index",
+                matched_messages(hits, chunks, query, roles),
+                dtype=pl.Int32,
+            )
         )
     questions = (
         chunks.filter(pl.col("role") == "user")
@@ -109,11 +120,14 @@ def placed(frames: FrameSource, hits: pl.DataFrame, query: str | None = None) ->
     ).drop("_conversation_path")
 
 
-def matched_messages(hits: pl.DataFrame, chunks: pl.DataFrame, query: str) -> list[int]:
+def matched_messages(
+    hits: pl.DataFrame, chunks: pl.DataFrame, query: str, roles: tuple[str, ...] | None = None
+) -> list[int]:
     """Each hit's match message: its unit's target, or the unit's message that holds the terms.
 
     Terms are ``query``'s tokens as BM25 indexes them (:func:`convlab.index.bm25.tokenize`);
-    without BM25's extra every hit keeps its target.
+    without BM25's extra every hit keeps its target. Only messages of ``roles`` (None: any)
+    are chosen instead of the target.
     """
     targets = [int(m) for m in hits["match_message_index"]]
     try:
@@ -125,7 +139,9 @@ def matched_messages(hits: pl.DataFrame, chunks: pl.DataFrame, query: str) -> li
     if not terms:
         return targets
     chunk_of = {
-        c: (int(m), t) for c, m, t in chunks.select("chunk_id", "message_index", "text").iter_rows()
+        c: (int(m), t)
+        for c, m, t, r in chunks.select("chunk_id", "message_index", "text", "role").iter_rows()
+        if roles is None or r in roles
     }
     out = []
     for target, ids in zip(targets, hits["match_chunk_ids"].to_list(), strict=True):
@@ -133,7 +149,7 @@ def matched_messages(hits: pl.DataFrame, chunks: pl.DataFrame, query: str) -> li
         for c in ids or ():
             if c in chunk_of:
                 said.setdefault(chunk_of[c][0], []).append(chunk_of[c][1])
-        if len(said) < 2:
+        if len(said) < 2 or target not in said:
             out.append(target)
             continue
         found = dict(zip(said, tokenize([" ".join(t) for t in said.values()]), strict=True))

@@ -158,7 +158,7 @@ class StoreSearch:
             searchers=self._searchers,
             conversations_frame=conversations_frame,
         )
-        return placed(self.store, hits, query)
+        return placed(self.store, hits, query, options.roles if options is not None else None)
 
 
 def units_only_index(units: pl.DataFrame, dimension: int) -> VectorIndex:
