@@ -122,6 +122,7 @@ def test_the_match_leaves_a_target_without_the_terms_for_the_units_message_that_
         {
             "chunk_id": ["c:t0:user:s0", "c:t0:assistant:s0"],
             "message_index": [0, 1],
+            "role": ["user", "assistant"],
             "text": ["How do we install it?", "Use zipkin exporters on port 9411."],
         }
     )
@@ -136,3 +137,5 @@ def test_the_match_leaves_a_target_without_the_terms_for_the_units_message_that_
     assert matched_messages(hits, chunks, "zipkin exporter") == [1, 0]
     # a target that holds a term stays, whoever holds more
     assert matched_messages(hits, chunks, "install the zipkin exporter") == [0, 0]
+    # a search of user messages only keeps a match among them
+    assert matched_messages(hits, chunks, "zipkin exporter", ("user",)) == [0, 0]
