@@ -236,7 +236,9 @@ NOTEBOOKS = {
         (
             "md",
             "# 5. Search panel\nAsk *when did we discuss X?* and see the moment: press Enter "
-            "to search, expand a result to see the context it resurrects.",
+            "to search, expand a result to see the context it resurrects. The panel opens on "
+            "the default system (the fusion `convlab search` uses); the *System* menu lists "
+            "the other systems its views can run.",
         ),
         ("code", CONFIG),
         (
@@ -244,8 +246,8 @@ NOTEBOOKS = {
             "from convlab import sample_data_path\nfrom convlab.app import SearchPanel\n"
             "from convlab.embed import MiniLMEmbedder\n\n"
             "source = DATA or sample_data_path() / 'transcripts'\n"
-            "panel = SearchPanel.from_data(source, strategies=('turn_pair', 'isolated'), "
-            "embedder=MiniLMEmbedder(), cache_dir=CACHE)\npanel",
+            "panel = SearchPanel.from_data(source, embedder=MiniLMEmbedder(), cache_dir=CACHE)\n"
+            "panel",
         ),
     ],
 }

@@ -9,16 +9,18 @@ from __future__ import annotations
 import os
 import textwrap
 from collections.abc import Mapping, Sequence
-from typing import Any, NotRequired, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import polars as pl
 
-from convlab import schema
-from convlab.app.highlight import best_chunk, excerpt, highlight, query_terms, term_spans
+from convlab.app.highlight import excerpt, highlight, query_terms, term_spans
 from convlab.app.text import clip, columns, pad, printable, short_path, wrapped
 
+if TYPE_CHECKING:
+    from convlab.store import IndexSummary
+    from convlab.store.hits import FrameSource
+
 __all__ = [
-    "FrameSource",
     "HitRecord",
     "MatchRecord",
     "color_wanted",
@@ -26,6 +28,7 @@ __all__ = [
     "hit_lines",
     "json_line",
     "skip_report",
+    "sync_line",
     "with_skip_report",
 ]
 
@@ -64,6 +67,28 @@ def skip_report(skipped: Sequence[tuple[str, int, str]], *, verbose: bool) -> li
     return out
 
 
+def sync_line(summary: IndexSummary, when: str) -> str:
+    """One line of a ``convlab index --watch`` sync: when, files, conversations, texts, time.
+
+    Example: ``2026-12-02 06:45:01 synced: 1 file read, 1 conversation changed, 3 texts
+    embedded, 0 from cache, 1.2 s`` (conversations added or changed; removed and skipped
+    ones are named when there are any).
+    """
+
+    def n(count: int, word: str) -> str:
+        return f"{count} {word}{'s' * (count != 1)}"
+
+    convs = summary.conversations_added + summary.conversations_changed
+    removed = f", {summary.conversations_removed} removed" if summary.conversations_removed else ""
+    skipped = f", {len(summary.skipped)} skipped" if summary.skipped else ""
+    return (
+        f"{when} synced: {n(summary.files_read, 'file')} read, "
+        f"{n(convs, 'conversation')} changed{removed}, "
+        f"{n(summary.texts_embedded, 'text')} embedded, {summary.texts_from_cache} from cache"
+        f"{skipped}, {summary.seconds:.1f} s"
+    )
+
+
 def with_skip_report(lines: list[str], report: list[str]) -> list[str]:
     """The store's summary with its skip lines replaced by ``report`` (which names the files).
 
@@ -83,11 +108,16 @@ def with_skip_report(lines: list[str], report: list[str]) -> list[str]:
 
 
 class MatchRecord(TypedDict):
-    """Where a hit's unit best matches the query (:mod:`convlab.app.highlight`)."""
+    """What matched: the best message of the hit's doc by the system's own scoring.
 
-    chunk_id: str | None  # its best matching chunk; None: a hit without chunks
-    role: str | None  # of that chunk's message
-    text: str  # the unit's chunks of that message, in order (the unit's text without chunks)
+    (:func:`convlab.systems.match.with_matches`; its file and line are the record's
+    ``source_path`` and ``source_line``.)
+    """
+
+    unit_id: str  # the unit that ranked that message best
+    message_index: int
+    role: str | None
+    text: str  # the message as indexed (its chunks, in order)
 
 
 class HitRecord(TypedDict):
@@ -101,28 +131,16 @@ class HitRecord(TypedDict):
     conversation_id: str
     title: str | None
     turn: int
-    message_index: int
-    role: str | None
+    message_index: int  # the match's message
+    role: str | None  # the match's
     timestamp: str | None  # ISO 8601: the hit's time, else its turn's start
-    source_path: str | None
-    source_line: int | None
+    source_path: str | None  # the file of the match's message, as indexed
+    source_line: int | None  # the match's line there
     question: str | None
     snippet: str
-    match: MatchRecord  # the unit's chunk that best matches the query, whole
+    match: MatchRecord
     # `search --budget`: what the hit brings back (convlab.app.cli.search.hit_contexts)
     context: NotRequired[dict[str, Any]]
-
-
-class FrameSource(Protocol):
-    """Where :func:`describe_hits` reads frames by name (a store, or the search panel's data).
-
-    ``frame("messages")`` may raise ``FileNotFoundError`` or ``KeyError`` (a store written before
-    messages were kept, a panel that holds none): hits then point to the conversation's file.
-    """
-
-    def frame(self, name: str) -> pl.DataFrame:
-        """The frame called ``name`` (``conversations``, ``chunks``, ``turns``, ``messages``)."""
-        ...
 
 
 def describe_hits(
@@ -132,59 +150,27 @@ def describe_hits(
     *,
     scoring: str | None = None,
 ) -> list[HitRecord]:
-    """One record per hit: rank, score, unit, where it is (file, line, message) and its text.
+    """One record per hit: rank, score, unit, its match and where it is (file, line), its text.
 
-    The one description of hits, shared by the ``convlab search`` command and the search panel:
-    title, the turn's question, time (the hit's, else its turn's start), source file and line,
-    a snippet of the matched unit (:func:`clip` to 300 columns), and the unit's chunk that best
-    matches ``query`` (:func:`convlab.app.highlight.best_chunk`; without a query, the chunk of
-    the hit's message). Each frame is cut to the hits' conversations before anything is
-    grouped or joined, so the work per search follows the hits, not the size of the store.
+    The one description of hits, shared by ``convlab search``, the MCP server and the search
+    panel: title, the turn's question, time (the hit's, else its turn's start), a snippet of
+    the hit's unit (:func:`clip` to 300 columns), and its match, the best message inside the
+    doc by the system's own scoring (:func:`convlab.systems.match.with_matches`), with the
+    file and line of that message (:func:`convlab.store.hits.placed`; hits the store's
+    search returned are placed already).
 
     Args:
         store: the frames the hits were found in.
-        hits: ranked hits (:data:`convlab.schema.HITS`).
-        query: the query the hits answer.
+        hits: ranked hits (:data:`convlab.schema.HITS`, with their match).
+        query: the query the hits answer (which message of a hit's unit matched).
         scoring: what the scores are (:func:`convlab.systems.search.system_scoring`), carried
             by every record as ``score_kind``.
     """
-    hit_convs = hits.select("conversation_id").unique()
+    from convlab.store.hits import PLACE_COLUMNS, placed
 
-    def of_hits(name: str) -> pl.DataFrame:
-        return store.frame(name).join(hit_convs, on="conversation_id", how="semi")
-
-    convs = of_hits("conversations").select(
-        "conversation_id", "title", pl.col("source_path").alias("conversation_path")
-    )
-    chunks = of_hits("chunks")
-    chunk_of = {
-        cid: (text, msg, role)
-        for cid, text, msg, role in chunks.select(
-            "chunk_id", "text", "message_index", "role"
-        ).iter_rows()
-    }
-    questions = (
-        chunks.filter(pl.col("role") == "user")
-        .sort("position")
-        .group_by("conversation_id", "turn_index", maintain_order=True)
-        .agg(pl.col("text").str.join(" ").alias("question"))
-    )
-    turns = of_hits("turns").select("conversation_id", "turn_index", "started_at")
-    cols = ["conversation_id", "message_index", "source_path", "source_line"]
-    try:
-        messages = of_hits("messages").select(cols)
-    except (FileNotFoundError, KeyError):  # no messages: hits keep the conversation's file
-        messages = schema.empty(schema.MESSAGES).select(cols)
-    h = (
-        hits.join(convs, on="conversation_id", how="left")
-        .join(questions, on=["conversation_id", "turn_index"], how="left")
-        .join(turns, on=["conversation_id", "turn_index"], how="left")
-        .join(messages, on=["conversation_id", "message_index"], how="left")
-        .sort("rank")
-    )
-    terms = query_terms(query) if query else frozenset()
+    h = hits if all(c in hits.columns for c in PLACE_COLUMNS) else placed(store, hits, query)
     out: list[HitRecord] = []
-    for r in h.iter_rows(named=True):
+    for r in h.sort("rank").iter_rows(named=True):
         when = r.get("timestamp") or r.get("started_at")
         out.append(
             {
@@ -196,42 +182,26 @@ def describe_hits(
                 "conversation_id": r["conversation_id"],
                 "title": r.get("title"),
                 "turn": r["turn_index"],
-                "message_index": r["message_index"],
-                "role": r.get("role"),
+                "message_index": r["match_message_index"],
+                "role": r.get("match_role"),
                 "timestamp": when.isoformat() if when else None,
-                "source_path": _opens(r.get("source_path") or r.get("conversation_path")),
+                "source_path": _opens(r.get("source_path")),
                 "source_line": r.get("source_line"),
                 "question": r.get("question"),
                 "snippet": clip(r.get("text"), 300),
-                "match": _matched(r, chunk_of, terms),
+                "match": {
+                    "unit_id": r["match_unit_id"],
+                    "message_index": r["match_message_index"],
+                    "role": r.get("match_role"),
+                    "text": str(r.get("match_text") or ""),
+                },
             }
         )
     return out
 
 
-def _matched(
-    hit: dict[str, Any], chunk_of: dict[str, tuple[str, int, str]], terms: frozenset[str]
-) -> MatchRecord:
-    """The hit's unit chunk that best matches ``terms``, with the unit's chunks of its message.
-
-    A message split into chunks (sentences) is shown whole as far as the unit holds it: the
-    words that answer a question often follow the sentence that holds its terms. Ties go to the
-    last chunk of the hit's message (the unit's target); a hit without chunks shows its unit's
-    text.
-    """
-    ids = [c for c in (hit.get("chunk_ids") or []) if c in chunk_of]
-    if not ids:
-        return {"chunk_id": None, "role": hit.get("role"), "text": str(hit.get("text") or "")}
-    in_msg = [i for i, c in enumerate(ids) if chunk_of[c][1] == hit.get("message_index")]
-    prefer = in_msg[-1] if in_msg else len(ids) - 1
-    best = best_chunk(terms, [chunk_of[c][0] for c in ids], prefer)
-    _, message, role = chunk_of[ids[best]]
-    text = " ".join(chunk_of[c][0] for c in ids if chunk_of[c][1] == message)
-    return {"chunk_id": ids[best], "role": role, "text": text}
-
-
-MATCH_LINES = 3
-"""Lines of the best matching chunk a hit shows (an excerpt around the query's terms)."""
+MATCH_LINES = 5
+"""Lines of the matching message a hit shows (an excerpt around the query's terms)."""
 
 QUESTION_LINES = 3
 """Lines of its turn's question a hit shows (an excerpt around the query's terms)."""
@@ -280,12 +250,11 @@ def hit_lines(
 ) -> list[str]:
     """Hits for people: a header line per hit, then its question, match and place.
 
-    The question (up to :data:`QUESTION_LINES` lines) and the match (the unit's chunk that best
-    matches ``query`` and the rest of its message in the unit, up to :data:`MATCH_LINES` lines)
-    are cut around the query's terms, which ``color`` highlights; with ``search --budget`` the
-    context the hit brings back follows, whole. With ``scoring``, a last line says what the
-    scores are (``scores: rrf (...)``): last, so ``convlab search ... | head -1`` still reads
-    the first hit.
+    The question (up to :data:`QUESTION_LINES` lines) and the match (the message the system
+    ranks first inside the hit, up to :data:`MATCH_LINES` lines) are cut around the query's
+    terms, which ``color`` highlights; with ``search --budget`` the context the hit brings back
+    follows, whole. With ``scoring``, a last line says what the scores are (``scores: rrf
+    (...)``): last, so ``convlab search ... | head -1`` still reads the first hit.
     """
     from convlab.retrieval.options import scoring_meaning
 

@@ -1,11 +1,10 @@
-"""Why a hit matched: the query's terms, the unit's best matching chunk, an excerpt, highlights.
+"""Why a hit matched, on the screen: the query's terms, an excerpt around them, highlights.
 
 A *term* is a query word that is not an English stopword (:mod:`convlab.stopwords`),
 lower-cased and Snowball-stemmed as BM25 stems it (PyStemmer, the ``convlab-memory[index]`` extra;
-without it, unstemmed), so *groups* in a chunk matches *group* in the query. The chunk shown
-for a hit is the chunk of its unit that holds the most distinct query terms (then the most
-matches, then the unit's target): a dense hit's unit starts with the question it was embedded
-with, while the words that answer it are usually in another chunk.
+without it, unstemmed), so *groups* in a message matches *group* in the query. Which message of
+a hit is shown is the system's choice (:func:`convlab.systems.match.with_matches`); this module
+cuts it around the terms and marks them.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import Any
 
 from convlab.stopwords import ENGLISH_STOP_WORDS
 
-__all__ = ["best_chunk", "excerpt", "highlight", "query_terms", "term_spans"]
+__all__ = ["excerpt", "highlight", "query_terms", "term_spans"]
 
 _WORD = re.compile(r"\w+")
 Span = tuple[int, int]
@@ -63,26 +62,6 @@ def term_spans(text: str, terms: frozenset[str]) -> list[Span]:
     found = list(_WORD.finditer(text))
     stems = _stem([m.group().lower() for m in found])
     return [m.span() for m, s in zip(found, stems, strict=True) if s in terms]
-
-
-def best_chunk(terms: frozenset[str], texts: Sequence[str], prefer: int | None = None) -> int:
-    """Index of the text holding the most distinct ``terms``, then the most matches.
-
-    Ties go to ``prefer`` (the unit's target), then to the first text.
-
-    Example:
-        >>> best_chunk(query_terms("support group"), ["How are you?", "A support group."])
-        1
-    """
-    if not texts:
-        raise ValueError("no text to choose from")
-
-    def key(i: int) -> tuple[int, int, int, int]:
-        spans = term_spans(texts[i], terms)
-        distinct = {_stem([texts[i][a:b].lower()])[0] for a, b in spans}
-        return (len(distinct), len(spans), int(i == prefer), -i)
-
-    return max(range(len(texts)), key=key)
 
 
 def excerpt(text: str, spans: Sequence[Span], n: int) -> tuple[str, list[Span]]:

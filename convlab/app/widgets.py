@@ -17,7 +17,6 @@ import html
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from convlab.app.display import describe_hits
+from convlab.app.panel_data import PanelData
 from convlab.model import MAX_TOKENS
 from convlab.systems.search import OnceEmbedder
 
@@ -35,9 +35,19 @@ if TYPE_CHECKING:
     from convlab.protocols import Embedder
     from convlab.retrieval import SearchOptions
     from convlab.retrieval.search import Searcher
-    from convlab.systems.system import System, View
 
 __all__ = ["PanelData", "SearchPanel", "highlight"]
+
+
+MATCH_CHARS = 400
+"""Characters of a hit's matching message the panel shows, around the query's terms."""
+
+
+def _cut(text: str, query: str) -> str:
+    """``text`` cut to :data:`MATCH_CHARS` around ``query``'s terms."""
+    from convlab.app.highlight import excerpt, query_terms, term_spans
+
+    return excerpt(text, term_spans(text, query_terms(query)), MATCH_CHARS)[0]
 
 
 def highlight(text: str, query: str) -> str:
@@ -72,70 +82,6 @@ def highlight(text: str, query: str) -> str:
         last = m.end()
     out.append(html.escape(text[last:]))
     return "".join(out)
-
-
-@dataclass(frozen=True, slots=True)
-class PanelData:
-    """What the panel searches: per strategy, an index (and its BM25); the frames to describe hits.
-
-    Attributes:
-        indexes: strategy name -> :class:`convlab.index.VectorIndex` (its units; its vectors
-            unless ``dense`` says the strategy is searched by BM25 alone).
-        chunks: the chunks the units were made of (what a hit resurrects).
-        conversations: titles and ids.
-        turns: when each turn started.
-        embedder: embeds the queries (the model the indexes were built with).
-        bm25: strategy name -> BM25 over the same units (hybrid search); a strategy missing
-            here gets its BM25 built on its first search that needs it.
-        dense: strategy name -> whether its units are embedded (missing: they are).
-        system: the system selected at start (None: the default system when its views are
-            held, else the first strategy searched densely).
-    """
-
-    indexes: Mapping[str, VectorIndex]
-    chunks: pl.DataFrame
-    conversations: pl.DataFrame
-    turns: pl.DataFrame
-    embedder: Embedder
-    bm25: Mapping[str, BM25Index | None] = field(default_factory=dict)
-    dense: Mapping[str, bool] = field(default_factory=dict)
-    system: System | None = None
-
-    def systems(self) -> dict[str, System]:
-        """The systems these views can run, by name.
-
-        The start system first, then the default system (when every view it needs is held),
-        then each strategy's own views.
-        """
-        from convlab.systems import default_system, resolve_system
-
-        out: dict[str, System] = {}
-        for s in (self.system, default_system()):
-            if s is not None and all(self._holds(v) for v in s.views):
-                out.setdefault(s.name, s)
-        for strategy in self.indexes:
-            prefixes = ("", "bm25:", "hybrid:") if self.dense.get(strategy, True) else ("bm25:",)
-            for prefix in prefixes:
-                one = resolve_system(f"{prefix}{strategy}")
-                out.setdefault(one.name, one)
-        return out
-
-    def _holds(self, view: View) -> bool:
-        embedded = self.dense.get(view.strategy, True)
-        return view.strategy in self.indexes and (embedded or not view.retrieval.needs_vectors)
-
-    def frame(self, name: str) -> pl.DataFrame:
-        """The frame ``name`` as :func:`convlab.app.display.describe_hits` reads it.
-
-        Raises:
-            KeyError: a frame the panel does not hold (``messages``).
-        """
-        frames = {
-            "conversations": self.conversations,
-            "chunks": self.chunks,
-            "turns": self.turns,
-        }
-        return frames[name]
 
 
 class SearchPanel:
@@ -261,6 +207,7 @@ class SearchPanel:
             emb,
             bm25={s: b.bm25 for s, b in built.items()},
             system=system or resolve_system(strategies[0]),
+            messages=corpus.messages,
         )
         return cls(data)
 
@@ -287,6 +234,7 @@ class SearchPanel:
             bm25={s: h.bm25 for s, h in held.items()},
             dense={s: h.dense for s, h in held.items()},
             system=store.system(),
+            messages=store.frame("messages"),
         )
         return cls(data)
 
@@ -393,15 +341,22 @@ class SearchPanel:
         if self.data is None:
             return []
         rows = []
-        for h in describe_hits(self.data, hits):
+        for h in describe_hits(self.data, hits, query):
             title = h["title"] or h["conversation_id"]
             when = (h["timestamp"] or "")[:10] or "undated"
+            m = h["match"]
+            at = f"{h['source_path'] or h['conversation_id']}"
+            at += f":{h['source_line']}" if h["source_line"] else ""
             head = (
                 f'<div class="convlab-hit" data-doc="{html.escape(h["doc_id"])}">'
                 f"<b>#{h['rank']}</b> &nbsp; {h['score']:.3f} &nbsp; "
                 f"<b>{html.escape(str(title))}</b> &middot; turn {h['turn']}"
                 f" &middot; {when}<br>"
-                f'<span class="convlab-snippet">{highlight(h["snippet"], query)}</span></div>'
+                f"<i>{html.escape(m['role'] or 'turn')}</i>: "
+                f'<span class="convlab-snippet">{highlight(_cut(m["text"], query), query)}'
+                f"</span><br>"
+                f'<small class="convlab-at">{html.escape(at)} (message {m["message_index"]})'
+                "</small></div>"
             )
             context = w.Output()
             toggle = w.ToggleButton(value=False, description="context", icon="chevron-down")

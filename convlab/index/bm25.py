@@ -31,7 +31,7 @@ from convlab.extras import require
 if TYPE_CHECKING:
     import bm25s
 
-__all__ = ["BM25Index", "BM25Params"]
+__all__ = ["BM25Index", "BM25Params", "tokenize"]
 
 _FEATURE = "BM25 (lexical and hybrid search)"
 
@@ -69,7 +69,8 @@ def _stemmer() -> Any:
     return require("Stemmer", "index", feature=_FEATURE).Stemmer("english")
 
 
-def _tokenize(texts: list[str]) -> list[list[str]]:
+def tokenize(texts: list[str]) -> list[list[str]]:
+    """The tokens of each text as BM25 indexes them: Snowball-stemmed, English stopwords out."""
     return _bm25s().tokenize(
         texts, stopwords="en", stemmer=_stemmer(), show_progress=False, return_ids=False
     )
@@ -146,14 +147,14 @@ class BM25Index:
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every document for ``query`` (0 where no query term occurs)."""
         vocab = self.retriever.vocab_dict
-        terms = [t for t in _tokenize([query])[0] if t in vocab]
+        terms = [t for t in tokenize([query])[0] if t in vocab]
         if not terms:
             return np.zeros(self.n, dtype=np.float32)
         return np.asarray(self.retriever.get_scores(terms), dtype=np.float32)
 
     def terms(self, text: str) -> list[str]:
         """The index's tokens of ``text`` (stemmed, stopwords out), as documents were tokenised."""
-        return list(_tokenize([text])[0])
+        return list(tokenize([text])[0])
 
     def weighted_scores(self, weights: Mapping[str, float]) -> np.ndarray:
         """``sum_t weights[t] * bm25(t, d)`` for every document (terms not indexed count 0).

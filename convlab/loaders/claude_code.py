@@ -3,7 +3,8 @@
 What it handles (see shared/transcripts/FORMATS.md section 2):
 
 - v2.x writes one content block per assistant line; lines sharing ``message.id`` are one message
-  (their blocks merged in order, ``usage`` not summed);
+  (their blocks merged in order, ``usage`` not summed), whose ``source_line`` is its first line
+  that is not thinking alone (the text or tool call a hit shows);
 - tool results arrive as ``type:user`` lines holding ``tool_result`` blocks: such a line becomes a
   ``tool`` message (``tool_result`` blocks, ``is_error`` kept);
 - a slash command typed with arguments (``<command-name>/compact</command-name> ...
@@ -67,6 +68,11 @@ class _Pending:
     external_id: str | None = None
     message_id: str | None = None
     followers: list[_Pending] = field(default_factory=list)
+
+
+def _only_thinking(blocks: list[BlockRow]) -> bool:
+    """Blocks that are all thinking (a record the default content policy leaves out)."""
+    return all(b.block_type == "thinking" for b in blocks)
 
 
 @register_format
@@ -314,6 +320,8 @@ class _FileReader:
         pending = conv.pending
         same = pending is not None and pending.role == "assistant" and pending.message_id == mid
         if mid and same and pending is not None:
+            if _only_thinking(pending.blocks) and not _only_thinking(blocks):
+                pending.line = number  # the message's line: its first record shown, not thinking
             pending.blocks.extend(blocks)
             self.builder.record()
             return

@@ -114,7 +114,10 @@ def record_conversations(scan: Scan, corpus: Corpus) -> None:
 def candidate_files(
     roots: Iterable[Path], skipped: list[tuple[str, int, str]] | None = None
 ) -> Iterable[Path]:
-    """The regular, readable files under ``roots`` (resolved), companions left out.
+    """The regular, readable files under ``roots`` (absolute), companions left out.
+
+    A file keeps the path it was found at, symlinks included (hits show the path that was
+    indexed, not a link's target); a file reached twice (two links to it) is yielded once.
 
     Walked by the loaders' :func:`convlab.files.walk`, so ``convlab index`` skips what
     ``load()`` skips: FIFOs, devices and sockets are never opened (hashing one would block or
@@ -123,16 +126,19 @@ def candidate_files(
     """
     from convlab.files import walk
 
+    seen: set[Path] = set()
     for root in roots:
         for path, problem in walk(root):
             if problem is not None:
                 if skipped is not None:
                     skipped.append((str(path), 0, problem))
                 continue
-            if path == root:
-                yield root
-            elif not any(r.companion(path) for _, r in FORMATS.items()):
-                yield path.resolve()
+            if path != root and any(r.companion(path) for _, r in FORMATS.items()):
+                continue
+            target = path.resolve()
+            if target not in seen:
+                seen.add(target)
+                yield Path(os.path.abspath(path))
 
 
 def file_sha256(path: Path) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import polars as pl
 
+from convlab.store.hits import placed
 from convlab.systems import resolve_system
 from convlab.systems.search import HeldView, OnceEmbedder, missing_views, search_system
 
@@ -147,7 +148,7 @@ class StoreSearch:
             )
         dense = any(v.retrieval.needs_vectors for v in chosen.views)
         queries = pl.DataFrame({"query_id": ["q"], "text": [query]})
-        return search_system(
+        hits = search_system(
             held,
             queries,
             chosen,
@@ -157,6 +158,7 @@ class StoreSearch:
             searchers=self._searchers,
             conversations_frame=conversations_frame,
         )
+        return placed(self.store, hits, query, options.roles if options is not None else None)
 
 
 def units_only_index(units: pl.DataFrame, dimension: int) -> VectorIndex:

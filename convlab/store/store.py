@@ -139,7 +139,12 @@ class Store:
         """The ``k`` best docs for ``query`` under ``system`` (default: :meth:`system`).
 
         The same code as ``eval.run``'s systems (:func:`convlab.systems.search.search_system`);
-        the indexes and the query embedder are loaded on the first search and kept.
+        the indexes and the query embedder are loaded on the first search and kept. Each hit
+        (:data:`convlab.schema.HITS`) comes with its match, the best message inside its doc by
+        the system's own scoring (``match_unit_id``, ``match_message_index``,
+        ``match_role``, ``match_text``), and where it is (``title``, ``question``,
+        ``started_at``, and the match's ``source_path`` and ``source_line``:
+        :func:`convlab.store.hits.placed`).
 
         Args:
             query: the text to search for.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -251,7 +252,7 @@ def _plan(
     ``reread``: every file is read again (new redaction rules), and every stored conversation
     but the detached ones is rebuilt from it. ``missing_ok``: a root not there holds no file.
     """
-    roots = [Path(p).expanduser().resolve() for p in paths]
+    roots = [Path(os.path.abspath(Path(p).expanduser())) for p in paths]  # links kept
     for r in [] if missing_ok else roots:
         if not r.exists():
             raise FileNotFoundError(f"no such file or directory: {r}")

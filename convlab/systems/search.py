@@ -19,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from convlab.systems.hits import DEPTH, system_hits, view_options
+from convlab.systems.match import with_matches
 from convlab.systems.system import System
 
 if TYPE_CHECKING:
@@ -149,7 +150,9 @@ def search_system(
             by a project filter (``options.projects``).
 
     Returns:
-        Hits (:data:`convlab.schema.HITS`), ranks 1..k per query.
+        Hits (:data:`convlab.schema.HITS`), ranks 1..k per query, and each hit's best
+        message inside its doc by the system's own scoring
+        (:func:`convlab.systems.match.with_matches`).
 
     Raises:
         ValueError: a view ``held`` cannot search (naming it), or a system whose weights are to
@@ -174,7 +177,7 @@ def search_system(
         else OnceEmbedder(embedder, dimension=dimension)
     )
     kept = {} if searchers is None else searchers
-    hits = []
+    hits, used = [], []
     for view in system.views:
         h = held[view.strategy]
         opts = view_options(system, view, depth)
@@ -184,4 +187,9 @@ def search_system(
             searcher = Searcher(h.vector_index, once, opts, h.bm25, conversations_frame)
             kept[key] = searcher
         hits.append(searcher.frame(queries))
-    return system_hits(system, hits, depth=depth).filter(pl.col("rank") <= k)
+        used.append(searcher)
+    found = system_hits(system, hits, depth=depth).filter(pl.col("rank") <= k)
+    asked = dict(
+        zip(queries["query_id"], used[0].dense.queries(queries["text"].to_list()), strict=True)
+    )
+    return with_matches(found, system, used, asked)

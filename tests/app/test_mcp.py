@@ -91,11 +91,12 @@ def test_an_sdk_client_lists_and_calls_the_tools_over_stdio(store: Path) -> None
 
     got = _payload(shown)
     assert got["title"] == "Choosing a FAISS index"
-    # turns 0, 1 and 2 of the FAISS session (read by hand: 2 + 2 + 2 messages with text), the
-    # messages of turn 1 marked as the hit; line 5 is the assistant's answer (message 4)
-    assert [m["turn"] for m in got["messages"]] == [0, 0, 1, 1, 2, 2]
-    assert [m["is_hit"] for m in got["messages"]] == [False, False, True, True, False, False]
-    answer = got["messages"][3]
+    # turn 1 of the FAISS session and one *message* on each side (read by hand: 2 + 2 + 2
+    # messages with text: turn 0's last, turn 1's two, turn 2's first), turn 1's marked as the
+    # hit; line 5 is the assistant's answer (message 4)
+    assert [m["turn"] for m in got["messages"]] == [0, 1, 1, 2]
+    assert [m["is_hit"] for m in got["messages"]] == [False, True, True, False]
+    answer = got["messages"][2]
     assert (answer["message_index"], answer["source_line"]) == (4, 5)
     assert answer["text"].startswith(ANSWER)
 

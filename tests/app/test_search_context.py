@@ -37,7 +37,7 @@ def _search(store: Path, query: str, *extra: str) -> list[str]:
     return ["search", query, "--store", str(store), *extra]
 
 
-def test_the_human_output_shows_the_best_matching_chunk_whole(
+def test_the_human_output_shows_the_matching_message_and_its_line(
     sample_store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the query's terms (efconstruct, efsearch, recal) are all in the answer's first chunk,
@@ -50,14 +50,16 @@ def test_the_human_output_shows_the_best_matching_chunk_whole(
     assert len(match) == 1
     at = next(i for i, line in enumerate(lines) if line.startswith("   at: "))
     shown = " ".join(line[10:].strip() for line in lines[match[0] : at])
-    assert shown == f"[assistant] {ANSWER}"
+    assert shown.startswith(f"[assistant] {ANSWER} ")  # then the message's code line
+    assert lines[at].endswith(":5 (message 4)")  # the answer's file:line, as the match
     assert main([*_search(sample_store, query, *FAISS, "-k", "1"), "--json"]) == EXIT_OK
     (hit,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert hit["match"] == {
-        "chunk_id": "amp-faiss-choice:t1:assistant:s0",
+    assert (hit["message_index"], hit["source_line"], hit["role"]) == (4, 5, "assistant")
+    assert {k: hit["match"][k] for k in ("message_index", "role")} == {
+        "message_index": 4,
         "role": "assistant",
-        "text": ANSWER,
     }
+    assert hit["match"]["text"].startswith(f"{ANSWER} ")
 
 
 def test_query_terms_are_highlighted_on_a_terminal_only() -> None:
@@ -105,7 +107,7 @@ def test_a_long_chunk_is_cut_around_the_query_terms(
     }
     lines = hit_lines([row], 60, query="needle")  # type: ignore[list-item]
     match = lines[2:-1]
-    assert len(match) == 3  # MATCH_LINES
+    assert len(match) == 5  # MATCH_LINES
     assert any("needle" in line for line in match)
     assert match[0].startswith("   match: [user] … ")
     assert all(len(line) <= 60 for line in lines)
@@ -137,7 +139,7 @@ def test_budget_brings_back_each_hits_context_in_json(
 def test_the_budget_holds_over_all_hits_and_the_policy_is_used(
     sample_store: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for budget in (0, 40, 300):
+    for budget in (1, 40, 300):
         argv = _search(sample_store, "cache invalidation", "-k", "8", "--json")
         assert main([*argv, "--budget", str(budget), "--policy", "window"]) == EXIT_OK
         hits = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -146,7 +148,7 @@ def test_the_budget_holds_over_all_hits_and_the_policy_is_used(
         assert sum(h["context"]["tokens"] for h in hits) <= budget
         chunks = [c for h in hits for p in h["context"]["pieces"] for c in p["chunk_ids"]]
         assert len(chunks) == len(set(chunks))  # each chunk comes back once
-        if budget == 0:
+        if budget == 1:  # no piece is one token
             assert all(h["context"]["skipped"] for h in hits)
 
 
@@ -163,11 +165,12 @@ def test_budget_context_in_the_human_output(
     assert "     We do need low latency." in out
 
 
-def test_a_negative_budget_is_a_usage_error(
-    sample_store: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("budget", ["-1", "0"])
+def test_a_budget_under_one_token_is_a_usage_error(
+    sample_store: Path, capsys: pytest.CaptureFixture[str], budget: str
 ) -> None:
-    assert main([*_search(sample_store, "x"), "--budget", "-1"]) == EXIT_USAGE
-    assert "negative" in capsys.readouterr().err
+    assert main([*_search(sample_store, "x"), "--budget", budget]) == EXIT_USAGE
+    assert "--budget must be at least 1 token" in capsys.readouterr().err
 
 
 def test_show_around_a_turn_hit(sample_store: Path, capsys: pytest.CaptureFixture[str]) -> None:

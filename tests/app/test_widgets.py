@@ -74,9 +74,9 @@ def test_empty_query_and_a_real_search(tmp_path: Path) -> None:
 def test_panel_shows_hits_as_describe_hits_describes_them(tmp_path: Path) -> None:
     import html as html_lib
 
-    import pytest
-
     from convlab.app.display import describe_hits
+    from convlab.app.highlight import excerpt, query_terms, term_spans
+    from convlab.app.widgets import MATCH_CHARS
 
     panel = SearchPanel.from_data(
         sample_data_path() / "transcripts",
@@ -89,16 +89,22 @@ def test_panel_shows_hits_as_describe_hits_describes_them(tmp_path: Path) -> Non
     hits = panel.last_hits
     assert hits is not None
     assert panel.data is not None
-    rows = describe_hits(panel.data, hits)  # the CLI's description, from the panel's frames
+    # the CLI's description, from the panel's frames
+    rows = describe_hits(panel.data, hits, query)
     heads = [box.children[0].value for box in panel.results.children]
     assert len(heads) == len(rows) == hits.height
     for head, row in zip(heads, rows, strict=True):
-        assert highlight(str(row["snippet"]), query) in head
+        # the matching message (short ones whole) and its file and line, as the CLI shows them
+        text = row["match"]["text"]
+        shown = excerpt(text, term_spans(text, query_terms(query)), MATCH_CHARS)[0]
+        assert highlight(shown, query) in head
         assert html_lib.escape(str(row["title"] or row["conversation_id"])) in head
         assert f"turn {row['turn']}" in head
-    with pytest.raises(KeyError):
-        panel.data.frame("messages")  # none held: hits point to the conversation's file
-    assert rows[0]["source_path"] is not None
+        assert f"{row['source_path']}:{row['source_line']} (message {row['message_index']})" in (
+            html_lib.unescape(head)
+        )
+    assert panel.data.frame("messages").height  # every hit has its message's line
+    assert all(r["source_line"] for r in rows)
 
 
 def test_the_panel_builds_with_the_callers_policy_and_budget(

@@ -32,12 +32,12 @@ def test_store_config_validates_max_tokens(max_tokens: int) -> None:
         StoreConfig(max_tokens=max_tokens)
 
 
-def test_cli_index_takes_max_tokens_and_the_old_budget_alias(
+def test_cli_index_takes_unit_tokens_and_the_old_names(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from convlab.app.cli import main
 
     sample = Path(__file__).resolve().parents[2] / "data" / "sample" / "transcripts"
-    for flag in ("--max-tokens", "--budget"):
+    for flag in ("--unit-tokens", "--max-tokens", "--budget"):
         assert main(["index", str(sample), "--store", str(tmp_path / "s"), flag, "300"]) == 2
         assert "max_tokens must be between 8 and 256 tokens" in capsys.readouterr().err

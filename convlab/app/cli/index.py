@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from convlab.app.cli.options import add_device, add_store, engine, make_embedder
-from convlab.app.display import skip_report, with_skip_report
+from convlab.app.display import skip_report, sync_line, with_skip_report
 from convlab.app.exits import EXIT_OK, UsageError
 from convlab.embed.factory import EMBEDDERS
 from convlab.progress import BarProgress, LineProgress, NullProgress, Progress, using
@@ -78,13 +78,17 @@ def _add_held(ix: argparse.ArgumentParser) -> None:
         help="one strategy, searched densely (the same as --system STRATEGY)",
     )
     ix.add_argument(
-        "--max-tokens",
-        "--budget",  # deprecated alias: "budget" is the resurrection budget of `show`
+        "--unit-tokens",
         dest="max_tokens",
         type=int,
         default=defaults.max_tokens,
-        help="a unit's token limit (%(default)s)",
+        metavar="TOKENS",
+        help="a unit's token limit, [CLS] and [SEP] included (%(default)s)",
     )
+    for old in ("--max-tokens", "--budget"):  # older names; "budget" is the context budget
+        ix.add_argument(
+            old, dest="max_tokens", type=int, default=argparse.SUPPRESS, help=argparse.SUPPRESS
+        )
     ix.add_argument(
         "--index", dest="index_kind", default=defaults.index.kind, choices=list(INDEX_KINDS)
     )
@@ -216,8 +220,9 @@ def _index(
     embedder: Embedder,
     *,
     missing_ok: bool = False,
+    synced: bool = False,
 ) -> None:
-    """One ``convlab index`` run: update the store, print its summary.
+    """One ``convlab index`` run: update the store, print its summary (``synced``: one line).
 
     ``missing_ok``: a path that is gone is a folder emptied, not an error (``--watch``).
     """
@@ -249,6 +254,9 @@ def _index(
             )
     finally:
         eng.close()
+    if synced:  # a sync of --watch: one line each
+        print(sync_line(summary, time.strftime("%Y-%m-%d %H:%M:%S")), flush=True)
+        return
     report = skip_report(summary.skipped, verbose=args.verbose)
     for line in with_skip_report(summary.lines(), report):
         print(line)
@@ -270,12 +278,14 @@ def _watch(
 ) -> None:
     """Poll the sources every ``args.interval`` seconds; index again when a file changed.
 
-    Each poll is :func:`sync`; ``--watch-cycles`` bounds the polls (tests), else it runs until
-    interrupted.
+    Each poll is :func:`sync`, which prints one line per sync (:func:`sync_line`);
+    ``--watch-cycles`` bounds the polls (tests), else it runs until interrupted.
     """
     from convlab.app.cli.serve import start_background
 
     again = argparse.Namespace(**{**vars(args), "wait": True})  # behind a hook's index, say
+    if not args.quiet:
+        print(f"watching every {args.interval:g} s; a line per sync (Ctrl-C stops)", flush=True)
     seen = sources_signature(paths)
     polls = 0
     warm = start_background(store.directory, owner=os.getpid())  # searches answer at once
@@ -311,7 +321,8 @@ def sync(
         if not path.expanduser().exists():
             _say(args, f"{path} is gone; its conversations stay in the store, detached")
     try:
-        _index(args, paths, config, store, embedder, missing_ok=True)
+        quiet = argparse.Namespace(**{**vars(args), "quiet": True})  # its line only
+        _index(quiet, paths, config, store, embedder, missing_ok=True, synced=True)
     except UsageError as exc:  # nothing readable under the paths now: wait for more
         _say(args, str(exc))
     return now
@@ -362,7 +373,7 @@ def nothing_readable(
     """
     from convlab.files import walk
 
-    walked = {str(f.path.resolve()) for p in paths for f in walk(p.expanduser()) if not f.problem}
+    walked = {os.path.abspath(f.path) for p in paths for f in walk(p.expanduser()) if not f.problem}
     under = {name: rec for name, rec in files.items() if name in walked}
     if any(rec.conversations for rec in under.values()):
         return None

@@ -4,9 +4,10 @@
 ``convlab-memory[mcp]`` extra):
 
 - ``search(query, k, conversation, role, since, until)``: ranked hits, described as ``convlab
-  search --json`` describes them (where, when, the best matching chunk);
-- ``show(target, around)``: a hit's doc (a ``doc_id`` or ``unit_id`` from a search) and the
-  ``around`` docs before and after it, message by message, with speaker, time and source line;
+  search --json`` describes them (where, when, the matching message and its file and line);
+- ``show(target, around)``: a hit's doc or message (a ``doc_id``, ``unit_id`` or message id
+  from a search) and the ``around`` messages before and after it, with speaker, time and
+  source line;
 - ``context(query, budget, policy, k)``: the context resurrection brings back for the query's
   hits within ``budget`` tokens, as prompt-ready text (:meth:`Resurrection.text`) and per hit.
 
@@ -129,7 +130,7 @@ class StoreTools:
         return {"query": query, "hits": [dict(r) for r in rows]}
 
     def show(self, target: str, around: int = 0) -> dict[str, Any]:
-        """The doc ``target`` names (a doc or unit id) and ``around`` docs on each side.
+        """The doc ``target`` names (a doc or unit id) and ``around`` messages on each side.
 
         Raises:
             ValueError: nothing of that name, or ``around`` negative.
@@ -294,7 +295,7 @@ def build_server(directory: str | Path) -> Any:
 
         Args:
             target: a hit's doc_id or unit_id.
-            around: how many turns (messages in dialogs) before and after to include.
+            around: how many messages before and after to include.
         """
         return call(lambda: tools.show(target, around))
 

@@ -138,8 +138,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"the query is not UTF-8 text (character {exc.start + 1})") from None
     if not 1 <= args.k <= MAX_K:
         raise UsageError(f"-k must be at least 1 and at most {MAX_K:,}")
-    if args.budget is not None and args.budget < 0:
-        raise UsageError("--budget must not be negative")
+    if args.budget is not None and args.budget < 1:
+        raise UsageError("--budget must be at least 1 token")
     store = open_store(args.store)  # a server's warm one under `convlab serve`
     manifest = store.manifest()
     if args.conversation:
@@ -222,7 +222,7 @@ def hit_contexts(
     """Each hit's resurrected context, in rank order (see ``resurrection.render.hit_contexts``).
 
     Raises:
-        UsageError: a negative budget, or a store without chunks.
+        UsageError: a budget under 1 token, or a store without chunks.
     """
     from convlab.resurrection.render import hit_contexts as per_hit
 
@@ -237,14 +237,14 @@ def resurrect_hits(store: Store, hits: pl.DataFrame, budget: int, policy: str) -
     conversations (:func:`convlab.resurrection.resurrect`).
 
     Raises:
-        UsageError: a negative budget, or a store without chunks.
+        UsageError: a budget under 1 token, or a store without chunks.
     """
     import polars as pl
 
     from convlab.resurrection import resurrect
 
-    if budget < 0:
-        raise UsageError("--budget must not be negative")
+    if budget < 1:
+        raise UsageError("--budget must be at least 1 token")
     convs = hits.select("conversation_id").unique()
 
     def of_hits(name: str) -> pl.DataFrame | None:

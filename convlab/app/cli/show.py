@@ -39,9 +39,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     sh: argparse.ArgumentParser = sub.add_parser(
         NAME,
         help="print a conversation, a turn or a hit with its neighbours and context",
-        description="Print a conversation, a turn, or a hit (its doc_id or unit_id from "
-        "`convlab search --json`) with the docs around it; --budget adds the context "
-        "resurrection brings back.",
+        description="Print a conversation, a turn, a message or a hit (its doc_id or unit_id "
+        "from `convlab search --json`) with the messages around it, the hit's file:line and "
+        "long tool output folded; --budget adds the context resurrection brings back.",
     )
     sh.add_argument(
         "target",
@@ -55,7 +55,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         type=int,
         default=None,
         metavar="N",
-        help="also the N docs (turns, or messages in dialogs) before and after the hit",
+        help="also the N messages before and after the hit (a turn: its first and last)",
+    )
+    sh.add_argument(
+        "--full",
+        action="store_true",
+        help=f"print long tool output whole (default: its first {FOLD_LINES} lines)",
     )
     sh.add_argument("--budget", type=int, default=None, help="resurrection budget in tokens")
     sh.add_argument(
@@ -71,8 +76,8 @@ def run(args: argparse.Namespace) -> int:
     """Print what ``args.target`` names, then the resurrected context when budgeted."""
     from convlab.store import Store
 
-    if args.budget is not None and args.budget < 0:
-        raise UsageError("--budget must not be negative")
+    if args.budget is not None and args.budget < 1:
+        raise UsageError("--budget must be at least 1 token")
     if args.around is not None and args.around < 0:
         raise UsageError("--around must not be negative")
     store = Store(args.store)
@@ -87,13 +92,13 @@ def run(args: argparse.Namespace) -> int:
         doc = schema.turn_id(target.conversation, args.turn)
         if not chunks.filter(pl.col("turn_index") == args.turn).height:
             raise UsageError(f"conversation {target.conversation!r} has no turn {args.turn}")
-        chunks, hit_docs = around(chunks, doc, args.around or 0, kind="turn")
+        chunks, hit_docs = around(chunks, doc, args.around or 0)
         if args.around is None:
             hit_docs = set()
     elif args.around is not None:
         raise UsageError("--around needs a hit (a doc id or a unit id) or --turn")
     width = terminal_width()
-    _print_docs(store, target.conversation, chunks, hit_docs, width)
+    _print_docs(store, target.conversation, chunks, hit_docs, width, fold=not args.full)
     if args.budget is not None:
         role_w = max(len(r) for r in chunks["role"].unique().to_list())
         _print_resurrected(store, target, args, role_w, width)
@@ -114,11 +119,9 @@ def resolve(store: Store, text: str) -> Target:
         units = store.frame("units").filter(pl.col("unit_id") == text)
     except (FileNotFoundError, ValueError):  # a store that keeps its units otherwise
         units = pl.DataFrame()
-    if units.height:
-        docs = units["doc_ids"][0]
+    if units.height:  # a hit's unit: its message (its target's)
         conv = str(units["conversation_id"][0])
-        doc = docs[0] if docs is not None and len(docs) else None
-        return Target(conv, doc or schema.turn_id(conv, units["turn_index"][0]), text)
+        return Target(conv, schema.message_id(conv, int(units["message_index"][0])), text)
     m = _DOC.fullmatch(text)
     if m and convs.is_in([m["conv"]]).any():
         return Target(m["conv"], text)
@@ -128,16 +131,15 @@ def resolve(store: Store, text: str) -> Target:
     return Target(resolve_conversation(store, text))  # a unique start of a conversation id
 
 
-def around(
-    chunks: pl.DataFrame, doc: str, n: int, kind: str | None = None
-) -> tuple[pl.DataFrame, set[str]]:
-    """The chunks of ``doc`` and of the ``n`` docs of its kind before and after it.
+def around(chunks: pl.DataFrame, doc: str, n: int) -> tuple[pl.DataFrame, set[str]]:
+    """The chunks of ``doc`` and of the ``n`` messages before and after it.
+
+    Messages, not turns: an agent's turn can hold a whole session.
 
     Args:
         chunks: the chunks of ``doc``'s conversation.
-        doc: a turn id (``CONV:tN``) or a message id (``CONV:mN``).
-        n: docs on each side.
-        kind: ``"turn"`` or ``"message"``; by default the kind ``doc`` names.
+        doc: a turn id (``CONV:tN``: its messages) or a message id (``CONV:mN``).
+        n: messages on each side.
 
     Returns:
         The chunks shown and the set of hit docs (``{doc}``).
@@ -145,23 +147,40 @@ def around(
     Raises:
         UsageError: ``doc`` has no chunk.
     """
-    if kind is None:
-        m = _DOC.fullmatch(doc)
-        kind = "message" if m is not None and m["kind"] == "m" else "turn"
-    key = schema.message_id_expr() if kind == "message" else schema.turn_id_expr()
-    keyed = chunks.sort("position").with_columns(key.alias("_doc"))
-    order = keyed["_doc"].unique(maintain_order=True).to_list()
-    if doc not in order:
-        raise UsageError(f"no {kind} {doc!r} with text in the store")
-    i = order.index(doc)
-    shown = order[max(0, i - n) : i + n + 1]
-    return keyed.filter(pl.col("_doc").is_in(shown)).drop("_doc"), {doc}
+    m = _DOC.fullmatch(doc)
+    turn = m is None or m["kind"] == "t"
+    keyed = chunks.sort("position").with_columns(
+        schema.message_id_expr().alias("_msg"), schema.turn_id_expr().alias("_turn")
+    )
+    order = keyed["_msg"].unique(maintain_order=True).to_list()
+    hit = keyed.filter(pl.col("_turn" if turn else "_msg") == doc)["_msg"].unique(
+        maintain_order=True
+    )
+    if hit.is_empty():
+        raise UsageError(f"no {'turn' if turn else 'message'} {doc!r} with text in the store")
+    first, last = order.index(hit[0]), order.index(hit[-1])
+    shown = order[max(0, first - n) : last + n + 1]
+    return keyed.filter(pl.col("_msg").is_in(shown)).drop("_msg", "_turn"), {doc}
+
+
+FOLD_LINES = 12
+"""Lines of a long tool output ``show`` prints (``--full``: all)."""
 
 
 def _print_docs(
-    store: Store, conversation: str, chunks: pl.DataFrame, hit_docs: set[str], width: int
+    store: Store,
+    conversation: str,
+    chunks: pl.DataFrame,
+    hit_docs: set[str],
+    width: int,
+    *,
+    fold: bool = True,
 ) -> None:
-    """The conversation's header, then the chunks by turn and message; ``>`` marks the hit."""
+    """The conversation's header, then the chunks by turn and message; ``>`` marks the hit.
+
+    A hit message is followed by its file and line (``at:``); a tool output longer than
+    :data:`FOLD_LINES` lines is folded to them, with a count of what was left out.
+    """
     conv = store.frame("conversations").filter(pl.col("conversation_id") == conversation)
     title = conv["title"][0] if conv.height else None
     print(clip(printable(f"{conversation}: {title}" if title else conversation), width))
@@ -177,6 +196,7 @@ def _print_docs(
         .iter_rows()
     )
     role_w = max(len(r) for r in chunks["role"].unique().to_list())
+    places = _places(store, conversation, hit_docs)
     for (turn,), part in chunks.sort("position").group_by("turn_index", maintain_order=True):
         started = starts.get(turn)
         when = f" · {started:%Y-%m-%d %H:%M}" if started else ""
@@ -186,8 +206,51 @@ def _print_docs(
         for (msg, role), m in part.group_by("message_index", "role", maintain_order=True):
             hit = schema.message_id(conversation, msg) in hit_docs
             label = f"{'>' if hit else ' '} {role:<{role_w}}  #{msg:<{msg_w}}  "
-            for line in wrapped(label, " ".join(m["text"].to_list()), width):
+            lines = wrapped(label, " ".join(m["text"].to_list()), width)
+            if fold and role == "tool":
+                lines = folded(lines, " " * len(label))
+            for line in lines:
                 print(line)
+            if hit and msg in places:
+                path, at = places[msg]
+                line = f":{at}" if at else ""
+                room = max(20, width - len(label) - 4 - len(line))
+                print(f"{' ' * len(label)}at: {short_path(printable(path), room)}{line}")
+
+
+def folded(lines: list[str], indent: str) -> list[str]:
+    """The first :data:`FOLD_LINES` of ``lines``, then one line counting what was left out.
+
+    Example:
+        >>> folded([f"l{i}" for i in range(14)], "  ")[-1]
+        '  [… 2 more lines (6 characters) folded; --full prints them]'
+    """
+    if len(lines) <= FOLD_LINES:
+        return lines
+    left = lines[FOLD_LINES:]
+    chars = sum(len(line.strip()) for line in left)
+    return [
+        *lines[:FOLD_LINES],
+        f"{indent}[… {len(left)} more lines ({chars:,} characters) folded; --full prints them]",
+    ]
+
+
+def _places(store: Store, conversation: str, hit_docs: set[str]) -> dict[int, tuple[str, int]]:
+    """The file and line of each hit message (none: a store that keeps no messages)."""
+    hits = [int(d.rsplit(":m", 1)[1]) for d in hit_docs if _DOC.fullmatch(d) and ":m" in d]
+    if not hits:
+        return {}
+    try:
+        messages = store.frame("messages")
+    except (FileNotFoundError, KeyError, ValueError):
+        return {}
+    found = messages.filter(
+        (pl.col("conversation_id") == conversation) & pl.col("message_index").is_in(hits)
+    )
+    return {
+        int(m): (str(p), int(line) if line is not None else 0)
+        for m, p, line in found.select("message_index", "source_path", "source_line").iter_rows()
+    }
 
 
 def _print_resurrected(
@@ -203,7 +266,11 @@ def _print_resurrected(
     if target.unit is not None:
         units = units.filter(pl.col("unit_id") == target.unit)
     elif target.doc is not None:
-        units = units.filter(pl.col("doc_ids").list.contains(target.doc))
+        m = _DOC.fullmatch(target.doc)
+        mine = pl.col("doc_ids").list.contains(target.doc)
+        if m is not None and m["kind"] == "m":  # a message of a chat: the units it targets
+            mine |= pl.col("message_index") == int(m["index"])
+        units = units.filter(mine)
     elif args.turn is not None:
         units = units.filter(pl.col("turn_index") == args.turn)
     res = resurrect(
