@@ -139,12 +139,8 @@ class Store:
         """The ``k`` best docs for ``query`` under ``system`` (default: :meth:`system`).
 
         The same code as ``eval.run``'s systems (:func:`convlab.systems.search.search_system`);
-        the indexes and the query embedder are loaded on the first search and kept. Each hit
-        (:data:`convlab.schema.HITS`) comes with its match, the best message inside its doc by
-        the system's own scoring (``match_unit_id``, ``match_message_index``,
-        ``match_role``, ``match_text``), and where it is (``title``, ``question``,
-        ``started_at``, and the match's ``source_path`` and ``source_line``:
-        :func:`convlab.store.hits.placed`).
+        indexes and query embedder loaded once. Each hit carries its match, the best message of
+        its doc by the system's own scoring, and where it is (:func:`convlab.store.hits.placed`).
 
         Args:
             query: the text to search for.
@@ -157,8 +153,7 @@ class Store:
             ValueError: a system whose views this store does not hold (naming them).
 
         Example:
-            >>> store = convlab.open_store("~/.convlab/store")  # doctest: +SKIP
-            >>> store.search("nginx websockets", k=5)  # doctest: +SKIP
+            >>> convlab.open_store("~/.convlab/store").search("nginx", k=5)  # doctest: +SKIP
         """
         from convlab.store.search import StoreSearch
 
