@@ -46,8 +46,9 @@ def _bm25s() -> ModuleType:
     reference, "The module cache"), so bm25s finds them missing; the names are freed again at
     once, for any other code that imports them.
     """
-    if "bm25s" in sys.modules:
-        return sys.modules["bm25s"]
+    loaded = sys.modules.get("bm25s")
+    if loaded is not None:  # None: marked missing (``require`` then names the extra)
+        return loaded
     hidden = [name for name in ("numba", "scipy") if name not in sys.modules]
     for name in hidden:
         sys.modules[name] = None  # type: ignore[assignment]
