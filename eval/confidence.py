@@ -11,7 +11,8 @@ system (:func:`convlab.evaluation.confidence_study.study_frame`), then:
 - fits the shipped model on every query and writes it (``--model``, by default the package's
   ``convlab/systems/confidence.json``) with this command in it.
 
-Writes ``DIR/features.parquet`` (reused by ``--features``: no search again),
+Writes ``DIR/features.parquet`` and ``DIR/features.command``, the command that searched (reused
+by ``--features FILE``, which reads ``FILE``'s ``.command`` beside it: no search again),
 ``DIR/held_out.parquet``, ``DIR/summary.json``, ``DIR/confidence.md`` and the page ``--page``
 (``docs/site_src/results/confidence.md``). Exit 0, 2 on bad input.
 """
@@ -193,19 +194,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    command = [PROG, *(sys.argv[1:] if argv is None else argv)]
+    command = shlex.join([PROG, *(sys.argv[1:] if argv is None else argv)])
     frame = features(args)
+    made_by = command
+    if args.features is not None:  # the searches were made by the command beside the file
+        sidecar = args.features.with_suffix(".command")
+        if not sidecar.exists():
+            print(f"{PROG}: {sidecar} is missing: which command searched?", file=sys.stderr)
+            return 2
+        made_by = f"{sidecar.read_text().strip()} (searches); {command} (fit)"
     args.out.mkdir(parents=True, exist_ok=True)
     frame.write_parquet(args.out / "features.parquet")
+    (args.out / "features.command").write_text(made_by.split(" (searches); ")[0] + "\n")
     judged = cross_validated(frame, config)
     judged.write_parquet(args.out / "held_out.parquet")
     held, moved = summarise(judged), transfer(frame, config)
     from convlab.systems import default_system
 
-    model = fit_model(frame, config, system=default_system().name, command=command)
+    model = fit_model(frame, config, system=default_system().name, command=made_by)
     args.model.write_bytes(msgspec.json.format(msgspec.json.encode(model)) + b"\n")
     commit, state = source_commit()
-    text = page(shlex.join(command), commit or state, held, moved, model, config.keep)
+    text = page(made_by, commit or state, held, moved, model, config.keep)
     (args.out / "confidence.md").write_text(text)
     if args.page is not None:
         args.page.write_text(text)

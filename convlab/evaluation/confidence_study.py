@@ -24,7 +24,6 @@ answerable training queries.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -256,7 +255,7 @@ def summarise(judged: pl.DataFrame) -> pl.DataFrame:
 
 
 def fit_model(
-    frame: pl.DataFrame, config: ConfidenceConfig, *, system: str, command: Sequence[str] = ()
+    frame: pl.DataFrame, config: ConfidenceConfig, *, system: str, command: str = ""
 ) -> ConfidenceModel:
     """The model fitted on every query of ``frame``, its threshold chosen on them (shipped)."""
     model = _fit(frame, config)
@@ -270,5 +269,5 @@ def fit_model(
         coef=tuple(float(v) for v in lr.coef_[0]),
         intercept=float(lr.intercept_[0]),
         threshold=math.floor(cut * 1e4) / 1e4,  # never above the fitted cut
-        command=" ".join(command),
+        command=command,
     )

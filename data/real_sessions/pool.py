@@ -35,6 +35,7 @@ ASSESSOR = "helper-judge (AI assistant)"
 
 
 def pool() -> list[Candidate]:
+    """The pool of every query over today's corpus, in judging order."""
     corpus = _sources(HERE / "sources.json")
     data = LabelledData("real_sessions", corpus, read_queries(HERE / "queries.jsonl"))
     emb = CachedEmbedder(MiniLMEmbedder(), "runs/cache")
@@ -42,6 +43,7 @@ def pool() -> list[Candidate]:
 
 
 def show(cands: list[Candidate], args: list[str], log: JudgmentLog) -> None:
+    """Print the candidates (``--new``: only the unjudged ones, with whole doc ids)."""
     new = "--new" in args
     wanted = {a for a in args if a != "--new"}
     done = log.judged()
@@ -56,6 +58,7 @@ def show(cands: list[Candidate], args: list[str], log: JudgmentLog) -> None:
 
 
 def record_positions(cands: list[Candidate], grades: Path, log: JudgmentLog) -> None:
+    """Record ``grades.txt``'s positional grades; refuse a query whose pool changed."""
     by_query: dict[str, list[Candidate]] = {}
     for c in cands:
         by_query.setdefault(c.query_id, []).append(c)
@@ -83,6 +86,7 @@ def record_positions(cands: list[Candidate], grades: Path, log: JudgmentLog) -> 
 
 
 def record_docs(cands: list[Candidate], grades: Path, log: JudgmentLog) -> None:
+    """Record grades named by doc id; every unjudged candidate must have one."""
     by_pair = {(c.query_id, c.doc_id): c for c in cands}
     given: dict[tuple[str, str], str] = {}
     for n, line in enumerate(grades.read_text().splitlines(), start=1):
@@ -104,6 +108,7 @@ def record_docs(cands: list[Candidate], grades: Path, log: JudgmentLog) -> None:
 
 
 def main(argv: list[str]) -> int:
+    """``show``, ``record`` or ``record-docs``."""
     cands = pool()
     log = JudgmentLog(HERE / "qrels.jsonl", assessor=ASSESSOR)
     if argv[0] == "show":

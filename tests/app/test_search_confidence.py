@@ -23,7 +23,8 @@ NOWHERE = "kafka tenant sharding"  # none of them is anywhere in the sample
 def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The bundled sample indexed with the hash embedder (the default system)."""
     out = tmp_path_factory.mktemp("confidence") / "store"
-    assert main(index_argv(sample_data_path() / "transcripts", str(out))) == EXIT_OK
+    argv = index_argv(sample_data_path() / "transcripts", str(out), system="default")
+    assert main(argv) == EXIT_OK
     return out
 
 
@@ -70,7 +71,8 @@ def test_no_confident_match_says_so_and_exits_1(
     # --json still prints the hits, each with the confidence, and exits 1 too
     assert main(["search", NOWHERE, "--store", str(sample_store), "--json"]) == EXIT_NO_RESULTS
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert rows and {r["confidence"] for r in rows} == {round(low, 3)}
+    assert rows
+    assert {r["confidence"] for r in rows} == {round(low, 3)}
     # a lower threshold, or none, keeps the search
     for least in ("0.2", "0"):
         argv = ["search", NOWHERE, "--store", str(sample_store), "--min-confidence", least]
@@ -87,6 +89,8 @@ def test_min_confidence_is_refused_outside_0_1_and_for_another_system(
     assert main([*argv, "--lexical", "--min-confidence", "0.3"]) == EXIT_USAGE
     assert "fitted for the system 'fusion:convex'" in capsys.readouterr().err
     # another system has no confidence: its hits are shown, the confidence null
+    argv = ["search", ANSWERED, "--store", str(sample_store)]
     assert main([*argv, "--lexical", "--json"]) == EXIT_OK
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert rows and {r["confidence"] for r in rows} == {None}
+    assert rows
+    assert {r["confidence"] for r in rows} == {None}

@@ -466,7 +466,8 @@ def test_confidence(tiny: tuple[Path, list[Any]]) -> None:
     out = tiny[0] / "confidence"
     summary = json.loads((out / "summary.json").read_text())
     held = {r["dataset"]: r for r in summary["held_out"]}
-    assert held["sample"]["no_answer"] == 0 and held["noanswer"]["no_answer"] == 3
+    assert held["sample"]["no_answer"] == 0
+    assert held["noanswer"]["no_answer"] == 3
     assert held["sample"]["queries"] == 68
     assert summary["model"]["command"].startswith("python -m eval.confidence --data ")
     assert (out / "confidence.md").read_text().startswith("# Search confidence")
