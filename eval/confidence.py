@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    command = shlex.join([PROG, *(sys.argv[1:] if argv is None else argv)])
+    command = f"{PROG} {shlex.join(sys.argv[1:] if argv is None else argv)}".strip()
     frame = features(args)
     made_by = command
     if args.features is not None:  # the searches were made by the command beside the file
