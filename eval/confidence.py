@@ -123,8 +123,8 @@ def _subset(data: LabelledData, args: argparse.Namespace) -> LabelledData:
         convs = data.haystacks.filter(pl.col("query_id").is_in(keep.implode()))
         return data.select(convs["conversation_id"].unique(maintain_order=True).to_list())
     if data.haystacks is None and args.locomo_conversations and data.name.startswith("locomo"):
-        convs = data.corpus.conversations["conversation_id"].to_list()
-        return data.select(convs[: args.locomo_conversations])
+        ids = data.corpus.conversations["conversation_id"].to_list()
+        return data.select(ids[: args.locomo_conversations])
     return data
 
 

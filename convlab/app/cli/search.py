@@ -188,8 +188,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"convlab search: {no_confident_match(args.query, sure)}", file=sys.stderr)
         return EXIT_NO_RESULTS
     rows = describe_hits(store, hits, query=args.query, scoring=scoring)
-    for r in rows:
-        r["confidence"] = None if sure.confidence is None else round(sure.confidence, 3)
+    confidence = None if sure.confidence is None else round(sure.confidence, 3)
     if args.budget is not None:
         for r, context in zip(
             rows, hit_contexts(store, hits, args.budget, args.policy), strict=True
@@ -197,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
             r["context"] = context
     if args.json:
         for r in rows:
-            print(json_line(r))
+            print(json_line({**r, "confidence": confidence}))
     else:
         for line in hit_lines(
             rows,
