@@ -373,7 +373,8 @@ def test_terminal_escapes_in_transcripts_are_shown_not_obeyed(
     assert main(["index", str(hist), "--store", store, "--embedder", "hash", "-q"]) == EXIT_OK
     capsys.readouterr()
     monkeypatch.setenv("COLUMNS", "70")
-    assert main(["search", "make test target", "--store", store, "-k", "3"]) == EXIT_OK
+    argv = ["search", "make test target", "--store", store, "-k", "3", "--min-confidence", "0"]
+    assert main(argv) == EXIT_OK
     assert main(["show", "cc-makefile", "--store", store]) == EXIT_OK
     out = capsys.readouterr().out
     assert "\x1b" not in out

@@ -43,7 +43,7 @@ def _search(capsys: pytest.CaptureFixture[str], store: Path, *argv: str) -> list
     capsys.readouterr()
     mode = [] if "--dense" in argv else ["--lexical"]
     argv = tuple(a for a in argv if a != "--dense")
-    code = main(["search", *argv, "--store", str(store), *mode, "--json"])
+    code = main(["search", *argv, "--store", str(store), *mode, "--json", "--min-confidence", "0"])
     out = capsys.readouterr().out
     assert code == EXIT_OK, out
     return [json.loads(line) for line in out.splitlines()]

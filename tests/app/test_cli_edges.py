@@ -56,7 +56,8 @@ def test_absurd_k_exits_2_with_one_line(
 
 
 def test_k_at_the_bound_is_fine(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["search", "nginx", "--store", str(store), "-k", str(MAX_K), "--json"]) == EXIT_OK
+    argv = ["search", "nginx", "--store", str(store), "-k", str(MAX_K), "--json"]
+    assert main([*argv, "--min-confidence", "0"]) == EXIT_OK
     assert capsys.readouterr().out.count("\n") >= 1
 
 

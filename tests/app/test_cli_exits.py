@@ -48,7 +48,7 @@ def crash_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _argv(command: str, store: Path, tmp: Path) -> list[str]:
     return {
         "index": ["index", str(SAMPLE), "--store", str(tmp / "fresh"), "--embedder", "hash"],
-        "search": ["search", "HNSW", "--store", str(store)],
+        "search": ["search", "HNSW", "--store", str(store), "--min-confidence", "0"],
         "show": ["show", "amp-faiss-choice", "--store", str(store)],
         "stats": ["stats", "--store", str(store)],
         "eval": ["eval", "--help"],
@@ -300,7 +300,17 @@ def test_a_closed_pipe_exits_quietly(store: Path) -> None:
     os.close(read)  # the reader is gone before the first byte is written: EPIPE for sure
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "convlab.app.cli", "search", "the", "--store", str(store)],
+            [
+                sys.executable,
+                "-m",
+                "convlab.app.cli",
+                "search",
+                "the",
+                "--store",
+                str(store),
+                "--min-confidence",
+                "0",
+            ],  # a query of stopwords: no confident match
             stdout=write,
             stderr=subprocess.PIPE,
             text=True,

@@ -37,8 +37,10 @@ def _payload(result: Any) -> Any:
     return json.loads(text)
 
 
-async def _session_calls(store: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    """Start `convlab mcp` as a subprocess and make ``calls`` through one client session."""
+async def _session_calls(
+    store: Path, calls: list[tuple[str, dict[str, Any]]], command: list[str] | None = None
+) -> list[Any]:
+    """Start `convlab mcp` (or ``command``) as a subprocess and make ``calls`` in one session."""
     from mcp import ClientSession, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
@@ -46,9 +48,8 @@ async def _session_calls(store: Path, calls: list[tuple[str, dict[str, Any]]]) -
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
     }
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "convlab", "mcp", "--store", str(store)], env=env
-    )
+    command = command or [sys.executable, "-m", "convlab", "mcp", "--store", str(store)]
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
     out: list[Any] = []
     with open(os.devnull, "w") as errlog:
         async with (
@@ -75,7 +76,12 @@ def test_an_sdk_client_lists_and_calls_the_tools_over_stdio(store: Path) -> None
     names, found, shown, context, bad = anyio.run(_session_calls, store, calls)
     assert names == ["context", "search", "show"]
 
-    hits = _payload(found)["hits"]
+    assert getattr(found, "structured_content", getattr(found, "structuredContent", None)) is None
+    assert len(found.content) == 1  # the reply once, as text: no structured copy of it
+    payload = _payload(found)
+    assert 0.0 <= payload["confidence"] <= 1.0
+    assert payload["confident"] == (payload["confidence"] >= payload["threshold"])
+    hits = payload["hits"]
     assert len(hits) == 2
     assert [h["rank"] for h in hits] == [1, 2]
     assert {h["conversation_id"] for h in hits} == {"amp-faiss-choice"}
@@ -103,6 +109,7 @@ def test_an_sdk_client_lists_and_calls_the_tools_over_stdio(store: Path) -> None
     ctx = _payload(context)
     assert 0 < ctx["tokens_used"] <= 60
     assert ctx["text"].startswith("[amp-faiss-choice · turn ")
+    assert "confidence" in ctx
     assert sum(h["tokens"] for h in ctx["hits"]) == ctx["tokens_used"]
 
     assert getattr(bad, "is_error", getattr(bad, "isError", False))
@@ -114,3 +121,87 @@ def test_mcp_without_a_store_is_a_usage_error(
 ) -> None:
     assert main(["mcp", "--store", str(tmp_path / "none")]) == EXIT_USAGE
     assert capsys.readouterr().err.startswith("convlab mcp: no index at ")
+
+
+def test_replies_fit_max_chars_and_search_and_context_share_one_default_k(store: Path) -> None:
+    import anyio
+
+    query = "faiss index"
+    calls = [
+        ("search", {"query": query}),
+        ("context", {"query": query, "budget": 2000}),
+        ("search", {"query": query, "max_chars": 1200}),
+    ]
+    _, found, context, small = anyio.run(_session_calls, store, calls)
+    # the sample holds more than five docs about FAISS: both tools draw the same five
+    assert len(_payload(found)["hits"]) == 5
+    ranked = _payload(context)["hits"]
+    assert [h["rank"] for h in ranked] == [1, 2, 3, 4, 5]
+    assert [h["doc_id"] for h in ranked] == [h["doc_id"] for h in _payload(found)["hits"]]
+    text = small.content[0].text
+    assert len(text) <= 1200
+    fitted = _payload(small)
+    assert fitted["truncated"] is True
+    assert 1 <= len(fitted["hits"]) < 5
+    assert fitted["omitted"] == {"hits": 5 - len(fitted["hits"])}
+    # what was kept is the first hits, their ids whole (show still finds them)
+    whole = _payload(found)["hits"][: len(fitted["hits"])]
+    assert [h["doc_id"] for h in fitted["hits"]] == [h["doc_id"] for h in whole]
+    assert [h["unit_id"] for h in fitted["hits"]] == [h["unit_id"] for h in whole]
+
+
+def test_context_text_is_ranked_by_relevance_not_grouped_by_conversation(store: Path) -> None:
+    from convlab.app.cli.mcp_server import StoreTools
+
+    tools = StoreTools(store)
+    got = tools.context("faiss index efConstruction", budget=4000, k=5)
+    firsts = [h["doc_id"] for h in got["hits"] if not h["skipped"]]
+    conversations = [d.rsplit(":", 1)[0] for d in firsts]
+    # the text starts with the best hit's conversation, and follows the hits' order
+    headers = [line for line in got["text"].splitlines() if line.startswith("[")]
+    seen = list(dict.fromkeys(h[1:].split(" · ")[0] for h in headers))
+    assert seen == list(dict.fromkeys(conversations))
+
+
+def test_mcp_install_registers_this_python_and_the_registered_command_serves(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import anyio
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".mcp.json").write_text('{"mcpServers": {"other": {"command": "x"}}, "k": 1}')
+    args = ["mcp", "install", "--scope", "project", "--dir", str(project), "--store", str(store)]
+    assert main(args) == EXIT_OK
+    assert "wrote " in capsys.readouterr().out
+    config = json.loads((project / ".mcp.json").read_text())
+    assert config["k"] == 1
+    assert config["mcpServers"]["other"] == {"command": "x"}
+    server = config["mcpServers"]["convlab"]
+    assert server["type"] == "stdio"
+    assert server["command"] == sys.executable
+    assert Path(server["command"]).is_absolute()
+    assert server["args"] == ["-m", "convlab", "mcp", "--store", str(store.absolute())]
+    # Claude Code runs exactly the registered command: start it with the SDK's client
+    command = [server["command"], *server["args"]]
+    calls = [("search", {"query": "IndexHNSWFlat efConstruction", "k": 1})]
+    names, found = anyio.run(_session_calls, store, calls, command)
+    assert names == ["context", "search", "show"]
+    assert len(_payload(found)["hits"]) == 1
+
+    assert main(["mcp", "install", "--scope", "user", "--store", str(store)]) == EXIT_OK
+    line = capsys.readouterr().out.splitlines()[0]
+    assert line == (
+        f"claude mcp add --scope user convlab -- {sys.executable} -m convlab mcp --store "
+        f"{store.absolute()}"
+    )
+
+
+def test_mcp_install_refuses_an_mcp_json_that_is_not_json(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / ".mcp.json").write_text("{not json")
+    args = ["mcp", "install", "--dir", str(tmp_path), "--store", str(store)]
+    assert main(args) == EXIT_USAGE
+    assert ".mcp.json:1: not JSON" in capsys.readouterr().err
+    assert (tmp_path / ".mcp.json").read_text() == "{not json"  # never overwritten

@@ -137,6 +137,11 @@ def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
                          "--out", str(tmp / "bad_levers.md")]),
         ("eval.answer_visible", ["--store", str(tmp / "store"), "--conversation", "conv-26",
                                  "-n", "2", "-k", "20"]),
+        ("eval.confidence", ["--data", sample, "--data", str(tmp / "noanswer"),
+                             "--embedder", "hash", "--cache", cache, "--folds", "2",
+                             "--out", str(tmp / "confidence"),
+                             "--model", str(tmp / "confidence" / "model.json")]),
+        ("eval.confidence", ["--keep", "1.5", "--out", str(tmp / "confidence_refused")]),
         ("eval.bench_stages", ["--json", str(bench / "stages.json"), "--", "--data", sample,
                                "--strategies", "message", "--budgets", "128",
                                "--out", str(tmp / "staged"), "--cache", cache]),
@@ -218,6 +223,16 @@ def launched(
         _question("q3", {"answer_c": ("2023/03/01 (Wed) 10:00", "gamma one. gamma two.")}),
     ]
     (tmp / "oracle.json").write_text(json.dumps(oracle))
+    noanswer = tmp / "noanswer"  # the sample's transcripts, asked what they never say
+    noanswer.mkdir()
+    (noanswer / "transcripts").symlink_to(sample_data_path() / "transcripts")
+    asked = ["which kafka topic carries payments", "how did we shard by tenant", "the cdn we chose"]
+    (noanswer / "queries.jsonl").write_text(
+        "".join(
+            json.dumps({"query_id": f"na-q{i}", "text": t, "category": "no-answer"}) + "\n"
+            for i, t in enumerate(asked)
+        )
+    )
     helps: list[tuple[str, list[str]]] = [(f"eval.{s}", ["--help"]) for s in SCRIPTS]
     locomo = Path(env["CONVLAB_DATA"]) / "locomo" / "locomo10.json"
     return tmp, _launch([*helps, *_jobs(tmp, locomo)], tmp, env)
@@ -451,6 +466,21 @@ def test_redact_bench(tiny: tuple[Path, list[Any]]) -> None:
 def test_benchmarks_write_their_json(tiny: tuple[Path, list[Any]], script: str, wrote: str) -> None:
     _ok(tiny, f"eval.{script}")
     assert json.loads((tiny[0] / "b" / wrote).read_text())
+
+
+def test_confidence(tiny: tuple[Path, list[Any]]) -> None:
+    _ok(tiny, "eval.confidence")
+    out = tiny[0] / "confidence"
+    summary = json.loads((out / "summary.json").read_text())
+    held = {r["dataset"]: r for r in summary["held_out"]}
+    assert held["sample"]["no_answer"] == 0
+    assert held["noanswer"]["no_answer"] == 3
+    assert held["sample"]["queries"] == 68
+    assert summary["model"]["command"].startswith("python -m eval.confidence --data ")
+    assert (out / "confidence.md").read_text().startswith("# Search confidence")
+    refused = _result(tiny, "eval.confidence", 1)
+    assert refused["code"] == 2
+    assert "keep is 1.5" in refused["err"]
 
 
 def test_answer_visible(tiny: tuple[Path, list[Any]]) -> None:

@@ -399,17 +399,24 @@ def test_the_real_sessions_benchmark_loads_and_its_judgments_point_at_messages(
 
     monkeypatch.setenv("CONVLAB_SHARED", str(transcripts.parent))
     data = load_labelled(REPO_ROOT / "data" / "real_sessions")
-    assert data.queries.height == 102
+    assert data.queries.height == 126
     assert data.judged is not None
-    # every query was judged over its whole pool; 2,386 judgments, 369 at least partly relevant
+    # every query was judged over its whole pool, topped up after sub-agents became docs;
+    # 3,137 judgments, 382 at least partly relevant
     assert set(data.judged["query_id"]) == set(data.queries["query_id"])
-    assert data.judged.height == 2386
+    assert data.judged.height == 3137
     assert data.judged["grade"].value_counts().sort("grade").rows() == [
-        (0, 2017),
-        (1, 191),
-        (2, 178),
+        (0, 2755),
+        (1, 199),
+        (2, 183),
     ]
-    assert (data.queries["relevant"].list.len() > 0).sum() == 101
+    assert (data.queries["relevant"].list.len() > 0).sum() == 102
+    # the 24 no-answer queries are judged, with no relevant doc
+    none = data.queries.filter(pl.col("category") == "no-answer")
+    assert none.height == 24
+    assert none["relevant"].list.len().sum() == 0
+    # the sub-agent's messages are judged docs
+    assert data.judged["doc_id"].str.contains(":agent-").sum() > 0
     # judged docs are messages with text in the corpus
     s = chunks(data.corpus)
     docs = set(

@@ -31,7 +31,8 @@ QUERY = "which FAISS index for a million vectors"
 
 def _top(store: Path, capsys: pytest.CaptureFixture[str]) -> str:
     capsys.readouterr()
-    assert main(["search", QUERY, "--store", str(store), "--json", "-k", "1"]) == EXIT_OK
+    argv = ["search", QUERY, "--store", str(store), "--json", "-k", "1", "--min-confidence", "0"]
+    assert main(argv) == EXIT_OK
     return json.loads(capsys.readouterr().out.splitlines()[0])["unit_id"]
 
 

@@ -93,7 +93,8 @@ def test_the_store_search_ranks_as_eval_run_ranks(
     assert compared == data.queries.height > 20
     # and the CLI prints the same first doc as Python finds
     text = data.queries["text"][0]
-    assert main(["search", text, "--store", str(default_store), "-k", "3", "--json"]) == EXIT_OK
+    argv = ["search", text, "--store", str(default_store), "-k", "3", "--json"]
+    assert main([*argv, "--min-confidence", "0"]) == EXIT_OK
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
     assert [r["doc_id"] for r in lines] == store.search(text, k=3)["doc_id"].to_list()
 

@@ -3,13 +3,19 @@
 ``convlab mcp --store DIR`` serves three tools over stdio with the official ``mcp`` SDK (the
 ``convlab-memory[mcp]`` extra):
 
-- ``search(query, k, conversation, role, since, until)``: ranked hits, described as ``convlab
-  search --json`` describes them (where, when, the matching message and its file and line);
+- ``search(query, k, conversation, role, since, until, max_chars)``: ranked hits, described as
+  ``convlab search --json`` describes them (where, when, the matching message and its file and
+  line), with the search's ``confidence`` that something matched
+  (:mod:`convlab.systems.confidence`);
 - ``show(target, around)``: a hit's doc or message (a ``doc_id``, ``unit_id`` or message id
   from a search) and the ``around`` messages before and after it, with speaker, time and
   source line;
-- ``context(query, budget, policy, k)``: the context resurrection brings back for the query's
-  hits within ``budget`` tokens, as prompt-ready text (:meth:`Resurrection.text`) and per hit.
+- ``context(query, budget, policy, k, max_chars)``: the context resurrection brings back for
+  the query's hits within ``budget`` tokens, as prompt-ready text, best hit first, and per hit.
+
+Each reply is one compact JSON text of at most ``max_chars`` characters
+(:func:`convlab.app.mcp_reply.reply`), sent once: no structured copy of the same content.
+``search`` and ``context`` draw :data:`~convlab.app.mcp_reply.DEFAULT_K` hits by default.
 
 The store, its index, BM25 and the query embedder are loaded once and kept warm; when
 ``convlab index`` switches the store to a new version, the next call reads that version.
@@ -25,12 +31,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from convlab.app.exits import is_input_error, one_line
+from convlab.app.mcp_reply import DEFAULT_K, DEFAULT_MAX_CHARS, ranked_text, reply
 from convlab.extras import require
 
 if TYPE_CHECKING:
     from convlab.protocols import Embedder
     from convlab.store import Store
     from convlab.store.search import StoreSearch
+    from convlab.systems.confidence import Verdict
 
 __all__ = ["StoreTools", "build_server"]
 
@@ -79,7 +87,7 @@ class StoreTools:
     def hits(
         self,
         query: str,
-        k: int = 5,
+        k: int = DEFAULT_K,
         conversation: str | None = None,
         role: str | None = None,
         since: str | None = None,
@@ -118,16 +126,26 @@ class StoreTools:
         )
         return searcher.search(query, k=k, options=options)
 
-    def search(self, query: str, **filters: Any) -> dict[str, Any]:
-        """Hits as ``convlab search --json`` describes them."""
+    def judged_hits(
+        self, query: str, k: int = DEFAULT_K, **filters: Any
+    ) -> tuple[pl.DataFrame, Verdict]:
+        """The first ``k`` hits and the search's confidence (read from its first ten hits)."""
+        from convlab.systems.confidence import HITS, verdict
+
+        hits = self.hits(query, k=max(k, HITS), **filters)
+        sure = verdict(query, hits, self.store.system().name)
+        return hits.filter(pl.col("rank") <= k), sure
+
+    def search(self, query: str, k: int = DEFAULT_K, **filters: Any) -> dict[str, Any]:
+        """Hits as ``convlab search --json`` describes them, and the search's confidence."""
         from convlab.app.display import describe_hits
         from convlab.retrieval import SearchOptions
         from convlab.systems.search import system_scoring
 
-        hits = self.hits(query, **filters)
+        hits, sure = self.judged_hits(query, k, **filters)
         scoring = system_scoring(self.store.system(), SearchOptions())
         rows = describe_hits(self.store, hits, query=query, scoring=scoring) if hits.height else []
-        return {"query": query, "hits": [dict(r) for r in rows]}
+        return {"query": query, **_sure(sure), "hits": [dict(r) for r in rows]}
 
     def show(self, target: str, around: int = 0) -> dict[str, Any]:
         """The doc ``target`` names (a doc or unit id) and ``around`` messages on each side.
@@ -155,9 +173,14 @@ class StoreTools:
         }
 
     def context(
-        self, query: str, budget: int = 512, policy: str = "unit", k: int = 10, **filters: Any
+        self,
+        query: str,
+        budget: int = 512,
+        policy: str = "unit",
+        k: int = DEFAULT_K,
+        **filters: Any,
     ) -> dict[str, Any]:
-        """The resurrected context of ``query``'s hits within ``budget`` tokens.
+        """The resurrected context of ``query``'s hits within ``budget`` tokens, best hit first.
 
         Raises:
             ValueError: a negative budget or an unknown policy (listing the valid ones).
@@ -169,22 +192,29 @@ class StoreTools:
         get_policy(policy)  # an unknown name fails before the search
         if budget < 0:
             raise ValueError("budget must not be negative")
-        hits = self.hits(query, k=k, **filters)
+        hits, sure = self.judged_hits(query, k, **filters)
         if hits.height == 0:
             return {"query": query, "budget": budget, "tokens_used": 0, "text": "", "hits": []}
         res = resurrect_hits(self.store, hits, budget, policy)
         per_hit = hit_contexts(res, hits.height)
         return {
             "query": query,
+            **_sure(sure),
             "budget": budget,
             "policy": res.policy,
             "tokens_used": res.tokens_used,
-            "text": res.text(),
+            "text": ranked_text([c["pieces"] for c in per_hit]),
             "hits": [
                 {"rank": r, "doc_id": d, "tokens": c["tokens"], "skipped": c["skipped"]}
                 for r, d, c in zip(hits["rank"], hits["doc_id"], per_hit, strict=True)
             ],
         }
+
+
+def _sure(sure: Verdict) -> dict[str, Any]:
+    """The confidence fields of a reply: the value, the threshold and whether it is met."""
+    value = None if sure.confidence is None else round(sure.confidence, 3)
+    return {"confidence": value, "threshold": sure.threshold, "confident": sure.confident}
 
 
 def _messages(
@@ -251,29 +281,33 @@ def build_server(directory: str | Path) -> Any:
     tools = StoreTools(directory)
     server = Server("convlab", instructions=INSTRUCTIONS)
 
-    def call(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        """Run ``work()``, turning the caller's mistakes into one line for the agent.
+    def call(work: Callable[[], dict[str, Any]], max_chars: int) -> str:
+        """Run ``work()`` and fit its reply to ``max_chars``; the caller's mistakes as one line.
 
         A bad argument or an unknown id comes back as the CLI prints it; anything else is the
         SDK's internal error.
         """
         try:
-            return work()
+            return reply(work(), max_chars)
         except Exception as exc:
             if is_input_error(exc) or isinstance(exc, ValueError):
                 raise ToolError(one_line(exc)) from exc
             raise
 
-    @server.tool()
+    @server.tool(structured_output=False)
     def search(
         query: str,
-        k: int = 5,
+        k: int = DEFAULT_K,
         conversation: str | None = None,
         role: str | None = None,
         since: str | None = None,
         until: str | None = None,
-    ) -> dict[str, Any]:
+        max_chars: int = DEFAULT_MAX_CHARS,
+    ) -> str:
         """Find where something was discussed: the best hit per turn (per message in dialogs).
+
+        The reply's confidence (0..1) says how likely something matched; confident is false
+        when it is below the threshold: the hits are then probably unrelated.
 
         Args:
             query: what to look for, in words.
@@ -282,32 +316,39 @@ def build_server(directory: str | Path) -> Any:
             role: only hits of this role (user, assistant, system, tool).
             since: only hits on or after this date (2026-01-31 or an ISO time).
             until: only hits on or before this date.
+            max_chars: the longest reply; long texts are clipped, then the last hits left out.
         """
         return call(
             lambda: tools.search(
                 query, k=k, conversation=conversation, role=role, since=since, until=until
-            )
+            ),
+            max_chars,
         )
 
-    @server.tool()
-    def show(target: str, around: int = 0) -> dict[str, Any]:
+    @server.tool(structured_output=False)
+    def show(target: str, around: int = 0, max_chars: int = DEFAULT_MAX_CHARS) -> str:
         """Read a hit: its turn or message (a doc_id or unit_id from search) and its neighbours.
 
         Args:
             target: a hit's doc_id or unit_id.
             around: how many messages before and after to include.
+            max_chars: the longest reply; long texts are clipped, then the last messages left
+                out.
         """
-        return call(lambda: tools.show(target, around))
+        return call(lambda: tools.show(target, around), max_chars)
 
-    @server.tool()
+    @server.tool(structured_output=False)
     def context(
         query: str,
         budget: int = 512,
         policy: str = "unit",
-        k: int = 10,
+        k: int = DEFAULT_K,
         conversation: str | None = None,
-    ) -> dict[str, Any]:
+        max_chars: int = DEFAULT_MAX_CHARS,
+    ) -> str:
         """Prompt-ready context for a question: what its hits bring back within a token budget.
+
+        The text holds each hit's pieces, best hit first, with who, when and file:line.
 
         Args:
             query: the question.
@@ -316,11 +357,13 @@ def build_server(directory: str | Path) -> Any:
                 message), window (and the turns or messages beside it), pair, unit+doc.
             k: how many hits to draw from, best first.
             conversation: only hits of this conversation id.
+            max_chars: the longest reply; long texts are clipped, then the last hits left out.
         """
         return call(
             lambda: tools.context(
                 query, budget=budget, policy=policy, k=k, conversation=conversation
-            )
+            ),
+            max_chars,
         )
 
     return server

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from convlab.resurrection import Resurrection
     from convlab.retrieval.search import SearchOptions
     from convlab.store import Store
+    from convlab.systems.confidence import Verdict
     from convlab.systems.system import System
 
 NAME = "search"
@@ -114,6 +115,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
         help="diversify results by MMR (lambda %(const)s when given alone)",
     )
     add_context_options(se)
+    se.add_argument(
+        "--min-confidence",
+        type=float,
+        default=None,
+        metavar="P",
+        help="the least confidence (0..1) that something matched; below it the search says "
+        "there is no confident match and exits 1 (default: the shipped model's threshold; "
+        "0 shows every search's hits)",
+    )
     se.add_argument("--json", action="store_true", help="JSON lines for scripts and agents")
     se.add_argument("--embedder", default=None, choices=EMBEDDERS.names(), help=argparse.SUPPRESS)
     se.add_argument(
@@ -128,6 +138,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
 def run(args: argparse.Namespace) -> int:
     """Search ``args.store`` for ``args.query``; exit 1 when nothing matches."""
     from convlab.app.cli.warm import open_store, store_search
+    from convlab.systems.confidence import HITS, verdict
     from convlab.systems.search import system_scoring
 
     if not args.query.strip():
@@ -166,16 +177,22 @@ def run(args: argparse.Namespace) -> int:
         hits = store_search(store, embedder).search(
             args.query,
             system=system,
-            k=args.k,
+            k=max(args.k, HITS),  # the confidence reads the first HITS
             options=options,
             conversations_frame=conversations,
         )
+        sure = verdict(args.query, hits, system.name, args.min_confidence)
     except ValueError as exc:  # views the store does not hold, a filter the search refuses
         raise UsageError(str(exc)) from None
+    hits = hits.filter(hits["rank"] <= args.k)
     if hits.height == 0:
         print(f"convlab search: no results for {args.query!r}{_filters(args)}", file=sys.stderr)
         return EXIT_NO_RESULTS
+    if not sure.confident and not args.json:
+        print(f"convlab search: {no_confident_match(args.query, sure)}", file=sys.stderr)
+        return EXIT_NO_RESULTS
     rows = describe_hits(store, hits, query=args.query, scoring=scoring)
+    confidence = None if sure.confidence is None else round(sure.confidence, 3)
     if args.budget is not None:
         for r, context in zip(
             rows, hit_contexts(store, hits, args.budget, args.policy), strict=True
@@ -183,7 +200,7 @@ def run(args: argparse.Namespace) -> int:
             r["context"] = context
     if args.json:
         for r in rows:
-            print(json_line(r))
+            print(json_line({**r, "confidence": confidence}))
     else:
         for line in hit_lines(
             rows,
@@ -193,7 +210,15 @@ def run(args: argparse.Namespace) -> int:
             scoring=scoring,
         ):
             print(line)
-    return EXIT_OK
+    return EXIT_OK if sure.confident else EXIT_NO_RESULTS
+
+
+def no_confident_match(query: str, sure: Verdict) -> str:
+    """The line that says a search found nothing it is confident of, and how to see its hits."""
+    return (
+        f"no confident match for {query!r} (confidence {sure.confidence:.2f}, below "
+        f"{sure.threshold:.2f}); --min-confidence 0 shows the closest hits"
+    )
 
 
 def add_context_options(sp: argparse.ArgumentParser) -> None:
