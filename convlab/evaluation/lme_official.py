@@ -68,8 +68,11 @@ KS = (1, 3, 5, 10, 30, 50)
 """The cutoffs of the official code."""
 MEASURES = ("recall_any", "recall_all", "ndcg_any")
 """The official measures, in the official code's order."""
-LEVELS = ("turn", "session")
-"""Turn level, and session level (from a ranking of turns: :func:`turn_to_session_at`)."""
+LEVELS = ("turn", "session", "session_keys")
+"""Turn level; session level from a ranking of turns (:func:`turn_to_session_at`, the official
+turn2session); and ``session_keys``, the official session granularity, one key per session
+(:func:`convlab.evaluation.lme_scores.session_key_rankings` for a system's ranking of turns,
+the keys themselves for the flat BM25 reference): the level of the paper's session figures."""
 AVERAGES = ("strict", "non_abstention")
 """The two averages: :func:`averages`."""
 

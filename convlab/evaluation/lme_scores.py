@@ -4,7 +4,10 @@
 each ranking with the keys it did not return
 (:func:`~convlab.evaluation.lme_official.complete_rankings`), measures it as the official code
 does (:func:`~convlab.evaluation.lme_official.official_measures`), adds the official flat BM25
-(:data:`~convlab.evaluation.lme_bm25.REFERENCE`, rank_bm25 over each haystack's keys), and
+(:data:`~convlab.evaluation.lme_bm25.REFERENCE`, rank_bm25 over each haystack's keys), each at
+turn level, session level from turns, and the official session granularity
+(:data:`SESSION_KEYS`: :func:`session_key_rankings` for a system, BM25 over session keys for the
+reference), and
 averages both ways (strict, non-abstention), with each system tested against the baseline
 inside each average (paired randomization, Holm over the systems:
 :func:`convlab.evaluation.significance.compare`).
@@ -15,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
 import polars as pl
 
 from convlab.evaluation.lme_bm25 import REFERENCE, flat_bm25
@@ -28,7 +32,10 @@ from convlab.evaluation.lme_official import (
 )
 from convlab.evaluation.significance import compare
 
-__all__ = ["OfficialScores", "score_official"]
+__all__ = ["SESSION_KEYS", "OfficialScores", "score_official", "session_key_rankings"]
+
+SESSION_KEYS = "session_keys"
+"""The level of the official session granularity (one key per session)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +53,13 @@ class OfficialScores:
     per_question: pl.DataFrame
     summary: pl.DataFrame
     significance: pl.DataFrame
+
+
+def _session_keys(ranked: pl.DataFrame, system: str) -> pl.DataFrame:
+    """The official measures of a ranking of session keys, at level :data:`SESSION_KEYS`."""
+    return official_measures(ranked, turns=False).with_columns(
+        pl.lit(SESSION_KEYS).alias("level"), pl.lit(system).alias("system")
+    )
 
 
 def score_official(
@@ -66,15 +80,19 @@ def score_official(
         seed: of the permutations and the bootstrap.
         reference: add the official flat BM25 as the system :data:`REFERENCE`.
     """
-    parts = [
-        official_measures(complete_rankings(h, labels.turns)).with_columns(
-            pl.lit(name).alias("system")
-        )
-        for name, h in hits.items()
-    ]
+    parts: list[pl.DataFrame] = []
+    for name, h in hits.items():
+        ranked = complete_rankings(h, labels.turns)
+        parts += [
+            official_measures(ranked).with_columns(pl.lit(name).alias("system")),
+            _session_keys(session_key_rankings(ranked, labels), name),
+        ]
     if reference:
         ranked = flat_bm25(labels.turns, labels.questions)
-        parts.append(official_measures(ranked).with_columns(pl.lit(REFERENCE).alias("system")))
+        parts += [
+            official_measures(ranked).with_columns(pl.lit(REFERENCE).alias("system")),
+            _session_keys(flat_bm25(labels.sessions, labels.questions), REFERENCE),
+        ]
     categories = labels.questions.select("query_id", "category")
     per_q = (
         pl.concat(parts)
@@ -100,3 +118,44 @@ def score_official(
     first = ["system", "level", "average", "metric"]
     significance = significance.select(*first, *[c for c in significance.columns if c not in first])
     return OfficialScores(per_q, summary, significance)
+
+
+def session_key_rankings(rankings: pl.DataFrame, labels: OfficialLabels) -> pl.DataFrame:
+    """Each question's ranking of its session keys, from a complete ranking of its turn keys.
+
+    A session comes at the rank of its best-ranked turn key; sessions none of whose user
+    messages is a key (no user message) follow in haystack order. Unlike
+    :func:`~convlab.evaluation.lme_official.turn_to_session_at`, each session is one key,
+    gold as the official code judges a session key
+    (:func:`~convlab.evaluation.lme_official.read_official`), so the figures stand beside the
+    paper's session rows.
+
+    Args:
+        rankings: ``query_id, rank, key, gold`` over every turn key
+            (:func:`~convlab.evaluation.lme_official.complete_rankings`).
+        labels: the keys; ``labels.turns`` map turn keys to sessions.
+
+    Returns:
+        ``query_id, rank, key, gold`` over every session key, ranks from 1.
+
+    Example:
+        Turn keys ``s1_1`` (rank 1), ``answer_2_1`` (rank 2), ``s1_3`` (rank 3) make the session
+        ranking ``s1``, ``answer_2``.
+    """
+    turn_session = labels.turns.select("query_id", "key", "session_id").unique(
+        ["query_id", "key"], keep="first"
+    )
+    first = (
+        rankings.join(turn_session, on=["query_id", "key"], how="left")
+        .group_by("query_id", "session_id")
+        .agg(pl.col("rank").min().cast(pl.Float64).alias("order"))
+    )
+    big = float(np.iinfo(np.int32).max)
+    return (
+        labels.sessions.select("query_id", "session_id", "position", "key", "gold")
+        .join(first, on=["query_id", "session_id"], how="left")
+        .with_columns(pl.col("order").fill_null(big + pl.col("position").cast(pl.Float64)))
+        .sort("query_id", "order", "position", maintain_order=True)
+        .with_columns(pl.int_range(1, pl.len() + 1, dtype=pl.Int32).over("query_id").alias("rank"))
+        .select("query_id", "rank", "key", "gold")
+    )

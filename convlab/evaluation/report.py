@@ -118,11 +118,18 @@ def _official_section(ev: Evaluation) -> list[str]:
         "`*`: differs from the baseline inside the average (paired randomization test, "
         "Holm-corrected over the systems, p < 0.05). Every k of 1, 3, 5, 10, 30, 50 is in "
         "`official_summary.parquet`; per question in `official_per_query.parquet`. The session "
-        "level scores the ranking of turns (the official code at turn granularity); LongMemEval's "
-        "published session figures rank whole sessions (session keys) instead.",
+        "level scores the ranking of turns (the official code at turn granularity); the session "
+        "keys level ranks whole sessions, one key each, as LongMemEval's published session "
+        "figures do (a system's sessions in the order of their best turn; the reference is "
+        "flat BM25 over the session keys).",
         "",
     ]
-    for level, title in (("turn", "turn level"), ("session", "session level (from turns)")):
+    levels = (
+        ("turn", "turn level"),
+        ("session", "session level (from turns)"),
+        ("session_keys", "session keys (official session granularity)"),
+    )
+    for level, title in levels:
         for average, label in (("strict", "strict"), ("non_abstention", "non-abstention")):
             part = summary.filter((pl.col("level") == level) & (pl.col("average") == average))
             if not part.height:

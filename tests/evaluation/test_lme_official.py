@@ -154,6 +154,7 @@ def _keys() -> pl.DataFrame:
         {
             "query_id": ["q"] * 4,
             "position": [0, 1, 2, 3],
+            "session_id": ["s", "answer_a", "answer_a", "t"],
             "key": ["s_1", "answer_a_1", "noans_a_3", "t_1"],
             "gold": [False, True, False, False],
             "doc_id": ["s:m0", "answer_a:m0", "answer_a:m2", None],
@@ -242,7 +243,18 @@ def test_systems_are_scored_per_question_averaged_and_tested_against_the_baselin
             "has_target": [True, True],
         }
     )
-    labels = OfficialLabels(questions, keys, pl.DataFrame())
+    session = pl.DataFrame(
+        {
+            "query_id": ["q"] * 3,
+            "session_id": ["s", "answer_a", "t"],
+            "position": [0, 1, 2],
+            "key": ["s", "answer_a", "t"],
+            "gold": [False, True, False],
+        },
+        schema_overrides={"position": pl.Int32},
+    )
+    sessions = pl.concat([session, session.with_columns(pl.lit("r").alias("query_id"))])
+    labels = OfficialLabels(questions, keys, sessions)
     found = pl.DataFrame({"query_id": ["q", "r"], "rank": [1, 1], "doc_id": ["answer_a:m0"] * 2})
     missed = pl.DataFrame({"query_id": ["q", "r"], "rank": [1, 1], "doc_id": ["s:m0"] * 2})
     scores = score_official(
@@ -256,6 +268,17 @@ def test_systems_are_scored_per_question_averaged_and_tested_against_the_baselin
         ("base", "non_abstention"): 0.0,
         ("good", "non_abstention"): 1.0,
     }
+    # session keys: "good" ranks answer_a's session first, "base" ranks session s first
+    keys_at1 = scores.summary.filter(
+        (pl.col("level") == "session_keys") & (pl.col("metric") == "recall_any@1")
+    )
+    assert {(r["system"], r["average"]): r["mean"] for r in keys_at1.iter_rows(named=True)} == {
+        ("base", "strict"): 0.0,
+        ("good", "strict"): 1.0,
+        ("base", "non_abstention"): 0.0,
+        ("good", "non_abstention"): 1.0,
+    }
+    assert set(scores.per_question["level"]) == {"turn", "session", "session_keys"}
     assert set(scores.per_question["category"]) == {"a", "b"}
     sig = scores.significance.filter(
         (pl.col("level") == "turn") & (pl.col("metric") == "recall_any@1")
@@ -263,3 +286,40 @@ def test_systems_are_scored_per_question_averaged_and_tested_against_the_baselin
     delta = {(r["system"], r["average"]): r["delta"] for r in sig.iter_rows(named=True)}
     assert delta[("good", "strict")] == 1.0
     assert delta[("base", "strict")] == 0.0
+
+
+def test_session_keys_rank_each_session_at_its_best_turn_then_the_rest_in_haystack_order() -> None:
+    from convlab.evaluation.lme_official import OfficialLabels
+    from convlab.evaluation.lme_scores import session_key_rankings
+
+    turns = pl.DataFrame(
+        {
+            "query_id": ["q"] * 3,
+            "session_id": ["s1", "s1", "answer_2"],
+            "key": ["s1_1", "s1_3", "answer_2_1"],
+        }
+    )
+    sessions = pl.DataFrame(
+        {
+            "query_id": ["q"] * 4,
+            "session_id": ["s0", "s1", "answer_2", "s3"],
+            "position": [0, 1, 2, 3],
+            "key": ["s0", "s1", "answer_2", "s3"],
+            "gold": [False, False, True, False],
+        },
+        schema_overrides={"position": pl.Int32},
+    )
+    ranked = pl.DataFrame(
+        {
+            "query_id": ["q"] * 3,
+            "rank": [1, 2, 3],
+            "key": ["s1_1", "answer_2_1", "s1_3"],
+            "gold": [False, True, False],
+        }
+    )
+    labels = OfficialLabels(pl.DataFrame(), turns, sessions)
+    out = session_key_rankings(ranked, labels)
+    # s1 at rank 1 (its best turn), answer_2 at 2; s0 and s3 have no turn key: haystack order
+    assert out["key"].to_list() == ["s1", "answer_2", "s0", "s3"]
+    assert out["rank"].to_list() == [1, 2, 3, 4]
+    assert out["gold"].to_list() == [False, True, False, False]

@@ -85,3 +85,21 @@ def test_every_official_key_is_the_message_of_the_same_text(
     joined = turns.join(text, on="doc_id", how="left")
     assert joined["doc_id"].null_count() == 0
     assert joined.filter(pl.col("text") != pl.col("doc_text")).height == 0
+
+
+def test_the_reference_in_score_official_reproduces_the_readme_session_row(
+    labels: OfficialLabels,
+) -> None:
+    """The session keys level of an evaluation's official scores is the README's session row."""
+    from convlab.evaluation.lme_scores import SESSION_KEYS, score_official
+
+    strict = labels.select(labels.strict()["query_id"].to_list())
+    scores = score_official({}, strict, baseline="flat-bm25 (official)", reference=True)
+    part = scores.summary.filter(
+        (pl.col("level") == SESSION_KEYS) & (pl.col("average") == "strict")
+    )
+    got = dict(part.select("metric", "mean").iter_rows())
+    assert part["queries"].max() == 419
+    expected = README[("session", "strict", 419)]
+    for column, value in zip(COLUMNS, expected, strict=True):
+        assert got[column] == pytest.approx(value, abs=0.005), column

@@ -95,7 +95,8 @@ def test_a_run_under_the_official_protocol_writes_its_measures_beside_the_refere
     assert report[2].startswith("**Protocol: `longmemeval`**, LongMemEval's own")
     per_q = pl.read_parquet(out / "official_per_query.parquet")
     assert set(per_q["system"]) >= {"message", "whole_turn", REFERENCE}
-    assert set(per_q["level"]) == {"turn", "session"}
+    assert set(per_q["level"]) == {"turn", "session", "session_keys"}
+    assert "### session keys (official session granularity), strict" in "\n".join(report)
     # every ranking holds every key (completed): all gold keys are within 50 of <= 5 keys
     at50 = per_q.filter((pl.col("metric") == "recall_all@50") & (pl.col("query_id") != "q3_abs"))
     assert at50["value"].to_list() == [1.0] * at50.height
