@@ -95,7 +95,7 @@ USAGE_CASES = [
     ("show", ["show", "no-such-conversation", "--store", "{store}"], "no conversation"),
     ("show", ["show", "amp-faiss-choice", "--turn", "99", "--store", "{store}"], "no turn 99"),
     ("show", ["show", "x", "--store", "{missing}"], "no index at"),
-    ("show", ["show", "amp-faiss-choice", "--budget", "-1", "--store", "{store}"], "negative"),
+    ("show", ["show", "amp-faiss-choice", "--budget", "-1", "--store", "{store}"], "at least 1"),
     ("stats", ["stats", "--store", "{missing}"], "no index at"),
     ("eval", ["eval", "--strategies", "nope"], "unknown strategies"),
     ("eval", ["eval", "--no-such-flag"], "unrecognized arguments"),

@@ -44,6 +44,7 @@ def test_every_command_is_a_module_with_its_parser_and_run() -> None:
         "search",
         "show",
         "stats",
+        "prune",
         "eval",
         "judge",
         "mcp",
@@ -66,7 +67,7 @@ def test_choices_come_from_the_registries() -> None:
     assert _choices("index", "--backend") == list(BACKENDS)
     assert _choices("index", "--engine") == sorted(ENGINES)
     for command in ("index", "search", "judge"):
-        assert _choices(command, "--embedder") == ["hash", "minilm", "minilm-ft"]
+        assert _choices(command, "--embedder") == ["hash", "minilm", "minilm-ft", "static"]
     from convlab.resurrection import POLICIES
 
     for command in ("search", "show"):
@@ -91,6 +92,7 @@ def test_the_embedder_of_a_store_is_read_from_its_manifest() -> None:
         "hash",
         "minilm",
         "minilm-ft",
+        "static",
     )  # the CLI's choices are the package's
 
 

@@ -488,9 +488,10 @@ def test_answer_visible(tiny: tuple[Path, list[Any]]) -> None:
     result = _ok(tiny, "eval.answer_visible")
     assert "convlab search:" not in result["err"]
     figures = json.loads(result["out"].splitlines()[-1])
-    assert (figures["conversation"], figures["questions"]) == ("conv-26", 2)
+    assert (figures["conversations"], figures["questions"]) == (["conv-26"], 2)
     # -k 20 shows every message of the store (12): "Tom" and "mugs" are both on the screen
     assert figures["human_visible"] == figures["json_visible"] == 2
+    assert figures["answer_in_top_k_doc"] == figures["human_visible_of_in_doc"] == 2
 
 
 @pytest.mark.model

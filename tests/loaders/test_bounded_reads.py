@@ -126,7 +126,7 @@ def test_a_12_gb_sparse_marker_exits_2(tmp_path: Path) -> None:
     argv = ["index", str(sample_data_path() / "transcripts"), "--store", str(store)]
     done = _cli([*argv, "--embedder", "hash", "-q"], 3 * GiB)
     assert done.returncode == 2, done.stderr[-600:]
-    assert "larger than the 256 KiB limit" in done.stderr
+    assert "larger than the 4 KiB limit" in done.stderr  # store.marker.MARKER_LIMIT
     assert len(done.stderr.strip().splitlines()) == 1
 
 
