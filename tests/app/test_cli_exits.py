@@ -325,7 +325,8 @@ def test_a_closed_pipe_exits_quietly(store: Path) -> None:
 
 
 def test_head_reads_the_first_hit(store: Path) -> None:
-    cmd = f"{sys.executable} -m convlab.app.cli search the --store {store} -k 50 | head -1"
+    search = f"search the --store {store} -k 50 --min-confidence 0"
+    cmd = f"{sys.executable} -m convlab.app.cli {search} | head -1"
     proc = subprocess.run(
         ["bash", "-o", "pipefail", "-c", cmd],
         capture_output=True,

@@ -78,6 +78,7 @@ def test_the_match_is_the_answering_message_and_at_is_its_text_record(
 ) -> None:
     capsys.readouterr()
     argv = ["search", "which exporter did we configure", "--store", str(store), "-k", "1"]
+    argv += ["--min-confidence", "0"]  # the subject is the match, not the confidence
     assert main([*argv, "--json"]) == EXIT_OK
     (hit,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert hit["doc_id"] == f"{SESSION}:t0"  # the whole turn is the doc
