@@ -93,13 +93,16 @@ class CountingHash(HashEmbedder):
 
 
 def locomo_file(
-    path: Path, utterances: list[tuple[str, str]], qa: list[dict[str, object]] | None = None
+    path: Path,
+    utterances: list[tuple[str, str]],
+    qa: list[dict[str, object]] | None = None,
+    sample_id: str = "d1",
 ) -> Path:
     """A one-session LoCoMo file: Ann and Bo at ``1:56 pm on 8 May, 2023``, ids ``D1:1``..."""
     import json
 
     sample = {
-        "sample_id": "d1",
+        "sample_id": sample_id,
         "conversation": {
             "speaker_a": "Ann",
             "speaker_b": "Bo",

@@ -49,25 +49,27 @@ def pass_embedder(index_key: str) -> str | None:
     return head if sep else None
 
 
-def _late_tokens(b: BuiltIndex, key: str) -> tuple[int, int] | None:
-    """A late view's window and the tokens of its passes; None for a plain view."""
-    window = late_window(key.rpartition(":")[2])
-    return None if window is None else (window, late_plan(b.chunks, window).tokens)
+_Plans = dict[tuple[int, int], int]
+"""Tokens of the passes of a chunks frame (by ``id``) at a window: each plan made once."""
 
 
 class _Tokens:
     """Tokens embedded by one embedder: distinct unit texts, plus passes once per window."""
 
-    def __init__(self) -> None:
+    def __init__(self, plans: _Plans) -> None:
         self.texts: list[pl.DataFrame] = []
         self.passes: dict[int, int] = {}
+        self.plans = plans
 
     def add(self, b: BuiltIndex, key: str) -> None:
-        late = _late_tokens(b, key)
-        if late is None:
+        window = late_window(key.rpartition(":")[2])
+        if window is None:
             self.texts.append(b.units.select("text", "n_tokens"))
-        else:
-            self.passes[late[0]] = late[1]
+            return
+        plan = (id(b.chunks), window)
+        if plan not in self.plans:
+            self.plans[plan] = late_plan(b.chunks, window).tokens
+        self.passes[window] = self.plans[plan]
 
     def total(self) -> int:
         texts = int(pl.concat(self.texts).unique("text")["n_tokens"].sum()) if self.texts else 0
@@ -75,20 +77,22 @@ class _Tokens:
 
 
 def pass_rates(
-    built: Mapping[tuple[Any, str], BuiltIndex],
+    built: Mapping[tuple[Any, str], BuiltIndex], plans: _Plans | None = None
 ) -> dict[tuple[Hashable, str | None], float | None]:
     """CPU-seconds per token embedded of each pass (a variant and a view embedder).
 
-    None where the pass took vectors from the cache (or embedded nothing): its CPU time then
-    says nothing of the embedder's rate.
+    A rate is None where the pass took vectors from the cache (or embedded nothing): its CPU
+    time then says nothing of the embedder's rate. ``plans``: the late plans made so far, filled
+    in here (:func:`system_costs` passes its own, so each plan is made once).
     """
+    plans = {} if plans is None else plans
     tokens: dict[tuple[Hashable, str | None], _Tokens] = {}
     cpu: dict[tuple[Hashable, str | None], float | None] = {}
     for (variant, key), b in built.items():
         if not b.manifest.dense:
             continue
         p = (variant, pass_embedder(key))
-        tokens.setdefault(p, _Tokens()).add(b, key)
+        tokens.setdefault(p, _Tokens(plans)).add(b, key)
         counts = b.manifest.embedding
         earlier = counts.get("from_cache", 0) - counts.get("late_shared", 0)  # other runs'
         cold = earlier == 0 and "embed_cpu" in b.manifest.seconds
@@ -116,7 +120,8 @@ def system_costs(
     Example:
         See ``tests/evaluation/test_system_costs.py``: two views sharing a text embed it once.
     """
-    rates = pass_rates(built)
+    plans: _Plans = {}  # the frames stay in ``built`` for the call, so their ids do too
+    rates = pass_rates(built, plans)
     rows = []
     for system in systems:
         variant = variant_of(system)
@@ -127,7 +132,7 @@ def system_costs(
             if not view.retrieval.needs_vectors:
                 continue
             b = built[(variant, view.index_key)]
-            per_embedder.setdefault(view.embedder, _Tokens()).add(b, view.index_key)
+            per_embedder.setdefault(view.embedder, _Tokens(plans)).add(b, view.index_key)
         tokens = {e: counted.total() for e, counted in per_embedder.items()}
         embedded = sum(tokens.values())
         cpu: float | None = 0.0

@@ -69,6 +69,7 @@ class Store:
         self._searcher: StoreSearch | None = None
         self._log: Callable[[str], None] = lambda _: None
         self._checked: set[str] = set()  # files of the pinned version checked when first read
+        self._frames: dict[str, pl.DataFrame] = {}  # its frames, read once (a version is fixed)
 
     # -- reading ------------------------------------------------------------------------------
     @property
@@ -107,15 +108,17 @@ class Store:
         return self._manifest
 
     def frame(self, name: str) -> pl.DataFrame:
-        """One of the stored frames: conversations, messages, turns, chunks, units."""
+        """A frame of the pinned version, read and checked once (kept until :meth:`refresh`)."""
         if name not in FRAMES:
             raise ValueError(f"unknown frame {name!r}; valid: {', '.join(FRAMES)}")
         path = self._pin() / f"{name}.parquet"
-        self._check([f"{name}.parquet"])
-        try:
-            return pl.read_parquet(path, glob=False)
-        except Exception as exc:  # polars reports corruption with several exception types
-            raise self._damaged(path, f"unreadable ({type(exc).__name__})") from exc
+        if name not in self._frames:
+            self._check([f"{name}.parquet"])
+            try:
+                self._frames[name] = pl.read_parquet(path, glob=False)
+            except Exception as exc:  # polars reports corruption with several exception types
+                raise self._damaged(path, f"unreadable ({type(exc).__name__})") from exc
+        return self._frames[name]
 
     def strategies(self) -> dict[str, bool]:
         """Per strategy held, whether its units are embedded (the first one always is)."""
@@ -183,10 +186,7 @@ class Store:
         return index
 
     def conversation_ids(self, prefix: str) -> list[str]:
-        """The stored conversations whose id starts with ``prefix``, sorted.
-
-        An id equal to ``prefix`` comes back alone: a full id is never ambiguous.
-        """
+        """The conversations whose id starts with ``prefix``, sorted (an equal id alone)."""
         ids = self.frame("conversations")["conversation_id"]
         if (ids == prefix).any():
             return [prefix]
@@ -242,8 +242,7 @@ class Store:
         if self._pin_handle is not None:
             self._pin_handle.close()
         self._pinned, self._pin_handle, self._manifest = None, None, None
-        self._searcher = None
-        self._checked = set()
+        self._searcher, self._checked, self._frames = None, set(), {}
 
     close = refresh
 

@@ -97,11 +97,14 @@ def _view_ranking(
     Each retriever of the view scores the doc's rows that pass the search's filters; a message
     takes its best unit's score; a view of two retrievers (hybrid) fuses them by its method.
     """
+    per_query = [
+        (qid, *_doc_rows(searcher, docs))
+        for qid, docs in hits.group_by("query_id", maintain_order=True).agg("doc_id").iter_rows()
+    ]
     runs = []
-    for retriever in searcher.retrievers:
+    for retriever in searcher.retrievers:  # each scores the same rows (hybrid: dense and BM25)
         parts = []
-        for qid, docs in hits.group_by("query_id", maintain_order=True).agg("doc_id").iter_rows():
-            rows, doc_of = _doc_rows(searcher, docs)
+        for qid, rows, doc_of in per_query:
             if rows.size == 0:
                 continue
             found = retriever.search(queries[qid], int(rows.size), rows)

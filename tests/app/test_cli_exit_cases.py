@@ -10,7 +10,6 @@ traceback (exit 1). Also: bm25s's DEBUG lines reached a configured handler, and
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
@@ -23,6 +22,7 @@ from convlab.app.cli.eval import main as eval_main
 from convlab.app.cli.options import parse_date
 from convlab.app.exits import EXIT_USAGE, UsageError
 from convlab.paths import sample_data_path
+from tests.helpers import locomo_file
 
 SAMPLE = sample_data_path() / "transcripts"
 
@@ -82,21 +82,10 @@ def test_judge_over_data_with_no_conversation_exits_2(
 
 
 def _locomo(path: Path, evidence: object) -> Path:
-    sample = {
-        "sample_id": "c1",
-        "conversation": {
-            "speaker_a": "Ann",
-            "speaker_b": "Bo",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": "Ann", "dia_id": "D1:1", "text": "I moved to Lisbon."},
-                {"speaker": "Bo", "dia_id": "D1:2", "text": "How is it?"},
-            ],
-        },
-        "qa": [{"question": "Where did Ann move?", "answer": "Lisbon", "evidence": evidence}],
-    }
-    path.write_text(json.dumps([sample]))
-    return path
+    qa = [{"question": "Where did Ann move?", "answer": "Lisbon", "evidence": evidence}]
+    return locomo_file(
+        path, [("Ann", "I moved to Lisbon."), ("Bo", "How is it?")], qa, sample_id="c1"
+    )
 
 
 @pytest.mark.parametrize(

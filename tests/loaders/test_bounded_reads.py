@@ -10,7 +10,6 @@ Each runs here in a subprocess whose address space is capped (``RLIMIT_AS``), wi
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from convlab.files import CONFIG, DATASET, read_regular
 from convlab.loaders.base import MAX_QUESTION_CHARS
 from convlab.loaders.locomo import read_locomo
 from convlab.paths import sample_data_path
+from tests.helpers import locomo_file
 
 ROOT = Path(__file__).resolve().parents[2]
 GiB = 1 << 30
@@ -131,24 +131,13 @@ def test_a_12_gb_sparse_marker_exits_2(tmp_path: Path) -> None:
 
 
 def _locomo(path: Path, question: str) -> Path:
-    sample = {
-        "sample_id": "c1",
-        "conversation": {
-            "speaker_a": "Ann",
-            "speaker_b": "Bo",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": "Ann", "dia_id": "D1:1", "text": "I moved to Lisbon."},
-                {"speaker": "Bo", "dia_id": "D1:2", "text": "How is it?"},
-            ],
-        },
-        "qa": [
-            {"question": "Where did Ann move?", "answer": "Lisbon", "evidence": ["D1:1"]},
-            {"question": question, "answer": "x", "evidence": ["D1:2"]},
-        ],
-    }
-    path.write_text(json.dumps([sample]))
-    return path
+    qa = [
+        {"question": "Where did Ann move?", "answer": "Lisbon", "evidence": ["D1:1"]},
+        {"question": question, "answer": "x", "evidence": ["D1:2"]},
+    ]
+    return locomo_file(
+        path, [("Ann", "I moved to Lisbon."), ("Bo", "How is it?")], qa, sample_id="c1"
+    )
 
 
 def test_a_question_longer_than_a_question_can_be_is_refused(tmp_path: Path) -> None:
