@@ -135,3 +135,19 @@ def index_argv(src: Path, store: Path | str, system: str = "turn_pair") -> list[
         "--system",
         system,
     ]
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every entry under ``root``: files with their bytes (hex), links with their target."""
+    import os
+
+    out = {}
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_symlink():
+            out[rel] = "-> " + os.readlink(p)
+        elif p.is_file():
+            out[rel] = p.read_bytes().hex()
+        else:
+            out[rel] = "/"
+    return out

@@ -18,6 +18,7 @@ from convlab.app.exits import EXIT_OK, EXIT_USAGE
 from convlab.paths import sample_data_path
 from convlab.store import NotAStore, Store, StoreConfig
 from convlab.store.marker import MARKER, MARKER_FORMAT, claim, read_marker
+from tests.helpers import tree
 
 T = (
     sample_data_path()
@@ -36,20 +37,6 @@ def _one_line(err: str) -> str:
     return lines[0]
 
 
-def _tree(root: Path) -> dict[str, str]:
-    """Every entry under ``root``: files with their text, links with their target."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root).as_posix()
-        if p.is_symlink():
-            out[rel] = "-> " + os.readlink(p)
-        elif p.is_file():
-            out[rel] = p.read_text()
-        else:
-            out[rel] = "/"
-    return out
-
-
 def test_a_folder_that_is_not_a_store_is_refused_and_untouched(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -58,12 +45,12 @@ def test_a_folder_that_is_not_a_store_is_refused_and_untouched(
     (notes / "v2" / "chapter.md").write_text("draft\n")
     (notes / "v7").mkdir()
     (notes / "current").symlink_to("v7")
-    before = _tree(notes)
+    before = tree(notes)
     assert _index(notes) == EXIT_USAGE
     line = _one_line(capsys.readouterr().err)
     assert line.startswith(f"convlab index: {notes} is not empty and is not a convlab store")
     assert (notes / "v2" / "chapter.md").read_text() == "draft\n"
-    assert _tree(notes) == before  # no marker, no lock, no cache: nothing touched
+    assert tree(notes) == before  # no marker, no lock, no cache: nothing touched
 
 
 def test_the_issue_reproduction(

@@ -22,6 +22,7 @@ from convlab.app.exits import EXIT_OK, EXIT_USAGE
 from convlab.paths import sample_data_path
 from convlab.store import Store
 from convlab.store.marker import MARKER, read_marker
+from tests.helpers import tree
 
 T = (
     sample_data_path()
@@ -35,20 +36,6 @@ def _index(store: Path, *extra: str) -> int:
     return main(["index", str(T), "--store", str(store), "--embedder", "hash", *extra])
 
 
-def _tree(root: Path) -> dict[str, str]:
-    """Every entry under ``root``: files with their bytes, links with their target."""
-    out = {}
-    for p in sorted(root.rglob("*")):
-        rel = p.relative_to(root).as_posix()
-        if p.is_symlink():
-            out[rel] = "-> " + os.readlink(p)
-        elif p.is_file():
-            out[rel] = p.read_bytes().hex()
-        else:
-            out[rel] = "/"
-    return out
-
-
 def _user_folder(root: Path) -> Path:
     """The issue's folder: ``f/v2/thesis.md`` and an empty ``f/v0099``."""
     (root / "v2").mkdir(parents=True)
@@ -58,14 +45,14 @@ def _user_folder(root: Path) -> Path:
 
 
 def _refused(store: Path, capsys: pytest.CaptureFixture[str], says: str) -> None:
-    before = _tree(store)
+    before = tree(store)
     capsys.readouterr()
     assert _index(store) == EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
     assert says in err[0], err[0]
     assert err[0].startswith("convlab index: ")
-    assert _tree(store) == before  # nothing written, nothing removed
+    assert tree(store) == before  # nothing written, nothing removed
     assert (store / "v2" / "thesis.md").read_text() == "thesis\n"
 
 
@@ -130,12 +117,12 @@ def test_a_marker_copied_from_another_store_is_refused(
     assert _index(third, "-q") == EXIT_OK
     live = os.readlink(third / "current")
     os.symlink(third / live, f / "current")
-    before = _tree(f)
+    before = tree(f)
     capsys.readouterr()
     assert _index(f) == EXIT_USAGE
     err = capsys.readouterr().err
     assert f"but its live version {live} records" in err
-    assert _tree(f) == before
+    assert tree(f) == before
 
 
 @pytest.mark.parametrize("what", ["current-file", "lock-with-content"])
@@ -160,10 +147,10 @@ def test_a_folder_holding_only_a_tmp_marker_directory_is_not_a_store(
     tmp = f / f".tmp-marker-{GOOD_ID}"
     tmp.mkdir(parents=True)
     (tmp / "notes.md").write_text("mine\n")
-    before = _tree(f)
+    before = tree(f)
     assert _index(f) == EXIT_USAGE
     assert "is not empty and is not a convlab store" in capsys.readouterr().err
-    assert _tree(f) == before
+    assert tree(f) == before
 
 
 def test_in_a_real_store_only_its_own_versions_are_removed(
@@ -191,12 +178,12 @@ def test_in_a_real_store_only_its_own_versions_are_removed(
     assert listed == [first.name]  # the store's own, nothing else
     (first / "notes.txt").write_text("added by hand\n")  # no longer what the store wrote
     pinned.refresh()
-    before = {p: _tree(store / p) for p in ("v2", "v0099", "v7", first.name)}
+    before = {p: tree(store / p) for p in ("v2", "v0099", "v7", first.name)}
     capsys.readouterr()
     assert _index(store) == EXIT_OK
     err = capsys.readouterr().err
     assert f"kept {first}: it holds notes.txt, which its manifest does not list" in err
-    assert {p: _tree(store / p) for p in before} == before
+    assert {p: tree(store / p) for p in before} == before
     (first / "notes.txt").unlink()  # whole again: the next index removes it
     assert _index(store, "-q") == EXIT_OK
     assert not first.exists()
