@@ -48,11 +48,15 @@ class OfficialScores:
         summary: ``system, level, metric, average, mean, queries``.
         significance: ``system, level, average, metric, mean, ci_low, ci_high, delta,
             p_randomization, p_wilcoxon, p_holm, significant`` against the baseline.
+        questions: ``query_id`` and one boolean column per average (:data:`AVERAGES`): whether
+            the question counts in it, so a run folder's per-question values can be averaged
+            again without the data set.
     """
 
     per_question: pl.DataFrame
     summary: pl.DataFrame
     significance: pl.DataFrame
+    questions: pl.DataFrame
 
 
 def _session_keys(ranked: pl.DataFrame, system: str) -> pl.DataFrame:
@@ -117,7 +121,15 @@ def score_official(
     significance = pl.concat(tests, how="diagonal_relaxed")
     first = ["system", "level", "average", "metric"]
     significance = significance.select(*first, *[c for c in significance.columns if c not in first])
-    return OfficialScores(per_q, summary, significance)
+    q = labels.questions
+    members = q.select(
+        "query_id",
+        *[
+            pl.col("query_id").is_in(in_average(q, q, a)["query_id"].implode()).alias(a)
+            for a in AVERAGES
+        ],
+    )
+    return OfficialScores(per_q, summary, significance, members)
 
 
 def session_key_rankings(rankings: pl.DataFrame, labels: OfficialLabels) -> pl.DataFrame:

@@ -13,8 +13,9 @@ primary metric named): :func:`save_run` writes
   name and a short hash of it: a name is never a path);
 - under LongMemEval's protocol (``EvalConfig.protocol == "longmemeval"``):
   ``official_per_query.parquet`` (the official measures per system, question, level and
-  metric), ``official_summary.parquet`` (their strict and non-abstention means) and
-  ``official_significance.parquet`` (each system against the baseline, per average), also
+  metric), ``official_summary.parquet`` (their strict and non-abstention means),
+  ``official_significance.parquet`` (each system against the baseline, per average) and
+  ``official_questions.parquet`` (which questions each average counts), the first three also
   under ``official`` in ``metrics.json``
   (:func:`convlab.evaluation.lme_scores.score_official`);
 - ``tuning.parquet``: the setting each fold chose for each cross-validated system;
@@ -243,6 +244,7 @@ def save_run(
         frames["official_per_query.parquet"] = ev.official.per_question
         frames["official_summary.parquet"] = ev.official.summary
         frames["official_significance.parquet"] = ev.official.significance
+        frames["official_questions.parquet"] = ev.official.questions
     for name, frame in frames.items():
         write_file_atomic(out / name, frame.write_parquet)
     metrics = json.dumps(metrics_record(ev), indent=1, default=str)
