@@ -3,7 +3,7 @@
 For each fold by conversation (``--folds``; 10 on LoCoMo is leave one conversation out), fine-tunes
 all-MiniLM-L6-v2 with MultipleNegativesRankingLoss on the training conversations' (question,
 evidence message unit, BM25 hard negative) triples, embeds only the held-out conversations' units
-with it and searches their queries by each dense view (:mod:`convlab.evaluation.finetune_cv`).
+with it and searches their queries by each dense view (:mod:`convlab.studies.finetune_cv`).
 The models are made into the models' cache (``--models``, default ``CONVLAB_CACHE`` or
 ``~/.cache/convlab``), never committed.
 
@@ -35,12 +35,12 @@ import polars as pl
 from convlab.atomic import write_file_atomic
 from convlab.embed.finetune import FineTuneRecipe
 from convlab.evaluation.datasets import load_labelled
-from convlab.evaluation.finetune_cv import FT_PREFIX, FineTuneCV, all_data_model, fold_runs
-from convlab.evaluation.finetune_study import fixed_fusion, paired_family, scored
 from convlab.evaluation.queries import read_qrels, write_run
 from convlab.evaluation.run_files import read_runs
 from convlab.evaluation.runfolder import run_path
 from convlab.paths import locomo_path
+from convlab.studies.finetune_cv import FT_PREFIX, FineTuneCV, all_data_model, fold_runs
+from convlab.studies.finetune_study import fixed_fusion, paired_family, scored
 
 PROG = "python -m eval.finetune_cv"
 BASE_FUSION = "fusion:convex"

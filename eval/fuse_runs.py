@@ -3,10 +3,10 @@
 Scores every single run of an ``eval.run`` folder, reference fusions with fixed weights, and for
 each combination of runs and each fusion method the weights chosen by grouped cross-validation
 by conversation (held-out folds only), with paired tests against ``bm25:message``
-(:func:`convlab.evaluation.fusion_study.study`): writes ``DIR/fusion.json``, ``DIR/fusion.md``,
+(:func:`convlab.studies.fusion_study.study`): writes ``DIR/fusion.json``, ``DIR/fusion.md``,
 ``DIR/choices.parquet`` and ``DIR/per_query.parquet``. ``--lexical-units LOCOMO_JSON`` first
 builds BM25 runs over other strategies' units. ``--fixed RUN=W,...`` scores one fusion with
-settings chosen elsewhere instead (:func:`convlab.evaluation.fusion_study.fixed`): ``fixed.json``
+settings chosen elsewhere instead (:func:`convlab.studies.fusion_study.fixed`): ``fixed.json``
 and ``fixed.md``.
 """
 
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from convlab.evaluation.fusion_study import (
+from convlab.studies.fusion_study import (
     FixedFusion,
     FusionStudy,
     Method,

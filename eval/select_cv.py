@@ -4,7 +4,7 @@ The candidates are the systems of the run folder ``RUN`` (``python -m eval.run``
 match ``--match`` (shell-style, e.g. ``'bm25:message k1=*'``) or are listed by ``--candidates``;
 each fold of a grouped cross-validation (conversations; LongMemEval questions) chooses the one
 with the best mean ``--metric`` on its training queries, and the held-out queries take its values
-(:func:`convlab.evaluation.select_cv.select_by_cv`). Writes ``OUT/per_query.parquet`` (the run's
+(:func:`convlab.studies.select_cv.select_by_cv`). Writes ``OUT/per_query.parquet`` (the run's
 systems and the chosen one as ``--name``, for ``eval.levers``), ``OUT/choices.parquet`` (each
 fold's choice), ``OUT/selection.md`` and ``OUT/config.json`` (the command and the commit).
 """
@@ -24,7 +24,7 @@ import polars as pl
 from convlab.atomic import write_file_atomic
 from convlab.evaluation.provenance import source_commit
 from convlab.evaluation.queries import read_qrels
-from convlab.evaluation.select_cv import select_by_cv
+from convlab.studies.select_cv import select_by_cv
 
 PROG = "python -m eval.select_cv"
 

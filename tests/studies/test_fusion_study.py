@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from convlab.evaluation.fusion_study import FixedFusion, fixed, parse_fixed
+from convlab.studies.fusion_study import FixedFusion, fixed, parse_fixed
 
 
 def test_parse_fixed_keeps_the_order_and_the_weights() -> None:

@@ -2,7 +2,7 @@
 
 A run folder scores every candidate (say BM25 under a grid of k1 and b) on every query. For each
 fold of :class:`~sklearn.model_selection.GroupKFold` (groups: conversations; a LongMemEval
-question is its own group, :func:`convlab.evaluation.policy_cv.policy_groups`), the candidate
+question is its own group, :func:`convlab.studies.policy_cv.policy_groups`), the candidate
 with the best mean ``metric`` on the **training** queries is chosen (ties: the first candidate in
 the given order), and the held-out queries get that candidate's values for every metric. The
 held-out values, each query once, are a new system's per-query values (``name``): they can be
@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 from sklearn.model_selection import GroupKFold
 
-from convlab.evaluation.policy_cv import policy_groups
+from convlab.studies.policy_cv import policy_groups
 
 __all__ = ["select_by_cv"]
 
@@ -70,7 +70,7 @@ def select_by_cv(
         metric: what the choice maximises (on the training queries only).
         folds: the most folds (fewer when there are fewer groups).
         qrels: the run's qrels, grouping queries by their relevant docs' conversation where a
-            query id does not name it (:func:`~convlab.evaluation.policy_cv.policy_groups`).
+            query id does not name it (:func:`~convlab.studies.policy_cv.policy_groups`).
 
     Returns:
         ``held_out``: ``per_query``'s columns for ``name``, every metric of each query taken

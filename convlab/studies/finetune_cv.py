@@ -1,6 +1,6 @@
 """Cross-validated fine-tuning: a MiniLM per fold, trained on its training conversations only.
 
-For each fold of :func:`convlab.evaluation.finetune_pairs.conversation_folds`, the model is
+For each fold of :func:`convlab.studies.finetune_pairs.conversation_folds`, the model is
 fine-tuned on the training conversations' triples (:func:`training_triples`, checked by
 :func:`check_no_leak`), then only the held-out conversations' units are embedded with it and only
 their queries searched, by each dense view. The held-out runs of the folds, concatenated, cover
@@ -33,16 +33,16 @@ from convlab.embed.finetune import (
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
 from convlab.evaluation.evaluate import evaluate
-from convlab.evaluation.finetune_pairs import (
+from convlab.evaluation.provenance import fingerprint
+from convlab.evaluation.queries import read_run, write_run
+from convlab.retrieval import Retrieval
+from convlab.studies.finetune_pairs import (
     Fold,
     TrainingSet,
     check_no_leak,
     conversation_folds,
     training_triples,
 )
-from convlab.evaluation.provenance import fingerprint
-from convlab.evaluation.queries import read_run, write_run
-from convlab.retrieval import Retrieval
 from convlab.systems.system import System
 
 __all__ = ["FT_PREFIX", "FineTuneCV", "all_data_model", "fold_runs", "lexical_pass"]
