@@ -1,7 +1,7 @@
 """The search confidence, fitted and judged: ``python -m eval.confidence --out DIR``.
 
 Searches every query of LoCoMo, the LongMemEval oracle and the real sessions with the default
-system (:func:`convlab.evaluation.confidence_study.study_frame`), then:
+system (:func:`convlab.studies.confidence_study.study_frame`), then:
 
 - judges the confidence by grouped cross-validation over the three data sets pooled (each
   fold's model and threshold fitted on the other folds) and reports, per data set, AUROC
@@ -30,7 +30,10 @@ from pathlib import Path
 import msgspec
 import polars as pl
 
-from convlab.evaluation.confidence_study import (
+from convlab.evaluation.datasets import LabelledData
+from convlab.evaluation.provenance import source_commit
+from convlab.paths import REPO_ROOT
+from convlab.studies.confidence_study import (
     ConfidenceConfig,
     cross_validated,
     fit_model,
@@ -38,9 +41,6 @@ from convlab.evaluation.confidence_study import (
     summarise,
     transfer,
 )
-from convlab.evaluation.datasets import LabelledData
-from convlab.evaluation.provenance import source_commit
-from convlab.paths import REPO_ROOT
 from convlab.systems.confidence import MODEL_FILE, ConfidenceModel
 
 PROG = "python -m eval.confidence"
@@ -115,7 +115,7 @@ def features(args: argparse.Namespace) -> pl.DataFrame:
 
 def _subset(data: LabelledData, args: argparse.Namespace) -> LabelledData:
     """What of ``data`` is searched: ``--lme-every`` of haystacks, ``--locomo-conversations``."""
-    from convlab.evaluation.confidence_study import no_answer
+    from convlab.studies.confidence_study import no_answer
 
     if data.haystacks is not None and args.lme_every > 1:
         q = data.queries.with_columns(no_answer(data.queries), pl.int_range(pl.len()).alias("i"))

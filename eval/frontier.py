@@ -7,7 +7,7 @@ that generated it and, per run, the command and commit that made it (read as ``e
 reads them, or refused); then recall@5 and nDCG@10 of every system against today's default
 (``--default``, the name the runs give it), paired randomization with Holm over the table, the
 costs, a plot saved beside the page (``frontier.png``), and the default the measurement implies
-(:func:`convlab.evaluation.frontier.choose_default`: a cheaper system replaces the default only
+(:func:`convlab.studies.frontier.choose_default`: a cheaper system replaces the default only
 if its recall@5 is within ``--tolerance`` of the default's, or better, on every data set, and
 every ``--require`` data set has a run).
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from convlab.atomic import write_text_atomic
-from convlab.evaluation.frontier import (
+from convlab.studies.frontier import (
     FrontierRun,
     choose_default,
     frontier_markdown,

@@ -3,11 +3,12 @@
 Scores every single run of an ``eval.run`` folder, reference fusions with fixed weights, and for
 each combination of runs and each fusion method the weights chosen by grouped cross-validation
 by conversation (held-out folds only), with paired tests against ``bm25:message``
-(:func:`convlab.evaluation.fusion_study.study`): writes ``DIR/fusion.json``, ``DIR/fusion.md``,
-``DIR/choices.parquet`` and ``DIR/per_query.parquet``. ``--lexical-units LOCOMO_JSON`` first
-builds BM25 runs over other strategies' units. ``--fixed RUN=W,...`` scores one fusion with
-settings chosen elsewhere instead (:func:`convlab.evaluation.fusion_study.fixed`): ``fixed.json``
-and ``fixed.md``.
+(:func:`convlab.studies.fusion_study.study`): writes ``DIR/fusion.json``, ``DIR/fusion.md``,
+``DIR/choices.parquet`` and ``DIR/per_query.parquet``, with the standard run folder's
+``config.json``, ``metrics.json`` and ``report.md`` (:mod:`convlab.studies.contract`).
+``--lexical-units LOCOMO_JSON`` first builds BM25 runs over other strategies' units.
+``--fixed RUN=W,...`` scores one fusion with settings chosen elsewhere instead
+(:func:`convlab.studies.fusion_study.fixed`): ``fixed.json`` and ``fixed.md``.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from convlab.evaluation.fusion_study import (
+from convlab.studies.fusion_study import (
     FixedFusion,
     FusionStudy,
     Method,
     Reference,
-    fixed,
     parse_fixed,
-    study,
+    run,
+    run_fixed,
 )
 from convlab.systems.system import Tuning
 
@@ -88,11 +89,11 @@ def _log(line: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the study (or ``--fixed``) and print where it wrote; 2 for a bad ``--fixed``."""
     args = parse_args(argv)
+    command = [*PROG.split(), *(sys.argv[1:] if argv is None else argv)]
     if args.fixed is not None:
         try:
             config = FixedFusion(
                 folder=args.folder,
-                out=args.out,
                 weights=parse_fixed(args.fixed),
                 baseline=args.baseline,
                 method=args.method,
@@ -100,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 lexical_units=args.lexical_units,
                 lexical_strategies=LEXICAL_STRATEGIES,
             )
-            fixed(config)
+            run_fixed(config, args.out, command=command)
         except ValueError as exc:
             print(exc, file=sys.stderr)
             return 2
@@ -109,7 +110,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         study_config = FusionStudy(
             folder=args.folder,
-            out=args.out,
             baseline=BASELINE,
             methods=METHODS,
             tuning=Tuning(
@@ -129,8 +129,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    report = study(study_config, log=_log)
-    print(f"wrote {args.out}/fusion.json and fusion.md in {report['seconds']} s")
+    run(study_config, args.out, command=command, log=_log)
+    print(f"wrote {args.out}/fusion.json, fusion.md and the run folder's report.md")
     return 0
 
 

@@ -2,7 +2,7 @@
 
 Reads the rows of ``eval/levers.toml`` (each: a lever, a data set, a run folder under ``ROOT``,
 the system with the lever and the same system without it), pairs the two systems' held-out
-per-query values of each run (:func:`convlab.evaluation.levers.lever_table`: delta, paired
+per-query values of each run (:func:`convlab.studies.levers.lever_table`: delta, paired
 randomization p, Holm over the whole table) and writes ``FILE`` (Markdown: the table, then each
 run folder's command and commit from its ``config.json``) and ``FILE`` with ``.json`` (the rows);
 ``--readme README.md`` also rewrites the README's results table (the rows marked ``readme``,
@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from convlab.atomic import write_file_atomic
-from convlab.evaluation.levers import (
+from convlab.files import CONFIG, read_text_regular
+from convlab.studies.levers import (
     lever_table,
     read_levers,
     read_per_query,
@@ -29,7 +30,6 @@ from convlab.evaluation.levers import (
     table_markdown,
     with_readme_table,
 )
-from convlab.files import CONFIG, read_text_regular
 
 PROG = "python -m eval.levers"
 

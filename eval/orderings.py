@@ -7,7 +7,7 @@ systems every run has. For each pair of them, ordered so that the first run's be
 first, it gives each run's mean difference and its paired randomization p-value, Holm-corrected
 over all the pairs of that run, and a verdict on each later run (``holds``, ``flips``,
 ``same sign, n.s.``, ``opposite sign, n.s.``, ``n.s. first``):
-:mod:`convlab.evaluation.orderings`. Writes ``orderings.json`` (every pair, every run) and
+:mod:`convlab.studies.orderings`. Writes ``orderings.json`` (every pair, every run) and
 ``orderings.md`` (the table) to ``--out``.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import polars as pl
 
-from convlab.evaluation.orderings import pair_results, write_orderings
+from convlab.studies.orderings import pair_results, write_orderings
 
 PROG = "python -m eval.orderings"
 

@@ -2,11 +2,11 @@
 
 ``python -m eval.policy_cv RUN_DIR [RUN_DIR...] --out DIR`` reads each folder's
 ``policy_budgets.parquet`` (from ``eval.run --resurrection ...`` or ``eval.resurrection_grid``)
-and runs :func:`convlab.evaluation.policy_cv.policy_cv`: the (system, policy) cell chosen per
+and runs :func:`convlab.studies.policy_cv.policy_cv`: the (system, policy) cell chosen per
 fold by grouped cross-validation at 256, 512 and 1,024 tokens, its held-out coverage and answer
 containment, and CV@512 against ``message`` + ``unit`` at 1,024 tokens (paired randomization
 test). Writes ``policy_cv.json`` and ``policy_cv.md`` into ``DIR``, and per run folder
-``DIR/<its name>/per_query.parquet`` (:func:`convlab.evaluation.policy_cv.cv_per_query`, for
+``DIR/<its name>/per_query.parquet`` (:func:`convlab.studies.policy_cv.cv_per_query`, for
 ``eval.levers``); the run folders are only read.
 A folder without a grid is listed as such. Exit 0, 1 when no folder had a grid, 2 on bad input.
 """
@@ -22,8 +22,8 @@ from typing import Any
 
 import polars as pl
 
-from convlab.evaluation.policy_cv import BUDGETS, cv_per_query, policy_cv
 from convlab.evaluation.queries import read_qrels
+from convlab.studies.policy_cv import BUDGETS, cv_per_query, policy_cv
 
 PROG = "python -m eval.policy_cv"
 

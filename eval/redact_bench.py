@@ -3,7 +3,7 @@
 Recall and false positives on the corpora of ``tests/fixtures/secrets`` (and, generated at run
 time, one of every gitleaks rule and the trial corpora ``families`` and ``shapes``, with recall
 per place: prompt, tool output, thinking), speed on real transcripts, and what the redactor
-changes in real code (:mod:`convlab.evaluation.redact_bench`)::
+changes in real code (:mod:`convlab.studies.redact_bench`)::
 
     python -m eval.redact_bench --texts ../shared/transcripts data/sample --out runs/redact.json
     python -m eval.redact_bench --code .venv/lib/python3.11/site-packages  # false positives
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from convlab.atomic import write_text_atomic
-from convlab.evaluation.redact_bench import bench, kingfisher_scores
+from convlab.studies.redact_bench import bench, kingfisher_scores
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "secrets"
 

@@ -3,7 +3,7 @@
 ``python -m eval.resurrection_grid RUN_FOLDER [--data DATA] --out DIR`` finds the per-query
 grid (``policy_budgets``) of a run folder of ``eval.run``: read from the folder when it holds
 one, re-run with ``--exact CACHE``, or rebuilt without a model from the TREC runs and the data
-(:mod:`convlab.evaluation.resurrection_grid`, where the three ways are described). Writes
+(:mod:`convlab.studies.resurrection_grid`, where the three ways are described). Writes
 ``grid.json``, ``grid.md``, ``policy_budgets.parquet``, ``policy_significance.parquet`` and
 ``policy_grid.png`` into ``DIR``.
 """
@@ -16,8 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from convlab.evaluation.resurrection_grid import GridStudy, grid_study
 from convlab.resurrection import POLICIES
+from convlab.studies.resurrection_grid import GridStudy, grid_study
 
 PROG = "python -m eval.resurrection_grid"
 DEFAULT_SYSTEMS = "bm25:message,message,sequential,turn_pair"

@@ -4,13 +4,13 @@ On a run folder of data with question types (LoCoMo): the weights of the views' 
 per type by grouped cross-validation, held-out queries routed by their gold type and by the
 type a classifier trained on the training folds predicts, tested against the folder's
 ``fusion:convex`` and ``bm25:message``
-(:func:`convlab.evaluation.routing_study.routing_cv`). With ``--transfer-from LOCOMO_RUN
+(:func:`convlab.studies.routing_study.routing_cv`). With ``--transfer-from LOCOMO_RUN
 --transfer-data LOCOMO_JSON``: the routes and the classifier learned on all of LoCoMo, applied
-unchanged to RUN's questions (:func:`convlab.evaluation.routing_study.transfer`). Writes
+unchanged to RUN's questions (:func:`convlab.studies.routing_study.transfer`). Writes
 ``routing.json``, ``routing.md`` and ``per_query.parquet`` (and ``choices.parquet``) into DIR.
 ``--resurrection 256,512,1024`` also routes the resurrection cell (system + policy) per type
 at each budget, against the one-cell CV choice, from RUN's ``policy_budgets.parquet``
-(:func:`convlab.evaluation.policy_routing.policy_routing`): ``policy_routing.json`` and
+(:func:`convlab.studies.policy_routing.policy_routing`): ``policy_routing.json`` and
 ``policy_routing.md``. Exit 0, 2 on bad input.
 """
 
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import polars as pl
 
-from convlab.evaluation.policy_routing import policy_routing
-from convlab.evaluation.routing import Routing
-from convlab.evaluation.routing_study import (
+from convlab.studies.policy_routing import policy_routing
+from convlab.studies.routing import Routing
+from convlab.studies.routing_study import (
     RoutingStudy,
     markdown,
     routing_cv,

@@ -4,7 +4,7 @@ The candidates are the systems of the run folder ``RUN`` (``python -m eval.run``
 match ``--match`` (shell-style, e.g. ``'bm25:message k1=*'``) or are listed by ``--candidates``;
 each fold of a grouped cross-validation (conversations; LongMemEval questions) chooses the one
 with the best mean ``--metric`` on its training queries, and the held-out queries take its values
-(:func:`convlab.evaluation.select_cv.select_by_cv`). Writes ``OUT/per_query.parquet`` (the run's
+(:func:`convlab.studies.select_cv.select_by_cv`). Writes ``OUT/per_query.parquet`` (the run's
 systems and the chosen one as ``--name``, for ``eval.levers``), ``OUT/choices.parquet`` (each
 fold's choice), ``OUT/selection.md`` and ``OUT/config.json`` (the command and the commit).
 """
@@ -12,19 +12,11 @@ fold's choice), ``OUT/selection.md`` and ``OUT/config.json`` (the command and th
 from __future__ import annotations
 
 import argparse
-import fnmatch
-import json
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import polars as pl
-
-from convlab.atomic import write_file_atomic
-from convlab.evaluation.provenance import source_commit
-from convlab.evaluation.queries import read_qrels
-from convlab.evaluation.select_cv import select_by_cv
+from convlab.studies.select_cv import SelectCV, run
 
 PROG = "python -m eval.select_cv"
 
@@ -41,67 +33,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _candidates(args: argparse.Namespace, systems: list[str]) -> list[str]:
-    if bool(args.match) == bool(args.candidates):
-        raise ValueError("give --match or --candidates (one of them)")
-    if args.candidates:
-        names = [n.strip() for n in args.candidates.split(",") if n.strip()]
-        unknown = [n for n in names if n not in systems]
-        if unknown:
-            raise ValueError(f"not systems of the run: {', '.join(unknown)}")
-        return names
-    return [s for s in systems if fnmatch.fnmatchcase(s, args.match)]
-
-
-def _markdown(command: str, choices: pl.DataFrame, means: pl.DataFrame, metric: str) -> str:
-    lines = [f"# Chosen by cross-validation: {metric}", "", f"`{command}`", "",
-             "| fold | chosen | train mean | test mean | test queries | test groups |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
-    for r in choices.iter_rows(named=True):
-        lines.append(
-            f"| {r['fold']} | `{r['system']}` | {r['train_mean']:.3f} | {r['test_mean']:.3f} "
-            f"| {r['test_queries']} | {r['test_groups']} |"
-        )
-    lines += ["", f"| system | {metric} |", "|---|---|"]
-    lines += [f"| `{s}` | {m:.3f} |" for s, m in means.iter_rows()]
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    command = shlex.join([*PROG.split(), *(sys.argv[1:] if argv is None else argv)])
+    command = [*PROG.split(), *(sys.argv[1:] if argv is None else argv)]
+    names = tuple(n.strip() for n in (args.candidates or "").split(",") if n.strip())
     try:
-        path = args.run / "per_query.parquet"
-        if not path.is_file():
-            raise ValueError(f"{path}: no such file (is {args.run} an eval.run folder?)")
-        pq = pl.read_parquet(path, glob=False)
-        systems = pq["system"].unique(maintain_order=True).to_list()
-        candidates = _candidates(args, systems)
-        qrels = read_qrels(args.run / "qrels.txt") if (args.run / "qrels.txt").is_file() else None
-        held, choices = select_by_cv(
-            pq, candidates, name=args.name, metric=args.metric, folds=args.folds, qrels=qrels
-        )
+        config = SelectCV(run=args.run, name=args.name, match=args.match, candidates=names,
+                          metric=args.metric, folds=args.folds)  # fmt: skip
+        result = run(config, args.out, command=command)
     except (OSError, ValueError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    both = pl.concat([pq, held], how="diagonal_relaxed")
-    means = (
-        both.filter(pl.col("metric") == args.metric)
-        .group_by("system", maintain_order=True)
-        .agg(pl.col("value").mean())
-    )
-    commit, state = source_commit()
-    config = {"command": command, "commit": commit, "commit_state": state, "run": str(args.run),
-              "candidates": candidates, "metric": args.metric, "folds": args.folds,
-              "name": args.name}  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_file_atomic(args.out / "per_query.parquet", lambda t: both.write_parquet(t))
-    write_file_atomic(args.out / "choices.parquet", lambda t: choices.write_parquet(t))
-    md = _markdown(command, choices, means, args.metric)
-    write_file_atomic(args.out / "selection.md", lambda t: t.write_text(md, encoding="utf-8"))
-    text = json.dumps(config, indent=1)
-    write_file_atomic(args.out / "config.json", lambda t: t.write_text(text, encoding="utf-8"))
-    print(md, end="")
+    print(result.report.read_text(encoding="utf-8"), end="")
     return 0
 
 

@@ -2,7 +2,7 @@
 
 :func:`read_runs` reads every ``runs/*.trec`` of an ``eval.run`` folder by system name;
 :func:`lexical_runs` makes (and saves) BM25 runs over the units of other strategies, without a
-model. Both feed the fusion study (:mod:`convlab.evaluation.fusion_study`).
+model. Both feed the fusion study (:mod:`convlab.studies.fusion_study`).
 """
 
 from __future__ import annotations

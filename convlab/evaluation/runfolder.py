@@ -62,6 +62,7 @@ __all__ = [
     "BUDGET_MEANS",
     "metrics_record",
     "primary_metric",
+    "provenance_fields",
     "run_path",
     "save_grid",
     "save_run",
@@ -96,6 +97,17 @@ def run_path(folder: Path, name: str) -> Path:
         if old.is_file():
             return old
     return path
+
+
+def provenance_fields(command: Sequence[str]) -> dict[str, str | None]:
+    """What ``config.json`` records of the command line that made a run folder.
+
+    ``command`` (the line, quoted for a shell), ``commit`` and ``commit_state``
+    (:func:`convlab.evaluation.provenance.source_commit`: the commit only when the tracked files
+    are that commit's): what the docs' result pages name (``eval/pages.py``).
+    """
+    commit, state = source_commit()
+    return {"command": shlex.join(command), "commit": commit, "commit_state": state}
 
 
 def primary_metric(ev: Evaluation) -> str:
@@ -229,8 +241,7 @@ def save_run(
     ev = with_policy_significance(ev)
     config = {**ev.config, "primary_metric": primary_metric(ev)}
     if command:
-        commit, state = source_commit()
-        config |= {"command": shlex.join(command), "commit": commit, "commit_state": state}
+        config |= provenance_fields(command)
     write_text_atomic(out / "config.json", json.dumps(config, indent=1, default=str))
     frames = {
         "per_query.parquet": ev.per_query,

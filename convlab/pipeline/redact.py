@@ -19,7 +19,7 @@ only their rules run, which keeps redaction fast on the many texts with nothing 
 
 The labelled corpora in ``tests/fixtures/secrets`` hold realistic secrets and look-alikes (git
 SHAs, UUIDs, content hashes, lockfile integrity strings, base64 images) side by side;
-``python -m eval.redact_bench`` (:mod:`convlab.evaluation.redact_bench`) measures recall, false
+``python -m eval.redact_bench`` (:mod:`convlab.studies.redact_bench`) measures recall, false
 positives and speed on them.
 
 Example:

@@ -31,7 +31,7 @@ class AdaptivePolicy:
     One piece, every chunk once, in conversation order; it fits whole or the hit is skipped.
     The thresholds are the policy's parameters (``adaptive:short=32:long=128``): fixed in
     advance, or chosen among such specs by cross-validation on training folds only, as every
-    cell of the policy grid is (:mod:`convlab.evaluation.policy_cv`).
+    cell of the policy grid is (:mod:`convlab.studies.policy_cv`).
 
     Args:
         short: a doc of fewer tokens takes its window.

@@ -5,7 +5,7 @@ its integer parameters, ``name:key=value:key=value`` (``"window:n=2"``,
 ``"adaptive:short=16:long=64"``): what ``--resurrection``, an experiment file's
 ``resurrection`` and the policy grid's ``policy`` column hold, so that a parameter such as
 ``window``'s ``n`` is a candidate of the grid and is chosen by cross-validation like any other
-cell (:mod:`convlab.evaluation.policy_cv`). Specs are parsed here only.
+cell (:mod:`convlab.studies.policy_cv`). Specs are parsed here only.
 """
 
 from __future__ import annotations

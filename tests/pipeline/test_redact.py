@@ -25,8 +25,6 @@ import pytest
 
 from convlab import load, schema
 from convlab.embed import HashEmbedder
-from convlab.evaluation.secret_corpus import TRIAL_CORPORA
-from convlab.evaluation.secret_corpus import build as build_trial
 from convlab.loaders.blocks import BlockRow
 from convlab.loaders.corpus import Corpus
 from convlab.pipeline.policy import ContentPolicy
@@ -40,6 +38,8 @@ from convlab.pipeline.redact import (
     redact_with_counts,
 )
 from convlab.store import REDACT_CHOICES, Store, StoreConfig
+from convlab.studies.secret_corpus import TRIAL_CORPORA
+from convlab.studies.secret_corpus import build as build_trial
 from tests.helpers import corpus as make_corpus
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "secrets"
@@ -475,7 +475,7 @@ def test_rules_version_names_the_rules(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_bench_scores_are_worked_out_by_hand() -> None:
-    from convlab.evaluation.redact_bench import corpus_scores, leaks
+    from convlab.studies.redact_bench import corpus_scores, leaks
 
     secrets_ = [
         {"id": "a", "kind": "jwt", "where": "user", "secret": "abcdefghijklmnopqrst", "text": "x"},

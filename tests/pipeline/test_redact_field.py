@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from convlab.evaluation.redact_bench import corpus_scores, leaks, load_corpus
 from convlab.pipeline.redact import redact, redact_with_counts
 from convlab.pipeline.redact_lines import joined
+from convlab.studies.redact_bench import corpus_scores, leaks, load_corpus
 
 SECRETS = Path(__file__).parents[1] / "fixtures" / "secrets"
 

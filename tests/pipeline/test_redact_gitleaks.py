@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from convlab.evaluation.redact_bench import corpus_scores, leaks, load_corpus
-from convlab.evaluation.rule_corpus import build
 from convlab.pipeline import gitleaks, gitleaks_source, redact
 from convlab.pipeline.gitleaks import CHANGES_FILE, entropy, load_rules, translate
 from convlab.pipeline.gitleaks_source import START, extract, gitleaks_config, locate
+from convlab.studies.redact_bench import corpus_scores, leaks, load_corpus
+from convlab.studies.rule_corpus import build
 
 SECRETS = Path(__file__).parents[1] / "fixtures" / "secrets"
 

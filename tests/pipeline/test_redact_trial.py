@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from convlab.evaluation.redact_bench import corpus_scores, kingfisher_scores, leaks, load_corpus
-from convlab.evaluation.secret_corpus import CHANNELS, build
 from convlab.pipeline.redact import redact
+from convlab.studies.redact_bench import corpus_scores, kingfisher_scores, leaks, load_corpus
+from convlab.studies.secret_corpus import CHANNELS, build
 
 FAMILIES, FAMILY_LOOKALIKES = load_corpus("families", ".")
 SHAPES, SHAPE_LOOKALIKES = load_corpus("shapes", ".")

@@ -113,7 +113,7 @@ def test_an_answer_spanning_two_chunks_is_found_in_conversation_order() -> None:
 
 
 def test_grid_maps_a_ranked_doc_to_the_unit_that_can_have_ranked_it() -> None:
-    from convlab.evaluation.resurrection_grid import map_hits
+    from convlab.studies.resurrection_grid import map_hits
 
     units = pl.DataFrame(
         {

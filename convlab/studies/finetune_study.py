@@ -4,17 +4,24 @@
 system against its baseline) on the same queries with the paired randomization test of
 :mod:`convlab.evaluation.significance`, Holm-adjusted over the whole family, overall and per
 category. :func:`fixed_fusion` fuses runs with weights fixed in advance (chosen elsewhere: no
-label of the runs' queries moves them).
+label of the runs' queries moves them). :func:`compare_with_base` writes the comparison of
+held-out ``ft:VIEW`` runs with a base run folder's runs.
 """
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from convlab.atomic import write_text_atomic
 from convlab.evaluation.metrics import per_query
+from convlab.evaluation.queries import read_qrels, write_run
+from convlab.evaluation.run_files import read_runs
+from convlab.evaluation.runfolder import run_path
 from convlab.evaluation.significance import bootstrap_ci, holm, paired_randomization
 from convlab.fusion import fuse
 
@@ -112,3 +119,68 @@ def fixed_fusion(
         norm=norm,
     )
     return fused.select("query_id", "doc_id", "rank", "score")
+
+
+FT_PREFIX = "ft:"
+"""The fine-tuned views' run names: ``ft:`` and the base view's (``ft:sequential``)."""
+BASE_FUSION = "fusion:convex"
+METRICS = ("recall@5", "recall@10", "ndcg@10")
+
+
+def compare_with_base(
+    out: Path, base: Path, runs: Mapping[str, pl.DataFrame], weights: Mapping[str, float]
+) -> tuple[list[str], pl.DataFrame, str]:
+    """Base runs + ft runs + the fixed fusions, written under ``out``; the family tested.
+
+    Returns:
+        The systems written (``runs/*.trec``), the paired family (``comparison.parquet``) and
+        its table (``comparison.md``).
+    """
+    base_runs = read_runs(base)
+    queries_done = set(runs[next(iter(runs))]["query_id"].unique().to_list())
+    qrels = read_qrels(base / "qrels.txt")
+    ft_weights = {
+        (f"{FT_PREFIX}{n}" if f"{FT_PREFIX}{n}" in runs else n): w for n, w in weights.items()
+    }
+    all_runs = {**base_runs, **runs}
+    all_runs["fusion:convex-ft"] = fixed_fusion(all_runs, ft_weights)
+    all_runs["fusion:convex-fixed"] = fixed_fusion(all_runs, weights)
+    per_q = pl.read_parquet(base / "per_query.parquet").select("query_id", "category").unique()
+    queries = (
+        qrels.filter(pl.col("relevance") > 0)
+        .group_by("query_id", maintain_order=True)
+        .agg(pl.col("doc_id").alias("relevant"))
+        .filter(pl.col("query_id").is_in(list(queries_done)))
+        .join(per_q, on="query_id", how="left")
+    )
+    values = scored(all_runs, queries, METRICS)
+    views = [n.removeprefix(FT_PREFIX) for n in runs]
+    pairs = [(f"{FT_PREFIX}{v}", v) for v in views if v in base_runs]
+    pairs += [("fusion:convex-ft", BASE_FUSION), ("fusion:convex-ft", "bm25:message")]
+    family = pl.concat(
+        [
+            paired_family(values, pairs, m, by_category=m == "recall@5").with_columns(
+                pl.lit(m).alias("metric")
+            )
+            for m in METRICS
+        ]
+    )
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    for name, run in all_runs.items():
+        write_run(run.with_columns(pl.col("rank").cast(pl.Int32)), run_path(out, name), name)
+    shutil.copyfile(base / "qrels.txt", out / "qrels.txt")
+    values.write_parquet(out / "per_query.parquet")
+    family.write_parquet(out / "comparison.parquet")
+    md = [
+        "| metric | category | system | baseline | n | baseline | system | delta | Holm p |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in family.iter_rows(named=True):
+        md.append(
+            f"| {r['metric']} | {r['category']} | {r['system']} | {r['baseline']} | "
+            f"{r['queries']} | {r['baseline_mean']:.3f} | {r['mean']:.3f} | {r['delta']:+.3f} | "
+            f"{r['p_holm']:.4f} |"
+        )
+    text = "\n".join(md) + "\n"
+    write_text_atomic(out / "comparison.md", text)
+    return list(all_runs), family, text

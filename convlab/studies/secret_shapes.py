@@ -1,8 +1,8 @@
 """The 20 shapes of the ``shapes`` trial corpus: credentials known by where they stand.
 
-Each is a function of a :class:`~convlab.evaluation.secret_draw.Draw` giving ``(secret,
-snippet)``, as in :mod:`convlab.evaluation.secret_families`; see
-:mod:`convlab.evaluation.secret_corpus`.
+Each is a function of a :class:`~convlab.studies.secret_draw.Draw` giving ``(secret,
+snippet)``, as in :mod:`convlab.studies.secret_families`; see
+:mod:`convlab.studies.secret_corpus`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import base64
 import json
 import string
 
-from convlab.evaluation.secret_draw import B64, Draw, Shape
-from convlab.evaluation.secret_families import pem
+from convlab.studies.secret_draw import B64, Draw, Shape
+from convlab.studies.secret_families import pem
 
 __all__ = ["SHAPES"]
 

@@ -6,20 +6,20 @@ Three sets, none of them stored in the repository (no live-looking secret is com
 - ``families``: 40 families of stored secrets (provider keys, private keys, connection strings,
   a Twilio token passed positionally ``Client("AC...", "<hex32>")``, a Datadog ``app_key:
   <hex40>``, a GCP ``private_key_id`` in a pasted service-account JSON, a key wrapped over two
-  lines), :mod:`convlab.evaluation.secret_families`;
+  lines), :mod:`convlab.studies.secret_families`;
 - ``shapes``: 20 shapes of credentials known by where they stand (a Django ``SECRET_KEY`` with a
   ``)`` inside, ``curl -u admin:<password>``, ``heroku auth:token`` output, a docker
   ``config.json`` auth, ``.netrc``, a PEM key inside a base64 ``tls.key``, a JSON-escaped Slack
-  webhook, ``.npmrc`` ``_auth=``...), :mod:`convlab.evaluation.secret_families` too;
+  webhook, ``.npmrc`` ``_auth=``...), :mod:`convlab.studies.secret_families` too;
 - look-alikes: 60 shapes that must come out unchanged (hashes, UUIDs, git SHAs, base64 images,
-  example placeholders, public certificates...), :mod:`convlab.evaluation.secret_lookalikes`,
+  example placeholders, public certificates...), :mod:`convlab.studies.secret_lookalikes`,
   half given to each corpus.
 
 Every secret and look-alike is placed in the three places a store keeps text where secrets live:
 a user's prompt (``user``), a tool's output (``tool_output``, stored with ``--include
 tool-output``) and a model's thinking (``thinking``, stored with ``--include thinking``), each
 time drawn anew. A record is ``{id, kind, where, secret, text}`` (no ``secret`` for a
-look-alike), as :func:`convlab.evaluation.redact_bench.corpus_scores` takes.
+look-alike), as :func:`convlab.studies.redact_bench.corpus_scores` takes.
 
 Example:
     >>> secrets, lookalikes = build("families")
@@ -33,10 +33,10 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from convlab.evaluation.secret_draw import Draw, Shape
-from convlab.evaluation.secret_families import FAMILIES
-from convlab.evaluation.secret_lookalikes import LOOKALIKES
-from convlab.evaluation.secret_shapes import SHAPES
+from convlab.studies.secret_draw import Draw, Shape
+from convlab.studies.secret_families import FAMILIES
+from convlab.studies.secret_lookalikes import LOOKALIKES
+from convlab.studies.secret_shapes import SHAPES
 
 __all__ = ["CHANNELS", "SEED", "TRIAL_CORPORA", "build", "place"]
 

@@ -7,14 +7,14 @@ import polars as pl
 import pytest
 
 from convlab.embed.finetune import Triple
-from convlab.evaluation.finetune_pairs import (
+from convlab.evaluation.tune import cross_validate
+from convlab.studies.finetune_pairs import (
     Fold,
     TrainingSet,
     check_no_leak,
     conversation_folds,
     training_triples,
 )
-from convlab.evaluation.tune import cross_validate
 from convlab.systems.system import Tuning
 
 CONVS = ["a", "b", "c", "d"]

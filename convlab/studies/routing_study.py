@@ -2,9 +2,9 @@
 
 :func:`routing_cv` (a :class:`RoutingStudy` without ``transfer_from``): on a run folder of data
 that carries question types (LoCoMo), the views' TREC runs fused under every weight setting of
-:func:`convlab.evaluation.routing.weight_space` (scored once, sliced per fold,
+:func:`convlab.studies.routing.weight_space` (scored once, sliced per fold,
 :func:`convlab.evaluation.tune.tune`), then routed by grouped cross-validation
-(:func:`convlab.evaluation.routing.route_cv`) by the gold type and by the type a classifier
+(:func:`convlab.studies.routing.route_cv`) by the gold type and by the type a classifier
 trained on the fold's training conversations predicts; the all-type choice (the fused system's
 own) beside them. :func:`transfer` (with ``transfer_from``): the routes and the classifier
 learned on all of the source folder's data, applied unchanged to the target folder's questions.
@@ -31,7 +31,11 @@ from convlab.atomic import write_file_atomic
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.metrics import per_query
 from convlab.evaluation.queries import read_qrels, relevant_by_query
-from convlab.evaluation.routing import (
+from convlab.evaluation.run_files import read_runs
+from convlab.evaluation.significance import holm, paired_randomization
+from convlab.evaluation.tune import tune
+from convlab.fusion import fuse
+from convlab.studies.routing import (
     Routing,
     learn_routes,
     predicted_types,
@@ -39,10 +43,6 @@ from convlab.evaluation.routing import (
     routed_run,
     weight_space,
 )
-from convlab.evaluation.run_files import read_runs
-from convlab.evaluation.significance import holm, paired_randomization
-from convlab.evaluation.tune import tune
-from convlab.fusion import fuse
 
 __all__ = [
     "CATEGORIES",

@@ -2,7 +2,7 @@
 
 A run folder scores every candidate (say BM25 under a grid of k1 and b) on every query. For each
 fold of :class:`~sklearn.model_selection.GroupKFold` (groups: conversations; a LongMemEval
-question is its own group, :func:`convlab.evaluation.policy_cv.policy_groups`), the candidate
+question is its own group, :func:`convlab.studies.policy_cv.policy_groups`), the candidate
 with the best mean ``metric`` on the **training** queries is chosen (ties: the first candidate in
 the given order), and the held-out queries get that candidate's values for every metric. The
 held-out values, each query once, are a new system's per-query values (``name``): they can be
@@ -24,15 +24,23 @@ Example:
 
 from __future__ import annotations
 
+import fnmatch
+import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import polars as pl
 from sklearn.model_selection import GroupKFold
 
-from convlab.evaluation.policy_cv import policy_groups
+from convlab.atomic import write_text_atomic
+from convlab.evaluation.queries import read_qrels
+from convlab.studies.contract import STUDIES, Study, StudyResult, source_record, write_study
+from convlab.studies.policy_cv import policy_groups
 
-__all__ = ["select_by_cv"]
+__all__ = ["SelectCV", "run", "select_by_cv"]
 
 
 def _matrix(pq: pl.DataFrame, candidates: Sequence[str], ids: list[str]) -> np.ndarray:
@@ -70,7 +78,7 @@ def select_by_cv(
         metric: what the choice maximises (on the training queries only).
         folds: the most folds (fewer when there are fewer groups).
         qrels: the run's qrels, grouping queries by their relevant docs' conversation where a
-            query id does not name it (:func:`~convlab.evaluation.policy_cv.policy_groups`).
+            query id does not name it (:func:`~convlab.studies.policy_cv.policy_groups`).
 
     Returns:
         ``held_out``: ``per_query``'s columns for ``name``, every metric of each query taken
@@ -121,3 +129,95 @@ def select_by_cv(
         .with_columns(pl.lit(name).alias("system"))
     )
     return held, pl.DataFrame(rows)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SelectCV:
+    """One system chosen by CV among a run folder's systems (:func:`run`).
+
+    Attributes:
+        run: an ``eval.run`` folder (``per_query.parquet``; ``qrels.txt`` when there).
+        name: the chosen system's name in the output.
+        match: candidates: the run's systems matching this shell-style pattern, or
+        candidates: the candidates by name (give one of the two).
+        metric: what each fold maximises.
+        folds: the most folds.
+    """
+
+    study: ClassVar[str] = "select-cv"
+    run: Path
+    name: str
+    match: str | None = None
+    candidates: tuple[str, ...] = ()
+    metric: str = "recall@5"
+    folds: int = 10
+
+    def __post_init__(self) -> None:
+        if bool(self.match) == bool(self.candidates):
+            raise ValueError("give --match or --candidates (one of them)")
+
+
+def _candidates(config: SelectCV, systems: list[str]) -> list[str]:
+    if config.candidates:
+        unknown = [n for n in config.candidates if n not in systems]
+        if unknown:
+            raise ValueError(f"not systems of the run: {', '.join(unknown)}")
+        return list(config.candidates)
+    return [s for s in systems if fnmatch.fnmatchcase(s, config.match or "")]
+
+
+def _markdown(command: str, choices: pl.DataFrame, means: pl.DataFrame, metric: str) -> str:
+    lines = [f"# Chosen by cross-validation: {metric}", "", f"`{command}`", "",
+             "| fold | chosen | train mean | test mean | test queries | test groups |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    for r in choices.iter_rows(named=True):
+        lines.append(
+            f"| {r['fold']} | `{r['system']}` | {r['train_mean']:.3f} | {r['test_mean']:.3f} "
+            f"| {r['test_queries']} | {r['test_groups']} |"
+        )
+    lines += ["", f"| system | {metric} |", "|---|---|"]
+    lines += [f"| `{s}` | {m:.3f} |" for s, m in means.iter_rows()]
+    return "\n".join(lines) + "\n"
+
+
+def run(config: SelectCV, out: Path, *, command: Sequence[str] = ()) -> StudyResult:
+    """The selection as a standard run folder.
+
+    ``per_query`` (the run's systems and the chosen one, for ``eval.levers``), ``choices``,
+    ``selection.md`` (also ``report.md``), and the contract's ``config.json`` and
+    ``metrics.json`` (each system's mean ``metric``).
+
+    Raises:
+        ValueError: no ``per_query.parquet`` in the run folder, or a candidate it lacks.
+    """
+    path = config.run / "per_query.parquet"
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file (is {config.run} an eval.run folder?)")
+    pq = pl.read_parquet(path, glob=False)
+    candidates = _candidates(config, pq["system"].unique(maintain_order=True).to_list())
+    qrels = read_qrels(config.run / "qrels.txt") if (config.run / "qrels.txt").is_file() else None
+    held, choices = select_by_cv(
+        pq, candidates, name=config.name, metric=config.metric, folds=config.folds, qrels=qrels
+    )
+    both = pl.concat([pq, held], how="diagonal_relaxed")
+    means = (
+        both.filter(pl.col("metric") == config.metric)
+        .group_by("system", maintain_order=True)
+        .agg(pl.col("value").mean())
+    )
+    md = _markdown(shlex.join(command), choices, means, config.metric)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "selection.md", md)
+    return write_study(
+        out,
+        config,
+        metrics={"metric": config.metric, "means": dict(means.iter_rows())},
+        report=md,
+        frames={"per_query": both, "choices": choices},
+        command=command,
+        data=source_record(config.run),
+        extra={"run": str(config.run), "candidates": candidates},
+    )
+
+
+STUDIES.add("select-cv", Study("select-cv", SelectCV, run, "eval.select_cv"))

@@ -3,8 +3,8 @@
 The first 30 (hashes, ids, digests, images, placeholders of provider keys) go with the
 ``families`` corpus, the last 30 (the same places as the ``shapes`` corpus's credentials, holding
 none: ``docker run -u 1000:1000``, a base64 certificate, ``_authToken=${NPM_TOKEN}``...) with the
-``shapes`` corpus. Each is a function of a :class:`~convlab.evaluation.secret_draw.Draw` giving
-``("", snippet)``; see :mod:`convlab.evaluation.secret_corpus`.
+``shapes`` corpus. Each is a function of a :class:`~convlab.studies.secret_draw.Draw` giving
+``("", snippet)``; see :mod:`convlab.studies.secret_corpus`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import textwrap
 import zlib
 from collections.abc import Callable
 
-from convlab.evaluation.secret_draw import B64, Draw, Shape
+from convlab.studies.secret_draw import B64, Draw, Shape
 
 __all__ = ["LOOKALIKES"]
 

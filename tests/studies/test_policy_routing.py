@@ -6,8 +6,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from convlab.evaluation.policy_routing import cell_matrix, policy_routing
-from convlab.evaluation.routing import Routing
+from convlab.studies.policy_routing import cell_matrix, policy_routing
+from convlab.studies.routing import Routing
 from convlab.systems.system import Tuning
 
 IDS = ["a:q0", "b:q1", "a:q2", "b:q3"]

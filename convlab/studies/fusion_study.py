@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
@@ -41,6 +41,7 @@ from convlab.evaluation.run_files import lexical_runs, read_runs
 from convlab.evaluation.significance import compare
 from convlab.evaluation.tune import cross_validate, random_space, tune
 from convlab.fusion import fuse
+from convlab.studies.contract import STUDIES, Study, StudyResult, source_record, write_study
 from convlab.systems.system import Tuning
 
 METRICS = ("recall@5", "ndcg@10")
@@ -69,11 +70,10 @@ def _fused_system(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class FusionStudy:
-    """A fusion study of a run folder (:func:`study`).
+    """A fusion study of a run folder (:func:`study`, :func:`run`).
 
     Attributes:
         folder: an ``eval.run`` folder (``runs/*.trec``, ``qrels.txt``, ``per_query.parquet``).
-        out: where the study is written.
         baseline: the run everything is tested against.
         methods: the fusion methods (:data:`Method`), each tried on every combination (its
             tuned params join the grid).
@@ -89,8 +89,8 @@ class FusionStudy:
         lexical_units: a LoCoMo json: BM25 runs over other strategies' units join the study.
     """
 
+    study: ClassVar[str] = "fusion"
     folder: Path
-    out: Path
     baseline: str
     methods: Sequence[Method]
     tuning: Tuning
@@ -112,7 +112,6 @@ class FixedFusion:
 
     Attributes:
         folder: an ``eval.run`` folder.
-        out: where ``fixed.json`` and ``fixed.md`` are written.
         weights: run name -> weight, in order (:func:`parse_fixed`).
         baseline: the run it is tested against.
         method: the fusion method (:data:`convlab.fusion.FUSIONS`).
@@ -121,8 +120,8 @@ class FixedFusion:
         lexical_strategies: as :attr:`FusionStudy.lexical_strategies`.
     """
 
+    study: ClassVar[str] = "fusion-fixed"
     folder: Path
-    out: Path
     weights: Mapping[str, float]
     baseline: str
     method: str = "convex"
@@ -166,21 +165,19 @@ def parse_fixed(spec: str) -> dict[str, float]:
     return out
 
 
-def fixed(config: FixedFusion) -> dict[str, Any]:
+def fixed(config: FixedFusion, out: Path) -> dict[str, Any]:
     """Score one fusion with settings chosen elsewhere, against its baseline; write it.
 
     Nothing is tuned on this folder's queries: the figures hold for data the settings never saw.
     Writes ``fixed.json``, ``fixed.md`` and ``per_query.parquet`` (the baseline, each run and
-    the fusion, per query: the lever table's input) under ``config.out``.
+    the fusion, per query: the lever table's input) under ``out``.
 
     Raises:
         ValueError: a run the folder (or ``lexical_units``) does not have, naming those it has.
     """
     weights = dict(config.weights)
     baseline = config.baseline
-    runs, qrels = _inputs(
-        config.folder, config.out, config.lexical_units, config.lexical_strategies
-    )
+    runs, qrels = _inputs(config.folder, out, config.lexical_units, config.lexical_strategies)
     queries = relevant_by_query(qrels)
     missing = [n for n in weights if n not in runs]
     if missing:
@@ -210,10 +207,10 @@ def fixed(config: FixedFusion) -> dict[str, Any]:
         "queries": queries.height,
         "significance": sig.to_dicts(),
     }
-    config.out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
     text = json.dumps(report, indent=1, default=str)
-    write_file_atomic(config.out / "fixed.json", lambda t: t.write_text(text))
-    write_file_atomic(config.out / "per_query.parquet", lambda t: per_q.write_parquet(t))
+    write_file_atomic(out / "fixed.json", lambda t: t.write_text(text))
+    write_file_atomic(out / "per_query.parquet", lambda t: per_q.write_parquet(t))
     rows = ["| system | recall@5 | vs baseline | p (Holm) | ndcg@10 |", "|---|---|---|---|---|"]
     for r in sig.pivot(on="metric", index="system", values=["mean", "delta", "p_holm"]).iter_rows(
         named=True
@@ -223,7 +220,7 @@ def fixed(config: FixedFusion) -> dict[str, Any]:
             f"{r['p_holm_recall@5']:.4f} | {r['mean_ndcg@10']:.3f} |"
         )
     md = "\n".join(rows) + "\n"
-    write_file_atomic(config.out / "fixed.md", lambda t: t.write_text(md))
+    write_file_atomic(out / "fixed.md", lambda t: t.write_text(md))
     return report
 
 
@@ -316,18 +313,19 @@ def _nested(
     return name, res, row
 
 
-def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> dict[str, Any]:
+def study(
+    config: FusionStudy, out: Path, *, log: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Score single runs, reference fusions and cross-validated fusions; write the report.
 
     Args:
-        config: the run folder, where to write, the study's design and its tuning.
+        config: the run folder, the study's design and its tuning.
+        out: where the study is written.
         log: called with one line per tuned system (its cross-validated recall@5 and time).
     """
     say = log or (lambda line: None)
     started = time.perf_counter()
-    runs, qrels = _inputs(
-        config.folder, config.out, config.lexical_units, config.lexical_strategies
-    )
+    runs, qrels = _inputs(config.folder, out, config.lexical_units, config.lexical_strategies)
     queries = relevant_by_query(qrels)
     cats = _categories(config.folder)
     pq = [_scored(run, queries, name) for name, run in runs.items()]
@@ -353,9 +351,9 @@ def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> d
         .group_by("system", "category", maintain_order=True)
         .agg(pl.col("value").mean().alias("mean"), pl.len().alias("queries"))
     )
-    config.out.mkdir(parents=True, exist_ok=True)
-    write_file_atomic(config.out / "choices.parquet", lambda t: pl.concat(choices).write_parquet(t))
-    write_file_atomic(config.out / "per_query.parquet", lambda t: per_q.write_parquet(t))
+    out.mkdir(parents=True, exist_ok=True)
+    write_file_atomic(out / "choices.parquet", lambda t: pl.concat(choices).write_parquet(t))
+    write_file_atomic(out / "per_query.parquet", lambda t: per_q.write_parquet(t))
     table = pl.DataFrame(rows).join(
         sig.pivot(on="metric", index="system", values=["mean", "delta", "p_holm"]),
         on="system",
@@ -376,9 +374,9 @@ def study(config: FusionStudy, *, log: Callable[[str], None] | None = None) -> d
         "by_category": by_cat.to_dicts(),
     }
     text = json.dumps(report, indent=1, default=str)
-    write_file_atomic(config.out / "fusion.json", lambda t: t.write_text(text))
+    write_file_atomic(out / "fusion.json", lambda t: t.write_text(text))
     md = _markdown(table, by_cat)
-    write_file_atomic(config.out / "fusion.md", lambda t: t.write_text(md))
+    write_file_atomic(out / "fusion.md", lambda t: t.write_text(md))
     return report
 
 
@@ -400,3 +398,43 @@ def _markdown(table: pl.DataFrame, by_cat: pl.DataFrame) -> str:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def run(
+    config: FusionStudy,
+    out: Path,
+    *,
+    command: Sequence[str] = (),
+    log: Callable[[str], None] | None = None,
+) -> StudyResult:
+    """The fusion study as a standard run folder: :func:`study`'s files and the contract's."""
+    report = study(config, out, log=log)
+    page = f"# Fusion study of `{config.folder}`\n\n" + (out / "fusion.md").read_text()
+    return write_study(
+        out,
+        config,
+        metrics={k: report[k] for k in ("baseline", "queries", "tuned_on", "systems")},
+        report=page,
+        command=command,
+        data=source_record(config.folder),
+        extra={"baseline": config.baseline, "seconds": report["seconds"]},
+    )
+
+
+def run_fixed(config: FixedFusion, out: Path, *, command: Sequence[str] = ()) -> StudyResult:
+    """One fixed fusion as a standard run folder: :func:`fixed`'s files and the contract's."""
+    report = fixed(config, out)
+    page = f"# Fixed fusion on `{config.folder}`\n\n" + (out / "fixed.md").read_text()
+    return write_study(
+        out,
+        config,
+        metrics={k: report[k] for k in ("baseline", "queries", "significance")},
+        report=page,
+        command=command,
+        data=source_record(config.folder),
+        extra={"baseline": config.baseline},
+    )
+
+
+STUDIES.add("fusion", Study("fusion", FusionStudy, run, "eval.fuse_runs"))
+STUDIES.add("fusion-fixed", Study("fusion-fixed", FixedFusion, run_fixed, "eval.fuse_runs"))

@@ -15,8 +15,8 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from convlab.evaluation.policy_cv import cv_cells, family_cv, policy_cv, policy_groups
 from convlab.evaluation.significance import holm, paired_randomization
+from convlab.studies.policy_cv import cv_cells, family_cv, policy_cv, policy_groups
 
 QUERIES = ["a:q0", "a:q1", "b:q0", "b:q1"]
 

@@ -285,7 +285,7 @@ def cv_per_query(
     ``system, query_id, metric, value`` rows (metrics ``coverage`` and ``answer_contained``) of
     two systems, ``policy CV@<budget>`` (each query under its own fold's cell, :func:`cv_cells`)
     and ``<reference system>+<policy>@<reference_budget>``, for the lever table
-    (:mod:`convlab.evaluation.levers`).
+    (:mod:`convlab.studies.levers`).
 
     Raises:
         ValueError: as :func:`policy_cv`.

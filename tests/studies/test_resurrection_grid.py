@@ -13,9 +13,9 @@ from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.evaluate import evaluate
 from convlab.evaluation.policy_grid import grid_means
-from convlab.evaluation.resurrection_grid import GridStudy, grid_study
 from convlab.evaluation.runfolder import save_run
 from convlab.paths import sample_data_path
+from convlab.studies.resurrection_grid import GridStudy, grid_study
 from convlab.systems.system import System
 from tests.evaluation.test_policy_grid import grid_frame
 

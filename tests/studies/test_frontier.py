@@ -10,7 +10,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from convlab.evaluation.frontier import (
+from convlab.studies.frontier import (
     FrontierRun,
     choose_default,
     frontier_markdown,

@@ -1,9 +1,9 @@
 """The secrets of the trial corpora: 40 families of stored secrets and 20 shapes of credentials.
 
-Each is a function of a :class:`~convlab.evaluation.secret_draw.Draw` giving ``(secret,
+Each is a function of a :class:`~convlab.studies.secret_draw.Draw` giving ``(secret,
 snippet)``: the secret as it stands in the snippet (line breaks included, for a key wrapped over
 lines) and the snippet a file, a command or its output would hold. See
-:mod:`convlab.evaluation.secret_corpus`.
+:mod:`convlab.studies.secret_corpus`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import string
 import textwrap
 from collections.abc import Callable
 
-from convlab.evaluation.secret_draw import B64, Draw, Shape
+from convlab.studies.secret_draw import B64, Draw, Shape
 
 __all__ = ["FAMILIES", "pem"]
 

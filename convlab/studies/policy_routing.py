@@ -1,13 +1,13 @@
 """The resurrection cell (system + policy) chosen per question type, by grouped CV.
 
-:mod:`convlab.evaluation.policy_cv` chooses one (system, policy) cell of the resurrection grid
+:mod:`convlab.studies.policy_cv` chooses one (system, policy) cell of the resurrection grid
 per fold, on the coverage of its training queries. Here the cell is routed per question type
-(:func:`convlab.evaluation.routing.route_cv`: the same fold logic and threshold as the fusion
+(:func:`convlab.studies.routing.route_cv`: the same fold logic and threshold as the fusion
 weights' routing), a held-out query taking the cell of its gold type, or of the type a
 classifier fitted on the fold's training queries predicts. Each is tested, paired over queries,
-against the one-cell CV choice (the all-type route: :mod:`~convlab.evaluation.policy_cv`'s
+against the one-cell CV choice (the all-type route: :mod:`~convlab.studies.policy_cv`'s
 choice) with the paired randomization test, Holm-adjusted as
-:func:`convlab.evaluation.routing_study.paired_tests` does.
+:func:`convlab.studies.routing_study.paired_tests` does.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from convlab.evaluation.routing import Routing, predicted_types, route_cv
-from convlab.evaluation.routing_study import paired_tests
+from convlab.studies.routing import Routing, predicted_types, route_cv
+from convlab.studies.routing_study import paired_tests
 
 __all__ = ["cell_matrix", "policy_routing"]
 

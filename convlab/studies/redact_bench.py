@@ -11,12 +11,12 @@ The library of ``python -m eval.redact_bench``. The corpora live in a folder the
   found stored (Twilio, Mailgun, Shopify, Discord, Datadog, Vault, Linear, New Relic, Postman,
   command-line passwords, keys wrapped or continued across lines) and their look-alikes;
 - ``gitleaks``: a secret of every shape of the installed gitleaks' rules, generated from each
-  rule's regex with a fixed seed (:mod:`convlab.evaluation.rule_corpus`), and the same texts
+  rule's regex with a fixed seed (:mod:`convlab.studies.rule_corpus`), and the same texts
   with placeholders (empty where gitleaks is not installed);
 - ``prose``: ``prose.json``, passwords said in prose and sentences about passwords (partial
   recall by design: measured, not promised);
 - ``families`` and ``shapes``: the trial corpora, made at run time by a seeded generator
-  (:mod:`convlab.evaluation.secret_corpus`): 40 families of stored secrets and 20 shapes of
+  (:mod:`convlab.studies.secret_corpus`): 40 families of stored secrets and 20 shapes of
   credentials known by where they stand, each in a user's prompt, a tool's output and a
   model's thinking, with 30 look-alikes each (also in the three places).
 
@@ -80,7 +80,7 @@ def load_corpus(name: str, directory: str | Path) -> tuple[list[dict], list[dict
     if name == "field":
         return read("field_secrets.json"), read("field_lookalikes.json")
     if name == "gitleaks":
-        from convlab.evaluation.rule_corpus import build
+        from convlab.studies.rule_corpus import build
 
         corpus = build()
         return corpus["positives"], corpus["negatives"]
@@ -90,7 +90,7 @@ def load_corpus(name: str, directory: str | Path) -> tuple[list[dict], list[dict
         none = [{**p, "kind": "prose", "where": "user"} for p in prose["none"]]
         return said, none
     if name in ("families", "shapes"):
-        from convlab.evaluation.secret_corpus import build as build_trial
+        from convlab.studies.secret_corpus import build as build_trial
 
         return build_trial(name)
     raise ValueError(f"unknown corpus {name!r}; choose one of {', '.join(CORPORA)}")

@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from convlab.evaluation.levers import Lever, lever_table, read_levers, read_per_query
+from convlab.studies.levers import Lever, lever_table, read_levers, read_per_query
 
 METRIC = "recall@5"
 
@@ -82,7 +82,7 @@ def test_rows_are_read_and_bad_rows_named(tmp_path: Path) -> None:
 
 
 def test_the_readme_table_is_rewritten_between_its_markers() -> None:
-    from convlab.evaluation.levers import (
+    from convlab.studies.levers import (
         README_BEGIN,
         README_END,
         readme_table,

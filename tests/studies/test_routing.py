@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from sklearn.model_selection import GroupKFold
 
-from convlab.evaluation.routing import (
+from convlab.studies.routing import (
     Routing,
     TypeClassifier,
     learn_routes,
@@ -16,7 +16,7 @@ from convlab.evaluation.routing import (
     routed_run,
     weight_space,
 )
-from convlab.evaluation.routing_study import in_sample_ceiling, paired_tests
+from convlab.studies.routing_study import in_sample_ceiling, paired_tests
 from convlab.systems.system import Tuning
 
 # two settings, four queries; groups a, b; types x, x, y, y. Setting 0 is right for type x,

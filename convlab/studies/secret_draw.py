@@ -1,6 +1,6 @@
 """A seeded source of the strings secrets are made of, for the trial corpora.
 
-See :mod:`convlab.evaluation.secret_corpus`.
+See :mod:`convlab.studies.secret_corpus`.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from convlab.evaluation.select_cv import select_by_cv
+from convlab.studies.select_cv import select_by_cv
 
 TABLE = {
     "a": [1, 1, 0, 0, 0, 0],

@@ -75,7 +75,7 @@ class Lever:
         settings: the lever's settings, each a system of the run (names, or one shell-style
             pattern such as ``bm25:message k1=*``): the held-out system is then chosen among
             them per fold by grouped CV on the training queries
-            (:func:`convlab.evaluation.select_cv.select_by_cv`), and ``system`` names it.
+            (:func:`convlab.studies.select_cv.select_by_cv`), and ``system`` names it.
         folds: the most folds of that choice.
     """
 
@@ -166,7 +166,7 @@ def _values(pq: pl.DataFrame, lever: Lever, system: str) -> pl.DataFrame:
 
 def _chosen(lever: Lever, pq: pl.DataFrame, qrels: pl.DataFrame | None) -> pl.DataFrame:
     """``pq`` with the lever's held-out system added: its settings chosen per fold by CV."""
-    from convlab.evaluation.select_cv import select_by_cv
+    from convlab.studies.select_cv import select_by_cv
 
     systems = pq["system"].unique(maintain_order=True).to_list()
     names = [s for pattern in lever.settings for s in systems if fnmatch.fnmatchcase(s, pattern)]

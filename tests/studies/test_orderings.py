@@ -8,7 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from convlab.evaluation.orderings import PairResult, pair_results, verdict, write_orderings
+from convlab.studies.orderings import PairResult, pair_results, verdict, write_orderings
 
 
 def _run(values: dict[str, list[float]], metric: str = "recall@5") -> pl.DataFrame:
