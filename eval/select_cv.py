@@ -6,7 +6,8 @@ each fold of a grouped cross-validation (conversations; LongMemEval questions) c
 with the best mean ``--metric`` on its training queries, and the held-out queries take its values
 (:func:`convlab.evaluation.select_cv.select_by_cv`). Writes ``OUT/per_query.parquet`` (the run's
 systems and the chosen one as ``--name``, for ``eval.levers``), ``OUT/choices.parquet`` (each
-fold's choice), ``OUT/selection.md`` and ``OUT/config.json`` (the command and the commit).
+fold's choice), ``OUT/groups.parquet`` (each query's group and fold), ``OUT/selection.md`` and
+``OUT/config.json`` (the command, the commit and the groups).
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from pathlib import Path
 import polars as pl
 
 from convlab.atomic import write_file_atomic
+from convlab.evaluation import folds
 from convlab.evaluation.provenance import source_commit
-from convlab.evaluation.queries import read_qrels
 from convlab.evaluation.select_cv import select_by_cv
 
 PROG = "python -m eval.select_cv"
@@ -36,7 +37,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--candidates", help="candidates: comma-separated system names")
     p.add_argument("--name", required=True, help="the chosen system's name in the output")
     p.add_argument("--metric", default="recall@5", help="what each fold maximises (recall@5)")
-    p.add_argument("--folds", type=int, default=10, help="the most folds (10)")
+    p.add_argument("--folds", type=int, default=folds.FOLDS, help=f"the most folds ({folds.FOLDS})")
     p.add_argument("--out", type=Path, required=True)
     return p.parse_args(argv)
 
@@ -77,9 +78,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         pq = pl.read_parquet(path, glob=False)
         systems = pq["system"].unique(maintain_order=True).to_list()
         candidates = _candidates(args, systems)
-        qrels = read_qrels(args.run / "qrels.txt") if (args.run / "qrels.txt").is_file() else None
+        qrels, haystacks = folds.run_labels(args.run)
         held, choices = select_by_cv(
-            pq, candidates, name=args.name, metric=args.metric, folds=args.folds, qrels=qrels
+            pq,
+            candidates,
+            name=args.name,
+            metric=args.metric,
+            folds=args.folds,
+            qrels=qrels,
+            haystacks=haystacks,
         )
     except (OSError, ValueError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
@@ -94,7 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = {"command": command, "commit": commit, "commit_state": state, "run": str(args.run),
               "candidates": candidates, "metric": args.metric, "folds": args.folds,
               "name": args.name}  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
+    ids = held.filter(pl.col("metric") == args.metric)["query_id"].to_list()
+    group = folds.groups(ids, qrels, haystacks=haystacks)
+    frame = folds.fold_frame(ids, group, args.folds)
+    config["groups"] = folds.save(args.out, frame, haystacks=haystacks)
     write_file_atomic(args.out / "per_query.parquet", lambda t: both.write_parquet(t))
     write_file_atomic(args.out / "choices.parquet", lambda t: choices.write_parquet(t))
     md = _markdown(command, choices, means, args.metric)

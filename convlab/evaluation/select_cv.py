@@ -1,8 +1,8 @@
 """One system chosen among candidates by grouped cross-validation, from per-query values.
 
 A run folder scores every candidate (say BM25 under a grid of k1 and b) on every query. For each
-fold of :class:`~sklearn.model_selection.GroupKFold` (groups: conversations; a LongMemEval
-question is its own group, :func:`convlab.evaluation.policy_cv.policy_groups`), the candidate
+fold of the grouped cross-validation (:mod:`convlab.evaluation.folds`: conversations; a
+LongMemEval question is its own group), the candidate
 with the best mean ``metric`` on the **training** queries is chosen (ties: the first candidate in
 the given order), and the held-out queries get that candidate's values for every metric. The
 held-out values, each query once, are a new system's per-query values (``name``): they can be
@@ -28,9 +28,8 @@ from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
-from sklearn.model_selection import GroupKFold
 
-from convlab.evaluation.policy_cv import policy_groups
+from convlab.evaluation import folds as cv_folds
 
 __all__ = ["select_by_cv"]
 
@@ -57,8 +56,9 @@ def select_by_cv(
     *,
     name: str,
     metric: str = "recall@5",
-    folds: int = 10,
+    folds: int = cv_folds.FOLDS,
     qrels: pl.DataFrame | None = None,
+    haystacks: bool = False,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Each fold's choice among ``candidates`` and the held-out values under it.
 
@@ -70,7 +70,8 @@ def select_by_cv(
         metric: what the choice maximises (on the training queries only).
         folds: the most folds (fewer when there are fewer groups).
         qrels: the run's qrels, grouping queries by their relevant docs' conversation where a
-            query id does not name it (:func:`~convlab.evaluation.policy_cv.policy_groups`).
+            query id does not name it (:func:`convlab.evaluation.folds.groups`).
+        haystacks: each query has its own haystack (LongMemEval): each is its own group.
 
     Returns:
         ``held_out``: ``per_query``'s columns for ``name``, every metric of each query taken
@@ -90,13 +91,10 @@ def select_by_cv(
     if not ids:
         raise ValueError(f"candidate {candidates[0]!r} has no {metric} values")
     values = _matrix(at, candidates, ids)
-    group = policy_groups(ids, qrels)
-    n_folds = min(folds, len(set(group)))
-    if n_folds < 2:
-        raise ValueError(f"{len(set(group))} query groups cannot make 2 folds")
+    group = cv_folds.groups(ids, qrels, haystacks=haystacks)
+    splits = cv_folds.splits(group, folds)
     chosen: dict[str, str] = {}
     rows = []
-    splits = GroupKFold(n_splits=n_folds).split(np.zeros(len(ids)), groups=group)
     for fold, (train, test) in enumerate(splits):
         means = values[:, train].mean(axis=1)
         best = int(np.argmax(means))  # the first of equal maxima
