@@ -5,6 +5,14 @@
 across strategies), runs every :class:`~convlab.systems.system.System`, and returns an
 :class:`~convlab.evaluation.result.Evaluation`.
 
+It does not call :func:`convlab.systems.search.search_system` (the store's search): it searches
+each view itself, once for every system that has it, with a
+:class:`~convlab.retrieval.search.Searcher` under :func:`~convlab.systems.hits.view_options`
+(:func:`~convlab.retrieval.search_many`, or :func:`~convlab.retrieval.search_haystacks` per
+haystack), to the evaluation's depth, and ranks with :func:`~convlab.systems.hits.system_hits`
+(fixed weights) or :func:`~convlab.evaluation.multiview.tuned_hits` (weights by grouped CV) --
+the parts ``search_system`` runs, without its cut at ``k`` and its matches.
+
 Scopes: ``conversation`` searches each query inside its own conversation (LoCoMo's protocol);
 ``haystack`` searches each query inside its own set of conversations (LongMemEval's protocol:
 :attr:`~convlab.evaluation.datasets.LabelledData.haystacks`, the index's rows of those
