@@ -182,7 +182,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {"command": " ".join([PROG, *sys.argv[1:]]), "runs": {}}
     per_query: dict[str, pl.DataFrame] = {}
     groups: dict[str, tuple[pl.DataFrame, bool]] = {}
-    groups: dict[str, tuple[pl.DataFrame, bool]] = {}
     for folder in map(Path, args.runs):
         grid = folder / "policy_budgets.parquet"
         if not folder.is_dir():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -131,10 +132,11 @@ def test_query_folds_put_unjudged_queries_in_no_fold() -> None:
     assert frame["fold"].to_list() == [0, 1, 0, None]
 
 
-def test_run_labels_read_the_qrels_and_the_haystacks_flag(tmp_path) -> None:
+def test_run_labels_read_the_qrels_and_the_haystacks_flag(tmp_path: Path) -> None:
     (tmp_path / "qrels.txt").write_text("q1 0 c1:m1 1\n", encoding="utf-8")
     (tmp_path / "config.json").write_text(json.dumps({"data": {"haystacks": True}}))
     qrels, haystacks = folds.run_labels(tmp_path)
     assert haystacks is True
-    assert qrels is not None and qrels["doc_id"].to_list() == ["c1:m1"]
+    assert qrels is not None
+    assert qrels["doc_id"].to_list() == ["c1:m1"]
     assert folds.run_labels(tmp_path / "none") == (None, False)
