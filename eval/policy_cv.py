@@ -7,7 +7,8 @@ fold by grouped cross-validation at 256, 512 and 1,024 tokens, its held-out cove
 containment, and CV@512 against ``message`` + ``unit`` at 1,024 tokens (paired randomization
 test). Writes ``policy_cv.json`` and ``policy_cv.md`` into ``DIR``, and per run folder
 ``DIR/<its name>/per_query.parquet`` (:func:`convlab.studies.policy_cv.cv_per_query`, for
-``eval.levers``); the run folders are only read.
+``eval.levers``) and ``groups.parquet`` (each query's group and fold at ``--budget``, named in
+its ``config.json``); the run folders are only read.
 A folder without a grid is listed as such. Exit 0, 1 when no folder had a grid, 2 on bad input.
 """
 
@@ -22,8 +23,8 @@ from typing import Any
 
 import polars as pl
 
-from convlab.evaluation.queries import read_qrels
-from convlab.studies.policy_cv import BUDGETS, cv_per_query, policy_cv
+from convlab.evaluation import folds
+from convlab.studies.policy_cv import BUDGETS, cv_cells, cv_per_query, policy_cv
 
 PROG = "python -m eval.policy_cv"
 
@@ -39,14 +40,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--budget", type=int, default=512, help="the CV cell compared (tokens)")
     p.add_argument("--reference-budget", type=int, default=1024, help="the reference cell's budget")
     p.add_argument("--folds", type=int, default=10, help="most folds (fewer with fewer groups)")
-    p.add_argument(
-        "--group-by",
-        choices=("conversation", "question"),
-        default="conversation",
-        help="CV groups of queries whose id names no conversation (real sessions): the "
-        "conversation of their relevant docs (default), or each question alone; LongMemEval "
-        "questions are always their own groups",
-    )
     p.add_argument("--seed", type=int, default=0, help="seed of the tests")
     return p.parse_args(argv)
 
@@ -68,15 +61,13 @@ def _baseline(run: Path) -> str | None:
 
 
 def _qrels(run: Path) -> pl.DataFrame | None:
-    """The qrels that group queries by conversation (None: each query its own group).
+    """The qrels that place queries in conversations (:func:`convlab.evaluation.folds.groups`).
 
-    None where each query has its own haystack (LongMemEval: grouped by question) or the run
-    keeps no qrels.
+    None where each query has its own haystack (LongMemEval: each question its own group) or
+    the run keeps no qrels.
     """
-    config = run / "config.json"
-    if config.exists() and json.loads(config.read_text()).get("data", {}).get("haystacks"):
-        return None
-    return read_qrels(run / "qrels.txt") if (run / "qrels.txt").exists() else None
+    qrels, haystacks = folds.run_labels(run)
+    return None if haystacks else qrels
 
 
 def _f(x: float | None, sign: bool = False) -> str:
@@ -190,6 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     results: dict[str, Any] = {"command": " ".join([PROG, *sys.argv[1:]]), "runs": {}}
     per_query: dict[str, pl.DataFrame] = {}
+    groups: dict[str, tuple[pl.DataFrame, bool]] = {}
     for folder in map(Path, args.runs):
         grid = folder / "policy_budgets.parquet"
         if not folder.is_dir():
@@ -203,10 +195,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         try:
             source = _source(folder)
+            held, _ = cv_cells(
+                pl.read_parquet(grid), args.budget, folds=args.folds, qrels=_qrels(source)
+            )
+            groups[folder.name] = (
+                held.select("query_id", "group", "fold"),
+                folds.run_labels(source)[1],
+            )
             per_query[folder.name] = cv_per_query(
                 pl.read_parquet(grid),
                 baseline=_baseline(source),
-                qrels=_qrels(source) if args.group_by == "conversation" else None,
+                qrels=_qrels(source),
                 budget=args.budget,
                 reference_budget=args.reference_budget,
                 folds=args.folds,
@@ -214,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             results["runs"][str(folder)] = policy_cv(
                 pl.read_parquet(grid),
                 baseline=_baseline(source),
-                qrels=_qrels(source) if args.group_by == "conversation" else None,
+                qrels=_qrels(source),
                 budgets=budgets,
                 budget=args.budget,
                 reference_budget=args.reference_budget,
@@ -231,7 +230,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, frame in per_query.items():  # the lever table's input, one folder per run
         (out / name).mkdir(exist_ok=True)
         frame.write_parquet(out / name / "per_query.parquet")
-        record = {"command": results["command"], "run": name}
+        record: dict[str, Any] = {"command": results["command"], "run": name}
+        frame, haystacks = groups[name]
+        record["groups"] = folds.save(out / name, frame, haystacks=haystacks)
         (out / name / "config.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {out / 'policy_cv.md'}")
     return 0 if any("error" not in r for r in results["runs"].values()) else 1

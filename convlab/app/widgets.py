@@ -1,10 +1,10 @@
 """The ipywidgets search panel: ask "when did we discuss X?" and see the moment.
 
 The panel is state (a built index, the widgets), so it is a class; it searches with a *system*
-(:func:`convlab.systems.search.search_system`: the code ``eval.run`` and ``convlab search`` run)
-and everything it shows comes from that search and :func:`convlab.resurrect`. All transcript text is
-HTML-escaped before it reaches an ``HTML`` widget, so a transcript holding ``<script>`` or
-``<img onerror=...>`` shows as text.
+(:func:`convlab.systems.search.search_system`, as ``convlab search`` does; it ranks with the
+parts ``eval.run`` ranks with) and everything it shows comes from that search and
+:func:`convlab.resurrect`. All transcript text is HTML-escaped before it reaches an ``HTML``
+widget, so a transcript holding ``<script>`` or ``<img onerror=...>`` shows as text.
 
 Example:
     >>> panel = SearchPanel.from_data("data/sample")  # doctest: +SKIP

@@ -5,6 +5,14 @@
 across strategies), runs every :class:`~convlab.systems.system.System`, and returns an
 :class:`~convlab.evaluation.result.Evaluation`.
 
+It does not call :func:`convlab.systems.search.search_system` (the store's search): it searches
+each view itself, once for every system that has it, with a
+:class:`~convlab.retrieval.search.Searcher` under :func:`~convlab.systems.hits.view_options`
+(:func:`~convlab.retrieval.search_many`, or :func:`~convlab.retrieval.search_haystacks` per
+haystack), to the evaluation's depth, and ranks with :func:`~convlab.systems.hits.system_hits`
+(fixed weights) or :func:`~convlab.evaluation.multiview.tuned_hits` (weights by grouped CV) --
+the parts ``search_system`` runs, without its cut at ``k`` and its matches.
+
 Scopes: ``conversation`` searches each query inside its own conversation (LoCoMo's protocol);
 ``haystack`` searches each query inside its own set of conversations (LongMemEval's protocol:
 :attr:`~convlab.evaluation.datasets.LabelledData.haystacks`, the index's rows of those
@@ -27,6 +35,7 @@ from convlab.build import BuiltIndex, build_indexes
 from convlab.built import BuildManifest
 from convlab.embed.device import device_of
 from convlab.embed.factory import companion_embedder
+from convlab.evaluation import folds
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData
 from convlab.evaluation.metrics import aggregate, per_query
@@ -100,7 +109,7 @@ def evaluate(
                     config=config,
                 )
             views.append(view_hits[key])
-        h = _system_hits(system, views, data.queries, config.depth)
+        h = _system_hits(system, views, data, config.depth)
         if isinstance(h, Tuned):
             tuning.append(h.choices)
             tuned[system.name] = {**h.chosen, "folds": h.folds}
@@ -126,6 +135,9 @@ def evaluate(
     units_by = {_label(text, s): b.units for (text, s), b in built.items()}
     cfg = _record(data, systems, baseline, embedder, config, units_by, started)
     cfg["tuned"] = tuned
+    n_folds = next((s.tuning.folds for s in systems if s.fused and s.tuning), folds.FOLDS)
+    groups = folds.query_folds(data.queries, haystacks=data.haystacks is not None, folds=n_folds)
+    cfg["groups"] = folds.record(groups, haystacks=data.haystacks is not None)
     cfg["unit_costs"], cfg["embedding"] = _costs(built)
     cfg["system_costs"] = system_costs(systems, built, _variant).to_dicts()
     policy_budgets = pl.concat(policy_rows) if policy_rows else pl.DataFrame()
@@ -142,6 +154,7 @@ def evaluate(
         policy_budgets,
         tuning=pl.concat(tuning, how="diagonal_relaxed") if tuning else pl.DataFrame(),
         official=official,
+        groups=groups,
     )
 
 
@@ -241,11 +254,12 @@ def _build(
 
 
 def _system_hits(
-    system: System, views: list[pl.DataFrame], queries: pl.DataFrame, depth: int
+    system: System, views: list[pl.DataFrame], data: LabelledData, depth: int
 ) -> pl.DataFrame | Tuned:
     """Cross-validated weights for a tuned system; else :func:`system_hits` (the store's too)."""
     if system.fused and system.tuning is not None:
-        return tuned_hits(system, views, queries, depth=depth)
+        haystacks = data.haystacks is not None
+        return tuned_hits(system, views, data.queries, depth=depth, haystacks=haystacks)
     return system_hits(system, views, depth=depth)
 
 

@@ -1,10 +1,10 @@
 """Multi-view systems whose fusion weights are chosen by grouped cross-validation.
 
 Fixed weights are :mod:`convlab.systems.hits`. :func:`tuned_hits` chooses the weights by
-grouped cross-validation (:func:`convlab.evaluation.tune.tune`; a group is a conversation, or the
-query itself when it has none): each fold's choice is made on its training groups only, and
-each query's hits are those of its own fold's choice, so every figure computed from them is a
-held-out figure.
+grouped cross-validation (:func:`convlab.evaluation.tune.tune`; groups by
+:func:`convlab.evaluation.folds.groups`): each fold's choice is made on its training groups
+only, and each query's hits are those of its own fold's choice, so every figure computed from
+them is a held-out figure.
 """
 
 from __future__ import annotations
@@ -16,19 +16,12 @@ from typing import Any
 
 import polars as pl
 
+from convlab.evaluation.folds import groups as query_groups
 from convlab.fusion import fuse
 from convlab.systems.hits import fused_hits, rankings, with_units
 from convlab.systems.system import System, Tuning
 
-__all__ = ["Tuned", "query_groups", "tuned_hits"]
-
-
-def query_groups(queries: pl.DataFrame) -> list[str]:
-    """Each query's group for cross-validation: its conversation, or itself when it has none."""
-    return [
-        c if c is not None else q
-        for q, c in queries.select("query_id", "conversation_id").iter_rows()
-    ]
+__all__ = ["Tuned", "tuned_hits"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +66,7 @@ def tuned_hits(
     queries: pl.DataFrame,
     *,
     depth: int,
+    haystacks: bool = False,
 ) -> Tuned:
     """``system``'s hits with its weights chosen by grouped cross-validation.
 
@@ -81,6 +75,7 @@ def tuned_hits(
         view_hits: its views' hits, in its view order.
         queries: the labelled queries (``query_id``, ``conversation_id``, ``relevant``).
         depth: docs kept per query.
+        haystacks: each query has its own haystack (each question its own group).
 
     Raises:
         ValueError: a system without tuning.
@@ -103,7 +98,7 @@ def tuned_hits(
             memo[key] = fuse(aligned, weights, method=system.fusion, depth=depth, **params)
         return memo[key]
 
-    groups = query_groups(queries)
+    groups = query_groups(queries["query_id"].to_list(), queries, haystacks=haystacks)
     group_of = dict(zip(queries["query_id"].to_list(), groups, strict=True))
     scored = queries.filter(pl.col("relevant").list.len() > 0)
     n_groups = len({group_of[q] for q in scored["query_id"]})

@@ -38,6 +38,9 @@ class Evaluation:
     policy_significance: pl.DataFrame = field(default_factory=pl.DataFrame)
     # LongMemEval's official measures, under its protocol (EvalConfig.protocol); else None
     official: OfficialScores | None = None
+    # query_id, group, fold: every query's cross-validation group and fold
+    # (convlab.evaluation.folds; fold null for an unjudged query); empty when not recorded
+    groups: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     @property
     def systems(self) -> list[str]:

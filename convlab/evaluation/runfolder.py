@@ -18,6 +18,9 @@ primary metric named): :func:`save_run` writes
   ``official_questions.parquet`` (which questions each average counts), the first three also
   under ``official`` in ``metrics.json``
   (:func:`convlab.evaluation.lme_scores.score_official`);
+- ``groups.parquet``: every query's cross-validation group and fold (``query_id, group,
+  fold``: :mod:`convlab.evaluation.folds`), named in ``config.json``'s ``groups`` (the rule,
+  the number of groups and folds);
 - ``tuning.parquet``: the setting each fold chose for each cross-validated system;
   ``systems.toml``: every system as run (an experiment file), and ``systems.chosen.toml``: the
   cross-validated systems with the settings chosen on all queries, fixed, beside the baseline
@@ -249,6 +252,8 @@ def save_run(
         "significance.parquet": ev.significance,
         "category_significance.parquet": ev.category_significance,
     }
+    if ev.groups.height:  # every query's cross-validation group and fold
+        frames["groups.parquet"] = ev.groups
     if ev.tuning.height:  # what each fold chose for the cross-validated systems
         frames["tuning.parquet"] = ev.tuning
     if ev.official is not None:  # LongMemEval's protocol: its own measures, means and tests

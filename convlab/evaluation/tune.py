@@ -4,8 +4,8 @@ A *system* here is any function ``params -> run`` (a run frame ``query_id, doc_i
 or ``score``; see :mod:`convlab.fusion.base`). :func:`tune` scores every setting of a search
 space on every query with one metric (computed by ir_measures through
 :func:`convlab.evaluation.metrics.per_query`, so names are parsed in one place), splits the
-queries into folds by group with scikit-learn's ``GroupKFold`` (for LoCoMo a group is a
-conversation, :func:`conversation_groups`, so no conversation is both tuned on and tested on),
+queries into folds by group (:mod:`convlab.evaluation.folds`: a group is a conversation, or a
+question with its own haystack, so no conversation is both tuned on and tested on),
 and for each fold picks the setting with the best mean over the *training* folds' queries only.
 Each query's reported value is the value of its own fold's choice: the held-out values,
 concatenated, cover every query once and can go into the paired tests of
@@ -37,8 +37,9 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from sklearn.model_selection import GroupKFold
 
+from convlab.evaluation.folds import groups as query_groups
+from convlab.evaluation.folds import splits as fold_splits
 from convlab.evaluation.metrics import per_query
 from convlab.evaluation.queries import relevant_by_query
 from convlab.metric_names import parse_metric
@@ -46,7 +47,6 @@ from convlab.systems.system import Tuning
 
 __all__ = [
     "TuneResult",
-    "conversation_groups",
     "cross_validate",
     "grid",
     "random_space",
@@ -86,21 +86,6 @@ class TuneResult:
         """The cross-validated mean of the tuned metric (held-out values only)."""
         values = self.per_query.filter(pl.col("metric") == self.metric)["value"]
         return float(values.mean())  # type: ignore[arg-type]
-
-
-def conversation_groups(query_ids: Sequence[str]) -> list[str]:
-    """The conversation of each query id: the text before its last ``:`` (``conv-26:q0``).
-
-    Raises:
-        ValueError: a query id without ``:``.
-    """
-    out = []
-    for q in query_ids:
-        head, sep, _ = q.rpartition(":")
-        if not sep or not head:
-            raise ValueError(f"query id {q!r} has no conversation prefix ('conv:q')")
-        out.append(head)
-    return out
 
 
 def grid(space: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
@@ -172,7 +157,7 @@ def tune(
         config: the metric and the number of folds (of :class:`~convlab.systems.system.Tuning`,
             the one tuning config; its grid is the caller's ``space``).
         groups: the group of each scored query, in the order of the queries' first appearance
-            in ``qrels`` (default: :func:`conversation_groups`).
+            in ``qrels`` (default: :func:`convlab.evaluation.folds.groups` of the qrels).
         report: more metrics reported for each fold's choice (never used to choose).
 
     Returns:
@@ -189,7 +174,7 @@ def tune(
     if queries.height == 0:
         raise ValueError("no query has a relevant doc in the qrels")
     ids = queries["query_id"].to_list()
-    group = list(groups) if groups is not None else conversation_groups(ids)
+    group = list(groups) if groups is not None else query_groups(ids, qrels)
     if len(group) != len(ids):
         raise ValueError(f"{len(group)} groups for {len(ids)} scored queries")
     if len(set(group)) < config.folds:
@@ -240,7 +225,7 @@ def cross_validate(
     scores = values[metric]
     fold_of = np.empty(len(ids), dtype=np.int64)
     rows = []
-    splits = GroupKFold(n_splits=config.folds).split(np.zeros(len(ids)), groups=group)
+    splits = fold_splits(group, config.folds)
     for fold, (train, test) in enumerate(splits):
         fold_of[test] = fold
         train_means = scores[:, train].mean(axis=1)

@@ -59,8 +59,10 @@ A full disk during an update raises :class:`StoreFull` (the previous version int
 (:class:`StoreConfig`, default :func:`convlab.systems.default_system`): every strategy of its
 views, chunked once, the units of dense views embedded in one pass, BM25 over each strategy;
 ``units.parquet`` holds every strategy's units. :meth:`Store.search` (``convlab search``, the
-panel, :func:`open_store`) runs a system with the code ``eval.run`` runs
-(:func:`convlab.systems.search.search_system`).
+panel, :func:`open_store`) runs a system with
+:func:`convlab.systems.search.search_system`, which ranks with the parts ``eval.run`` ranks with
+(the views' options, a searcher per view, :func:`convlab.systems.hits.system_hits`);
+``eval.run`` calls those parts itself (:mod:`convlab.evaluation.evaluate`).
 
 **One format.** A version of an older format than
 :data:`convlab.store.format.STORE_FORMAT` is refused with :class:`StoreOutdated`, one line

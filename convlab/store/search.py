@@ -2,7 +2,10 @@
 
 :class:`StoreSearch` is state (the loaded indexes, BM25 and the query embedder of one pinned
 version), so it is a class; the search itself is
-:func:`convlab.systems.search.search_system`, the code ``eval.run``'s systems run.
+:func:`convlab.systems.search.search_system`, which ranks with the parts ``eval.run`` ranks
+with (:func:`~convlab.systems.hits.view_options`, a :class:`~convlab.retrieval.search.Searcher`
+per view, :func:`~convlab.systems.hits.system_hits`); ``eval.run`` calls those parts itself, not
+``search_system`` (:mod:`convlab.evaluation.evaluate`).
 """
 
 from __future__ import annotations

@@ -141,8 +141,9 @@ class Store:
     ) -> pl.DataFrame:
         """The ``k`` best docs for ``query`` under ``system`` (default: :meth:`system`).
 
-        The same code as ``eval.run``'s systems (:func:`convlab.systems.search.search_system`);
-        indexes and query embedder loaded once. Each hit carries its match, the best message of
+        :func:`convlab.systems.search.search_system`, which ranks with the parts ``eval.run``
+        ranks with (``eval.run`` calls them itself, not ``search_system``); indexes and query
+        embedder loaded once. Each hit carries its match, the best message of
         its doc by the system's own scoring, and where it is (:func:`convlab.store.hits.placed`).
 
         Args:

@@ -7,9 +7,9 @@ answer in what was searched. This module makes its data and judges it:
   fusion), its :data:`~convlab.systems.confidence.FEATURES`, whether it has no answer
   (:func:`no_answer`: LongMemEval's abstention questions, ``_abs``; LoCoMo's adversarial
   category; judged no-answer queries of a pooled set, category ``no-answer``), and its
-  cross-validation group (its conversation, else the query itself, prefixed by the data set);
+  cross-validation group (:func:`convlab.evaluation.folds.groups`, prefixed by the data set);
 - :func:`cross_validated`: each query's confidence from a model fitted on the other folds
-  (scikit-learn's ``GroupKFold``: no group is both fitted on and judged), with the fold's
+  (:mod:`convlab.evaluation.folds`: no group is both fitted on and judged), with the fold's
   threshold chosen on its training queries only (:func:`threshold_for`);
 - :func:`transfer`: fitted on one data set, judged on each other;
 - :func:`summarise`: per data set, AUROC (answerable against no-answer queries) and the
@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from convlab.evaluation import folds as cv_folds
 from convlab.evaluation.datasets import LabelledData
-from convlab.evaluation.multiview import query_groups
 from convlab.systems.confidence import FEATURES, ConfidenceModel, features_frame
 from convlab.systems.hits import DEPTH
 from convlab.systems.system import System
@@ -115,7 +115,12 @@ def study_frame(
         {
             "dataset": [data.name] * queries.height,
             "query_id": queries["query_id"],
-            "group": [f"{data.name}/{g}" for g in query_groups(queries)],
+            "group": [
+                f"{data.name}/{g}"
+                for g in cv_folds.groups(
+                    queries["query_id"].to_list(), queries, haystacks=data.haystacks is not None
+                )
+            ],
             "no_answer": no_answer(queries),
             "answered": queries["query_id"].is_in(top5.implode()),
         }
@@ -161,24 +166,17 @@ def _predict(model: Any, frame: pl.DataFrame) -> np.ndarray:
 def cross_validated(frame: pl.DataFrame, config: ConfidenceConfig) -> pl.DataFrame:
     """``frame`` with each query's held-out ``confidence``, its fold and the fold's threshold.
 
-    Folds are groups (:class:`sklearn.model_selection.GroupKFold`); each fold's model and
+    Folds are groups (:func:`convlab.evaluation.folds.splits`); each fold's model and
     threshold see its training queries only.
 
     Raises:
         ValueError: fewer than 2 groups.
     """
-    from sklearn.model_selection import GroupKFold
-
-    groups = frame["group"].to_numpy()
-    folds = min(config.folds, len(set(groups.tolist())))
-    if folds < 2:
-        raise ValueError("cross-validation needs at least 2 groups of queries")
+    splits = cv_folds.splits(frame["group"].to_list(), config.folds)
     conf = np.zeros(frame.height)
     fold_of = np.zeros(frame.height, dtype=np.int64)
     cut = np.zeros(frame.height)
-    for fold, (train, test) in enumerate(
-        GroupKFold(n_splits=folds).split(np.zeros(frame.height), groups=groups)
-    ):
+    for fold, (train, test) in enumerate(splits):
         part = frame[train.tolist()]
         model = _fit(part, config)
         conf[test] = _predict(model, frame[test.tolist()])

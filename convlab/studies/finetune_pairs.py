@@ -4,8 +4,8 @@ A triple is (question, an evidence unit, a BM25 hard negative): the positive is 
 unit of each doc the question's labels name, the negative the best-ranked doc of BM25 over the
 same conversation's ``message`` units that is not evidence (so one triple per evidence doc).
 :func:`conversation_folds` splits the conversations as the grouped CV of
-:mod:`convlab.evaluation.tune` does (``GroupKFold`` over :func:`conversation_groups` of the
-scored queries), and :func:`training_triples` takes the queries of the training conversations
+:mod:`convlab.evaluation.tune` does (:mod:`convlab.evaluation.folds` over the scored queries),
+and :func:`training_triples` takes the queries of the training conversations
 only; :func:`check_no_leak` refuses triples that hold a test query or a test conversation's text.
 """
 
@@ -14,12 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import polars as pl
-from sklearn.model_selection import GroupKFold
 
 from convlab.embed.finetune import Triple
-from convlab.evaluation.tune import conversation_groups
+from convlab.evaluation import folds as cv_folds
 
 __all__ = ["Fold", "TrainingSet", "check_no_leak", "conversation_folds", "training_triples"]
 
@@ -46,7 +44,7 @@ class TrainingSet:
 
 
 def conversation_folds(query_ids: Sequence[str], folds: int) -> list[Fold]:
-    """The folds of the grouped CV: ``GroupKFold(folds)`` over the queries' conversations.
+    """The folds of the grouped CV: :func:`convlab.evaluation.folds.splits` of the queries' groups.
 
     The same split as :func:`convlab.evaluation.tune.cross_validate` makes for these query ids
     (in this order), so a fold's test conversations are the ones its fusion weights never saw.
@@ -56,10 +54,10 @@ def conversation_folds(query_ids: Sequence[str], folds: int) -> list[Fold]:
     """
     if folds < 2:
         raise ValueError(f"{folds} folds; at least 2 are needed")
-    groups = conversation_groups(query_ids)
+    groups = cv_folds.groups(query_ids)
     if len(set(groups)) < folds:
         raise ValueError(f"{len(set(groups))} conversations cannot make {folds} folds")
-    split = GroupKFold(n_splits=folds).split(np.zeros(len(groups)), groups=groups)
+    split = cv_folds.splits(groups, folds)
     out = []
     for k, (train, test) in enumerate(split):
         out.append(

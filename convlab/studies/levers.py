@@ -33,6 +33,7 @@ from typing import Any
 
 import polars as pl
 
+from convlab.evaluation.folds import FOLDS
 from convlab.evaluation.significance import holm, paired_randomization
 from convlab.files import CONFIG, read_text_regular
 
@@ -92,7 +93,7 @@ class Lever:
     readme: bool = False
     command: str = ""
     settings: tuple[str, ...] = field(default_factory=tuple)
-    folds: int = 10
+    folds: int = FOLDS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "categories", tuple(self.categories))
@@ -142,13 +143,17 @@ def read_per_query(root: Path, runs: Sequence[str]) -> dict[str, pl.DataFrame]:
 
 
 def read_run_qrels(root: Path, runs: Sequence[str]) -> dict[str, pl.DataFrame | None]:
-    """Each run folder's ``qrels.txt`` (None where it has none), by run."""
-    from convlab.evaluation.queries import read_qrels
+    """Each run folder's ``qrels.txt``, by run: what places its queries in conversations.
+
+    None where the run has none, or where each query has its own haystack (LongMemEval: each
+    question is then its own group, :func:`convlab.evaluation.folds.groups`).
+    """
+    from convlab.evaluation.folds import run_labels
 
     out: dict[str, pl.DataFrame | None] = {}
     for run in dict.fromkeys(runs):
-        path = root / run / "qrels.txt"
-        out[run] = read_qrels(path) if path.is_file() else None
+        qrels, haystacks = run_labels(root / run)
+        out[run] = None if haystacks else qrels
     return out
 
 

@@ -3,8 +3,8 @@
 :func:`convlab.evaluation.policy_grid.efficiency_test` picks the best (system, policy) cell at
 512 tokens on *all* queries and then tests it on those same queries, which favours it. Here the
 cell is chosen by grouped k-fold cross-validation instead (issue 23, point 5): the queries are
-split into folds by group with scikit-learn's ``GroupKFold`` (:func:`policy_groups`: a
-conversation, or the question itself on LongMemEval), each fold chooses the
+split into folds by group (:mod:`convlab.evaluation.folds`: a conversation, or the question
+itself on LongMemEval), each fold chooses the
 cell with the best mean coverage on its *training* groups, and each held-out query gets the values
 of its own fold's choice. Ties go to the cell the grid names first. The held-out values, which
 cover every query once, are then compared, paired over queries, with the reference cell
@@ -32,48 +32,18 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from sklearn.model_selection import GroupKFold
 
+from convlab.evaluation import folds as cv_folds
 from convlab.evaluation.policy_grid import EFFICIENCY, reference_cell
 from convlab.evaluation.significance import bootstrap_ci, holm, paired_randomization
 from convlab.resurrection.policies import parse_spec
-from convlab.systems.system import Tuning
 
-__all__ = ["BUDGETS", "cv_cells", "cv_per_query", "family_cv", "policy_cv", "policy_groups"]
+__all__ = ["BUDGETS", "cv_cells", "cv_per_query", "family_cv", "policy_cv"]
 
 BUDGETS = (256, 512, 1024)
 """The budgets whose CV-chosen cell is reported."""
 
 _MEASURES = ("coverage", "answer_contained")
-
-
-def policy_groups(query_ids: Sequence[str], qrels: pl.DataFrame | None = None) -> list[str]:
-    """Each query's cross-validation group: its conversation, or itself when it has none.
-
-    The rule of :func:`convlab.evaluation.multiview.query_groups`, read from the ids since a run
-    folder keeps no queries frame, and stricter where ``qrels`` are given. A LoCoMo id is
-    ``conversation:qN`` (the text before the last ``:``). An id without ``:`` takes, when
-    ``qrels`` are given, the conversation of its relevant docs (``conversation:mN``) when they
-    all share one: real-session queries (``rs-q001``) are each about one conversation though
-    the data names none. Otherwise the query is its own group: LongMemEval, whose questions
-    each have their own haystack (pass no ``qrels`` there).
-
-    Example:
-        >>> qrels = pl.DataFrame({"query_id": ["rs-q1", "rs-q2", "rs-q2"],
-        ...     "doc_id": ["c1:m2", "c1:m4", "c2:m1"], "relevance": [1, 1, 1]})
-        >>> policy_groups(["conv-26:q0", "rs-q1", "rs-q2", "001be529"], qrels)
-        ['conv-26', 'c1', 'rs-q2', '001be529']
-    """
-    of_docs: dict[str, str] = {}
-    if qrels is not None:
-        convs = (
-            qrels.filter(pl.col("relevance") > 0)
-            .with_columns(pl.col("doc_id").str.replace(r":[^:]*$", "").alias("conv"))
-            .group_by("query_id")
-            .agg(pl.col("conv").unique(), pl.col("doc_id").str.contains(":").all().alias("ok"))
-        )
-        of_docs = {q: c[0] for q, c, ok in convs.iter_rows() if ok and len(c) == 1}
-    return [q.rpartition(":")[0] or of_docs.get(q, q) for q in query_ids]
 
 
 def _matrices(
@@ -102,7 +72,7 @@ def cv_cells(
     policy_budgets: pl.DataFrame,
     budget: int,
     *,
-    folds: int = Tuning().folds,
+    folds: int = cv_folds.FOLDS,
     qrels: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The cell chosen per fold at ``budget`` and each query's held-out values under it.
@@ -112,7 +82,8 @@ def cv_cells(
         budget: the token budget.
         folds: the most folds (fewer when there are fewer groups).
         qrels: the run's qrels, to group queries by their relevant docs' conversation
-            (:func:`policy_groups`).
+            (:func:`convlab.evaluation.folds.groups`); None where each question has its own
+            haystack (each query is then its own group unless its id names a conversation).
 
     Returns:
         ``held_out``: ``query_id, group, fold, system, policy, coverage, answer_contained``,
@@ -127,16 +98,13 @@ def cv_cells(
         raise ValueError(f"the grid has no rows at {budget} tokens")
     cells = at.select("system", "policy").unique(maintain_order=True).rows()
     ids = at["query_id"].unique(maintain_order=True).to_list()
-    group = policy_groups(ids, qrels)
-    n_folds = min(folds, len(set(group)))
-    if n_folds < 2:
-        raise ValueError(f"{len(set(group))} query groups cannot make 2 folds")
+    group = cv_folds.groups(ids, qrels)
+    splits = cv_folds.splits(group, folds)
     values = _matrices(at, cells, ids)
     coverage = values["coverage"]
     fold_of = np.empty(len(ids), dtype=np.int64)
     chosen = np.empty(len(ids), dtype=np.int64)
     rows = []
-    splits = GroupKFold(n_splits=n_folds).split(np.zeros(len(ids)), groups=group)
     for fold, (train, test) in enumerate(splits):
         train_cov = coverage[:, train]
         defined = ~np.isnan(train_cov)
@@ -215,7 +183,7 @@ def family_cv(
     policy_budgets: pl.DataFrame,
     budgets: Sequence[int],
     *,
-    folds: int = Tuning().folds,
+    folds: int = cv_folds.FOLDS,
     qrels: pl.DataFrame | None = None,
 ) -> dict[str, dict[int, tuple[pl.DataFrame, pl.DataFrame]]]:
     """Per policy family and budget, :func:`cv_cells` over that family's cells only.
@@ -277,7 +245,7 @@ def cv_per_query(
     baseline: str | None,
     budget: int = EFFICIENCY[0],
     reference_budget: int = EFFICIENCY[2],
-    folds: int = Tuning().folds,
+    folds: int = cv_folds.FOLDS,
     qrels: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The CV-chosen cell at ``budget`` and the reference cell, per query, as a run's values.
@@ -313,7 +281,7 @@ def policy_cv(
     budgets: Sequence[int] = BUDGETS,
     budget: int = EFFICIENCY[0],
     reference_budget: int = EFFICIENCY[2],
-    folds: int = Tuning().folds,
+    folds: int = cv_folds.FOLDS,
     qrels: pl.DataFrame | None = None,
     seed: int = 0,
 ) -> dict[str, Any]:

@@ -34,9 +34,9 @@ import numpy as np
 import polars as pl
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import GroupKFold
 from sklearn.pipeline import Pipeline, make_pipeline
 
+from convlab.evaluation import folds as cv_folds
 from convlab.evaluation.tune import random_space
 from convlab.fusion import fuse
 from convlab.systems.system import Tuning
@@ -177,7 +177,7 @@ def route_cv(
 
     Args:
         values: (settings x queries) values of the tuned metric.
-        groups: each query's group (a conversation; the query itself where it has none).
+        groups: each query's group (:func:`convlab.evaluation.folds.groups`).
         types: each query's gold type: training queries are grouped by it.
         config: the folds (``config.tuning.folds``) and the threshold.
         test_types: the type each held-out query is routed by, from the fold's indices
@@ -199,7 +199,7 @@ def route_cv(
     fold_of = np.zeros(n, dtype=np.int64)
     routed_by: list[str] = [""] * n
     rows: list[dict[str, Any]] = []
-    splits = GroupKFold(n_splits=config.tuning.folds).split(np.zeros(n), groups=list(groups))
+    splits = cv_folds.splits(list(groups), config.tuning.folds)
     for fold, (train, test) in enumerate(splits):
         overall, per_type = _choose(scores, train, gold, kinds, config.min_train)
         rows.append(

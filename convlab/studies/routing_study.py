@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from convlab.atomic import write_file_atomic
+from convlab.evaluation import folds as cv_folds
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.metrics import per_query
 from convlab.evaluation.queries import read_qrels, relevant_by_query
@@ -104,18 +105,19 @@ def scored_queries(folder: Path, data: Path) -> pl.DataFrame:
     """The folder's scored queries (``qrels.txt``) with their text, type and CV group.
 
     ``query_id, relevant, text, category, group``: the type is the data's ``category`` (``none``
-    where it has none), the group the conversation (the query itself where it has none).
+    where it has none), the group :func:`convlab.evaluation.folds.groups`' (a conversation; a
+    question with its own haystack alone).
 
     Raises:
         ValueError: a scored query the data does not have.
     """
     scored = relevant_by_query(read_qrels(folder / "qrels.txt"))
-    labelled = load_labelled(data).queries.select(
-        "query_id",
-        "text",
-        pl.col("category").fill_null("none"),
-        pl.coalesce("conversation_id", "query_id").alias("group"),
-    )
+    loaded = load_labelled(data)
+    ids = loaded.queries["query_id"].to_list()
+    group = cv_folds.groups(ids, loaded.queries, haystacks=loaded.haystacks is not None)
+    labelled = loaded.queries.select(
+        "query_id", "text", pl.col("category").fill_null("none")
+    ).with_columns(pl.Series("group", group, dtype=pl.String))
     queries = scored.join(labelled, on="query_id", how="left", maintain_order="left")
     lost = queries.filter(pl.col("text").is_null())["query_id"].to_list()
     if lost:

@@ -1,8 +1,8 @@
 """One system chosen among candidates by grouped cross-validation, from per-query values.
 
 A run folder scores every candidate (say BM25 under a grid of k1 and b) on every query. For each
-fold of :class:`~sklearn.model_selection.GroupKFold` (groups: conversations; a LongMemEval
-question is its own group, :func:`convlab.studies.policy_cv.policy_groups`), the candidate
+fold of the grouped cross-validation (:mod:`convlab.evaluation.folds`: conversations; a
+LongMemEval question is its own group), the candidate
 with the best mean ``metric`` on the **training** queries is chosen (ties: the first candidate in
 the given order), and the held-out queries get that candidate's values for every metric. The
 held-out values, each query once, are a new system's per-query values (``name``): they can be
@@ -33,12 +33,10 @@ from typing import ClassVar
 
 import numpy as np
 import polars as pl
-from sklearn.model_selection import GroupKFold
 
 from convlab.atomic import write_text_atomic
-from convlab.evaluation.queries import read_qrels
+from convlab.evaluation import folds as cv_folds
 from convlab.studies.contract import STUDIES, Study, StudyResult, source_record, write_study
-from convlab.studies.policy_cv import policy_groups
 
 __all__ = ["SelectCV", "run", "select_by_cv"]
 
@@ -65,8 +63,9 @@ def select_by_cv(
     *,
     name: str,
     metric: str = "recall@5",
-    folds: int = 10,
+    folds: int = cv_folds.FOLDS,
     qrels: pl.DataFrame | None = None,
+    haystacks: bool = False,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Each fold's choice among ``candidates`` and the held-out values under it.
 
@@ -78,7 +77,8 @@ def select_by_cv(
         metric: what the choice maximises (on the training queries only).
         folds: the most folds (fewer when there are fewer groups).
         qrels: the run's qrels, grouping queries by their relevant docs' conversation where a
-            query id does not name it (:func:`~convlab.studies.policy_cv.policy_groups`).
+            query id does not name it (:func:`convlab.evaluation.folds.groups`).
+        haystacks: each query has its own haystack (LongMemEval): each is its own group.
 
     Returns:
         ``held_out``: ``per_query``'s columns for ``name``, every metric of each query taken
@@ -98,13 +98,10 @@ def select_by_cv(
     if not ids:
         raise ValueError(f"candidate {candidates[0]!r} has no {metric} values")
     values = _matrix(at, candidates, ids)
-    group = policy_groups(ids, qrels)
-    n_folds = min(folds, len(set(group)))
-    if n_folds < 2:
-        raise ValueError(f"{len(set(group))} query groups cannot make 2 folds")
+    group = cv_folds.groups(ids, qrels, haystacks=haystacks)
+    splits = cv_folds.splits(group, folds)
     chosen: dict[str, str] = {}
     rows = []
-    splits = GroupKFold(n_splits=n_folds).split(np.zeros(len(ids)), groups=group)
     for fold, (train, test) in enumerate(splits):
         means = values[:, train].mean(axis=1)
         best = int(np.argmax(means))  # the first of equal maxima
@@ -150,7 +147,7 @@ class SelectCV:
     match: str | None = None
     candidates: tuple[str, ...] = ()
     metric: str = "recall@5"
-    folds: int = 10
+    folds: int = cv_folds.FOLDS
 
     def __post_init__(self) -> None:
         if bool(self.match) == bool(self.candidates):
@@ -195,9 +192,15 @@ def run(config: SelectCV, out: Path, *, command: Sequence[str] = ()) -> StudyRes
         raise ValueError(f"{path}: no such file (is {config.run} an eval.run folder?)")
     pq = pl.read_parquet(path, glob=False)
     candidates = _candidates(config, pq["system"].unique(maintain_order=True).to_list())
-    qrels = read_qrels(config.run / "qrels.txt") if (config.run / "qrels.txt").is_file() else None
+    qrels, haystacks = cv_folds.run_labels(config.run)
     held, choices = select_by_cv(
-        pq, candidates, name=config.name, metric=config.metric, folds=config.folds, qrels=qrels
+        pq,
+        candidates,
+        name=config.name,
+        metric=config.metric,
+        folds=config.folds,
+        qrels=qrels,
+        haystacks=haystacks,
     )
     both = pl.concat([pq, held], how="diagonal_relaxed")
     means = (
@@ -208,6 +211,9 @@ def run(config: SelectCV, out: Path, *, command: Sequence[str] = ()) -> StudyRes
     md = _markdown(shlex.join(command), choices, means, config.metric)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "selection.md", md)
+    ids = held.filter(pl.col("metric") == config.metric)["query_id"].to_list()
+    group = cv_folds.groups(ids, qrels, haystacks=haystacks)
+    groups = cv_folds.save(out, cv_folds.fold_frame(ids, group, config.folds), haystacks=haystacks)
     return write_study(
         out,
         config,
@@ -216,7 +222,7 @@ def run(config: SelectCV, out: Path, *, command: Sequence[str] = ()) -> StudyRes
         frames={"per_query": both, "choices": choices},
         command=command,
         data=source_record(config.run),
-        extra={"run": str(config.run), "candidates": candidates},
+        extra={"run": str(config.run), "candidates": candidates, "groups": groups},
     )
 
 

@@ -331,6 +331,11 @@ def test_policy_cv(tiny: tuple[Path, list[Any]]) -> None:
     assert "| 512 | 2 |" in (tiny[0] / "policy_cv" / "policy_cv.md").read_text()
     pq = pl.read_parquet(tiny[0] / "policy_cv" / "run" / "per_query.parquet")
     assert set(pq["system"]) == {"policy CV@512", "message+unit@512"}
+    folder = tiny[0] / "policy_cv" / "run"
+    groups = pl.read_parquet(folder / "groups.parquet")
+    assert groups.group_by("group").agg(pl.col("fold").n_unique())["fold"].to_list() == [1, 1]
+    record = json.loads((folder / "config.json").read_text())["groups"]
+    assert record == {"rule": "conversation", "groups": 2, "folds": 2, "queries": 4}
     assert pq.filter(pl.col("metric") == "coverage").group_by("system").len()["len"].to_list() == [
         4,
         4,
@@ -365,6 +370,12 @@ def test_select_cv(tiny: tuple[Path, list[Any]]) -> None:
     pq = pl.read_parquet(out / "per_query.parquet")
     chosen = pq.filter((pl.col("system") == "chosen") & (pl.col("metric") == "recall@5"))
     assert chosen.height == 4  # each of the 4 queries once, from its own fold's choice
+    # the run folder and the selection name the same two conversations as groups, each a fold
+    record = json.loads((out / "config.json").read_text())["groups"]
+    assert record == {"rule": "conversation", "groups": 2, "folds": 2, "queries": 4}
+    made = pl.read_parquet(out / "groups.parquet")
+    assert sorted(made["group"].unique()) == ["conv-26", "conv-30"]
+    assert json.loads((tiny[0] / "run" / "config.json").read_text())["groups"]["groups"] == 2
     assert json.loads((out / "config.json").read_text())["command"].startswith(
         "python -m eval.select_cv "
     )

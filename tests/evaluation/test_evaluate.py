@@ -5,6 +5,7 @@ The real model runs the same path in ``make test`` (eval-ci) and in the notebook
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -298,3 +299,17 @@ def test_the_config_records_each_strategys_cost_and_the_embedding_pass(tmp_path:
         "significance",
         "category_significance",
     ]
+
+
+def test_the_run_folder_names_its_groups(ev, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    save_run(ev, tmp_path)
+    groups = pl.read_parquet(tmp_path / "groups.parquet")
+    assert groups.columns == ["query_id", "group", "fold"]
+    assert groups.height == 68
+    # the sample's queries name no conversation (but three): their relevant docs' conversations
+    # place them, and queries whose docs lie in two conversations join them: 20 conversations
+    # make 6 groups, so 6 folds (fewer groups than the 10 folds asked)
+    record = json.loads((tmp_path / "config.json").read_text())["groups"]
+    assert record == {"rule": "conversation", "groups": 6, "folds": 6, "queries": 68}
+    per_group = groups.group_by("group").agg(pl.col("fold").n_unique().alias("n"))
+    assert per_group["n"].to_list() == [1] * 6

@@ -5,7 +5,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from convlab.evaluation.multiview import query_groups, tuned_hits
+from convlab.evaluation.multiview import tuned_hits
 from convlab.systems.hits import fused_hits
 from convlab.systems.system import System, Tuning
 
@@ -44,11 +44,6 @@ def test_fused_hits_cut_at_depth_and_leave_out_a_zero_weight_views_docs() -> Non
     assert out["doc_id"].to_list() == ["d1"]
     out = fused_hits([a, b], [1.0, 0.0], method="rrf", params={"k": 0}, depth=10)
     assert out["unit_id"].to_list() == ["a:d1", "a:d2"]  # d3 came only from b
-
-
-def test_query_groups_are_conversations_or_the_query_itself() -> None:
-    q = pl.DataFrame({"query_id": ["c1:q0", "q9"], "conversation_id": ["c1", None]})
-    assert query_groups(q) == ["c1", "q9"]
 
 
 def _crossed() -> tuple[list[pl.DataFrame], pl.DataFrame]:
@@ -99,6 +94,23 @@ def test_tuned_hits_with_one_conversation_use_the_fixed_weights_and_say_so() -> 
     assert tuned.folds == 0
     assert tuned.chosen["cv"] is False
     assert tuned.hits.filter(pl.col("rank") == 1)["doc_id"].to_list() == ["ra", "jb"]
+
+
+def test_tuned_hits_with_haystacks_make_each_question_its_own_group() -> None:
+    # both queries named one conversation: one group, no CV; with their own haystacks each
+    # question is its own group, so the two folds of the crossed test come back
+    views, queries = _crossed()
+    one = queries.with_columns(pl.lit("a").alias("conversation_id"))
+    system = System(
+        name="f",
+        views=("message", "sequential"),
+        fusion="rrf",
+        fusion_params={"k": 1},
+        tuning=Tuning(weights=(0.5, 2.0), metric="recall@1", folds=2),
+    )
+    tuned = tuned_hits(system, views, one, depth=10, haystacks=True)
+    assert tuned.folds == 2
+    assert sorted(tuned.choices["test_groups"].to_list()) == ["a:q", "b:q"]
 
 
 def test_tuned_hits_need_tuning() -> None:

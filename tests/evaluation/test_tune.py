@@ -9,7 +9,6 @@ import polars as pl
 import pytest
 
 from convlab.evaluation.tune import (
-    conversation_groups,
     cross_validate,
     grid,
     random_space,
@@ -129,10 +128,7 @@ def test_no_held_out_query_influences_its_fold_choice() -> None:
     assert by_test_group(results["d0"].choices)["g2"]["params"] == '{"x": 0}'
 
 
-def test_groups_and_space_helpers() -> None:
-    assert conversation_groups(["conv-26:q0", "a:b:q1"]) == ["conv-26", "a:b"]
-    with pytest.raises(ValueError, match="'q0' has no conversation prefix"):
-        conversation_groups(["q0"])
+def test_space_helpers() -> None:
     assert grid({"a": [1, 2], "b": [3, 4]}) == [
         {"a": 1, "b": 3},
         {"a": 1, "b": 4},

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from convlab.evaluation.significance import holm, paired_randomization
-from convlab.studies.policy_cv import cv_cells, family_cv, policy_cv, policy_groups
+from convlab.studies.policy_cv import cv_cells, family_cv, policy_cv
 
 QUERIES = ["a:q0", "a:q1", "b:q0", "b:q1"]
 
@@ -44,20 +44,7 @@ LEAKY = {
 }
 
 
-def test_groups_are_conversations_or_the_query_itself() -> None:
-    assert policy_groups(["conv-26:q0", "a:b:q1", "001be529"]) == ["conv-26", "a:b", "001be529"]
-
-
 def test_without_a_conversation_in_the_id_the_relevant_docs_name_it() -> None:
-    qrels = pl.DataFrame(
-        {
-            "query_id": ["r1", "r2", "r3", "r3", "r4"],
-            "doc_id": ["c1:m1", "c1:m9", "c1:m2", "c2:m2", "c2:m1"],
-            "relevance": [1, 1, 1, 1, 0],
-        }
-    )
-    # r3's docs are in two conversations, r4 has no relevant doc, r5 no qrels: their own groups
-    assert policy_groups(["r1", "r2", "r3", "r4", "r5"], qrels) == ["c1", "c1", "r3", "r4", "r5"]
     grid = _grid(LEAKY).with_columns(pl.col("query_id").str.replace(":", "-"))
     qrels = pl.DataFrame(
         {
