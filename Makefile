@@ -16,12 +16,13 @@ OUT ?= runs/eval
 LOCOMO ?= $(or $(CONVLAB_DATA),../shared/datasets)
 EVAL_ARGS ?=
 
-.PHONY: help venv chromium test check lint typecheck docs pytest eval eval-ci lab bench clean
+.PHONY: help venv chromium test check lint typecheck docs pytest eval eval-ci reproduce lab bench clean
 
 help:
 	@echo "make eval   - build .venv if missing, run the strategy comparison, write a report"
 	@echo "make test   - build .venv if missing, ruff + import layers + mypy + docs + pytest (what CI runs)"
 	@echo "make docs   - build the docs site strictly into docs/_site (any warning fails)"
+	@echo "make reproduce [TIER=ci|quick|full] - re-make every figure at HEAD (eval/regressions)"
 	@echo "make lab    - start JupyterLab on the notebooks"
 	@echo "make bench  - run the benchmarks under eval/ (JSON in runs/bench)"
 
@@ -68,15 +69,20 @@ pytest: venv chromium
 	  echo "== pytest -m $$tier"; $(VENV)/bin/pytest -m "$$tier" || exit $$?; \
 	done
 
-# The strategy comparison on the bundled sample and on two LoCoMo conversations, checked against
-# eval/thresholds.toml: a system that falls below its threshold fails the build.
+# The regression registry's ci tier (eval/regressions: the bundled sample and two LoCoMo
+# conversations), every figure checked against its recorded value, then the floors of
+# eval/thresholds.toml: a figure that moves or a system below its floor fails the build.
 eval-ci: venv
 	@mkdir -p runs
-	$(PY) -m eval.run --out runs/ci-sample > runs/ci-sample.log 2>&1 || { tail -30 runs/ci-sample.log; exit 1; }
-	$(PY) -m eval.check_thresholds runs/ci-sample --set sample
-	$(PY) -m eval.run --data $(LOCOMO) --conversations conv-26,conv-30 --out runs/ci-locomo2 \
-	  > runs/ci-locomo2.log 2>&1 || { tail -30 runs/ci-locomo2.log; exit 1; }
-	$(PY) -m eval.check_thresholds runs/ci-locomo2 --set locomo2
+	$(PY) -m eval.reproduce --tier ci --check --datasets $(LOCOMO)
+	$(PY) -m eval.check_thresholds runs/reproduce/sample --set sample
+	$(PY) -m eval.check_thresholds runs/reproduce/locomo2 --set locomo2
+
+# Every figure of the README and the result pages, re-made at HEAD from a clean checkout (TIER=full:
+# every page).
+TIER ?= quick
+reproduce: venv
+	$(PY) -m eval.reproduce --tier $(TIER) --datasets $(LOCOMO)
 
 test: lint typecheck docs eval-ci pytest
 

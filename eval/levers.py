@@ -4,9 +4,7 @@ Reads the rows of ``eval/levers.toml`` (each: a lever, a data set, a run folder 
 the system with the lever and the same system without it), pairs the two systems' held-out
 per-query values of each run (:func:`convlab.studies.levers.lever_table`: delta, paired
 randomization p, Holm over the whole table) and writes ``FILE`` (Markdown: the table, then each
-run folder's command and commit from its ``config.json``) and ``FILE`` with ``.json`` (the rows);
-``--readme README.md`` also rewrites the README's results table (the rows marked ``readme``,
-between its markers).
+run folder's command and commit from its ``config.json``) and ``FILE`` with ``.json`` (the rows).
 The table is never edited by hand: run this again.
 """
 
@@ -26,9 +24,7 @@ from convlab.studies.levers import (
     read_levers,
     read_per_query,
     read_run_qrels,
-    readme_table,
     table_markdown,
-    with_readme_table,
 )
 
 PROG = "python -m eval.levers"
@@ -39,7 +35,6 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("table", type=Path, help="the levers' TOML file (eval/levers.toml)")
     p.add_argument("--runs", type=Path, required=True, help="the folder the rows' runs are under")
     p.add_argument("--out", type=Path, required=True, help="the Markdown file to write")
-    p.add_argument("--readme", type=Path, help="also rewrite this README's results table")
     return p.parse_args(argv)
 
 
@@ -67,17 +62,12 @@ def _provenance(root: Path, run: str, given: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     command = f"{PROG} {args.table} --runs {args.runs} --out {args.out}"
-    command += f" --readme {args.readme}" if args.readme else ""
     try:
         levers = read_levers(args.table)
         names = [lv.run for lv in levers]
         table = lever_table(
             levers, read_per_query(args.runs, names), read_run_qrels(args.runs, names)
         )
-        readme = None
-        if args.readme is not None:
-            old = args.readme.read_text(encoding="utf-8")
-            readme = with_readme_table(old, readme_table(table, command))
     except (OSError, ValueError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
@@ -99,8 +89,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = table.to_dicts()
     out_json = args.out.with_suffix(".json")
     write_file_atomic(out_json, lambda tmp: tmp.write_text(json.dumps(rows, indent=1)))
-    if readme is not None and args.readme is not None:
-        write_file_atomic(args.readme, lambda tmp: tmp.write_text(readme, encoding="utf-8"))
     print(f"{len(rows)} levers -> {args.out}")
     return 0
 

@@ -147,6 +147,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "runs": str(args.runs),
             "cache": str(args.cache),
             "run": str(run),
+            # a program that writes its own page writes it here, or into the run folder
+            "pages": str(args.pages if write else run / "pages"),
         }
         values["data"] = _fill(reg.data, values)
         try:

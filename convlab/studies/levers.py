@@ -38,20 +38,14 @@ from convlab.evaluation.significance import holm, paired_randomization
 from convlab.files import CONFIG, read_text_regular
 
 __all__ = [
-    "README_BEGIN",
-    "README_END",
     "Lever",
     "lever_table",
     "read_levers",
     "read_per_query",
     "read_run_qrels",
-    "readme_table",
     "table_markdown",
-    "with_readme_table",
 ]
 
-README_BEGIN = "<!-- results table: made by python -m eval.levers, never edited by hand -->"
-README_END = "<!-- end of results table -->"
 
 PER_QUERY = "per_query.parquet"
 
@@ -71,7 +65,6 @@ class Lever:
         cost: what the lever costs, as measured (free text with its figure: ``+41 s embed``).
         categories: the categories whose deltas the table shows beside the overall one.
         note: one line on how the choice was made (fixed in advance, CV by conversation, ...).
-        readme: the row is one of the README's results table (:func:`readme_table`).
         command: the command that made the run, for a run folder that does not record it.
         settings: the lever's settings, each a system of the run (names, or one shell-style
             pattern such as ``bm25:message k1=*``): the held-out system is then chosen among
@@ -90,7 +83,6 @@ class Lever:
     cost: str = ""
     categories: tuple[str, ...] = field(default_factory=tuple)
     note: str = ""
-    readme: bool = False
     command: str = ""
     settings: tuple[str, ...] = field(default_factory=tuple)
     folds: int = FOLDS
@@ -208,7 +200,6 @@ def _paired(lever: Lever, pq: pl.DataFrame, qrels: pl.DataFrame | None = None) -
         "p": paired_randomization(a, b),
         "cost": lever.cost,
         "note": lever.note,
-        "readme": lever.readme,
     }
     deltas = []
     for cat in lever.categories:
@@ -262,34 +253,3 @@ def table_markdown(table: pl.DataFrame, *, alpha: float = 0.05) -> str:
             f"| {r['note']} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def readme_table(table: pl.DataFrame, command: str, *, alpha: float = 0.05) -> str:
-    """The table's ``readme`` rows as the README's results table (between its markers)."""
-    lines = [
-        README_BEGIN,
-        "",
-        "| data | system | against | R@5 or coverage | delta | Holm p | by category |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in table.filter(pl.col("readme")).iter_rows(named=True):
-        star = "*" if r["p_holm"] < alpha else ""
-        lines.append(
-            f"| {r['data']} | `{r['system']}` | `{r['baseline']}` {r['baseline_mean']:.3f} "
-            f"| {r['metric']} {r['lever_mean']:.3f} | {r['delta']:+.3f}{star} "
-            f"| {r['p_holm']:.4f} | {r['by_category']} |"
-        )
-    lines += ["", f"Made by `{command}` (Holm over every lever tried).", "", README_END]
-    return "\n".join(lines)
-
-
-def with_readme_table(readme: str, block: str) -> str:
-    """``readme`` with the text between its markers replaced by ``block``.
-
-    Raises:
-        ValueError: the markers are missing or out of order.
-    """
-    start, end = readme.find(README_BEGIN), readme.find(README_END)
-    if start < 0 or end < start:
-        raise ValueError(f"the README has no results table markers ({README_BEGIN!r} ...)")
-    return readme[:start] + block + readme[end + len(README_END) :]

@@ -81,33 +81,6 @@ def test_rows_are_read_and_bad_rows_named(tmp_path: Path) -> None:
         read_per_query(tmp_path, ["r"])
 
 
-def test_the_readme_table_is_rewritten_between_its_markers() -> None:
-    from convlab.studies.levers import (
-        README_BEGIN,
-        README_END,
-        readme_table,
-        with_readme_table,
-    )
-
-    pq = pl.concat([_pq("base", {"q1": 0.0, "q2": 1.0}), _pq("lev", {"q1": 1.0, "q2": 1.0})])
-    rows = [
-        Lever(lever="L", data="LoCoMo", run="r", system="lev", baseline="base", readme=True),
-        Lever(lever="M", data="LoCoMo", run="r", system="base", baseline="lev"),
-    ]
-    block = readme_table(lever_table(rows, {"r": pq}), "python -m eval.levers T")
-    # only the readme row: base 0.5 -> lever 1.0
-    assert "| LoCoMo | `lev` | `base` 0.500 | recall@5 1.000 | +0.500 |" in block
-    assert "`base` | `lev`" not in block
-    old = f"# T\n\nbefore\n{README_BEGIN}\nstale\n{README_END}\nafter\n"
-    new = with_readme_table(old, block)
-    assert new.startswith("# T\n\nbefore\n")
-    assert new.endswith("\nafter\n")
-    assert "stale" not in new
-    assert "Made by `python -m eval.levers T`" in new
-    with pytest.raises(ValueError, match="no results table markers"):
-        with_readme_table("# T\n", block)
-
-
 def test_settings_are_chosen_per_fold_on_training_queries_only() -> None:
     # two conversations; setting s1 is perfect on c1 only, s2 on c2 only: each fold, trained on
     # the other conversation, picks the setting that fails its own: held-out mean 0
