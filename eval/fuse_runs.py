@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from convlab.defaults import FOLDS
 from convlab.evaluation.fusion_study import (
     FixedFusion,
     FusionStudy,
@@ -62,7 +63,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__)
     p.add_argument("folder", type=Path, help="an eval.run folder (runs/*.trec, qrels.txt)")
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--folds", type=int, default=10, help="10 = leave one conversation out")
+    p.add_argument("--folds", type=int, default=FOLDS, help="10 = leave one conversation out")
     p.add_argument("--samples", type=int, default=48, help="random settings per larger grid")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lexical-units", type=Path, default=None, help="LoCoMo json: BM25 over units")

@@ -25,6 +25,7 @@ import polars as pl
 
 from convlab.app.display import describe_hits
 from convlab.app.panel_data import PanelData
+from convlab.defaults import BUDGET
 from convlab.model import MAX_TOKENS
 from convlab.systems.search import OnceEmbedder
 
@@ -126,7 +127,7 @@ class SearchPanel:
         self.role = w.Dropdown(options=["(any)", "user", "assistant"], description="Role")
         self.since = w.DatePicker(description="Since")
         self.until = w.DatePicker(description="Until")
-        self.budget = w.BoundedIntText(value=512, min=16, max=8192, description="Budget")
+        self.budget = w.BoundedIntText(value=BUDGET, min=16, max=8192, description="Budget")
         self.button = w.Button(description="Search", button_style="primary")
         self.button.add_class("convlab-search")
         self.status = w.HTML(value="")

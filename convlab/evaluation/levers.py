@@ -33,6 +33,7 @@ from typing import Any
 
 import polars as pl
 
+from convlab.defaults import FOLDS
 from convlab.evaluation.significance import holm, paired_randomization
 from convlab.files import CONFIG, read_text_regular
 
@@ -92,7 +93,7 @@ class Lever:
     readme: bool = False
     command: str = ""
     settings: tuple[str, ...] = field(default_factory=tuple)
-    folds: int = 10
+    folds: int = FOLDS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "categories", tuple(self.categories))

@@ -39,6 +39,7 @@ from typing import Any
 import polars as pl
 
 from convlab import schema
+from convlab.defaults import POLICY
 from convlab.protocols import Layout, ResurrectionPolicy
 from convlab.resurrection.policies import POLICIES, get_policy
 from convlab.resurrection.shared import Shared, context_text
@@ -65,7 +66,7 @@ class Resurrection:
     hits_used: list[int]  # ranks brought back (wholly or already alive)
     hits_skipped: list[int]  # ranks whose first piece did not fit
     tokens_offered: int  # tokens of the pieces brought back, counting chunks already alive
-    policy: str = "unit"
+    policy: str = POLICY
     pieces_skipped: int = 0  # later pieces of used hits that did not fit (unit+doc)
 
     @property
@@ -213,7 +214,7 @@ def resurrect(
     *,
     units: pl.DataFrame,
     chunks: pl.DataFrame,
-    policy: str | ResurrectionPolicy = "unit",
+    policy: str | ResurrectionPolicy = POLICY,
     doc_ids: Sequence[str | None] | pl.Series | None = None,
     messages: pl.DataFrame | None = None,
 ) -> Resurrection:
@@ -339,7 +340,7 @@ def budget_measures(
     units: pl.DataFrame,
     chunks: pl.DataFrame,
     budgets: Sequence[int],
-    policy: str | ResurrectionPolicy = "unit",
+    policy: str | ResurrectionPolicy = POLICY,
     shared: Shared | None = None,
 ) -> pl.DataFrame:
     """Per query and budget: coverage, evidence token recall, tokens, containment, redundancy.
