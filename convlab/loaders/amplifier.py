@@ -71,7 +71,7 @@ def _block(t: Any, b: dict[str, Any]) -> BlockRow | None:
     return other_block(b)
 
 
-@register_format
+@register_format(priority=10)
 class AmplifierReader:
     """Reader for Amplifier ``transcript.jsonl`` files (with ``metadata.json`` beside them)."""
 
