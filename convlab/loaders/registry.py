@@ -126,14 +126,9 @@ F = TypeVar("F")
 def register_format(*, priority: int) -> Callable[[Callable[[], R]], Callable[[], R]]:
     """Class decorator: instantiate the reader and register it under its ``name``.
 
-    Args:
-        priority: where detection tries it (lower first; equal priorities by name): a format
-            whose files another format's sniffer might also accept goes before that one. The
-            shipped readers are 10 apart (amplifier 10 ... sharegpt 90), so a new one can go
-            between any two.
-
-    Raises:
-        ValueError: when a format of that name is registered already.
+    ``priority`` is where detection tries it (lower first, then by name): a format whose files
+    another's sniffer might also accept goes first. The shipped readers are 10 apart (amplifier
+    10 ... sharegpt 90), so a new one fits between any two. ``ValueError``: a name taken.
     """
 
     def deco(cls: Callable[[], R]) -> Callable[[], R]:
@@ -144,11 +139,6 @@ def register_format(*, priority: int) -> Callable[[Callable[[], R]], Callable[[]
         return cls
 
     return deco
-
-
-def _reader(name: str) -> Reader:
-    """The reader of format ``name`` (``ValueError`` listing the valid formats)."""
-    return FORMATS.get(name)
 
 
 def detect(path: str | Path) -> str | None:
@@ -265,7 +255,7 @@ def _read_found(
     import convlab.loaders  # noqa: F401 - registers the formats
 
     if format is not None:
-        _reader(format)  # an unknown format fails here, not in a worker
+        FORMATS.get(format)  # an unknown format fails here (naming the valid ones), not in a worker
     paths = list(found)
     sizes = _sizes(paths)
     if isinstance(engine, str):  # the loaders do not import the engines to look a name up
@@ -369,7 +359,7 @@ def _load_serial(files: Sequence[Found | Path], format: str | None, strict: bool
     """Read ``files`` in this process, in order, into one corpus."""
     import convlab.loaders  # noqa: F401 - registers the formats (a fresh worker process)
 
-    forced = _reader(format) if format is not None else None
+    forced = FORMATS.get(format) if format is not None else None
     builder = CorpusBuilder(strict=strict)
     # Parsing makes millions of short-lived dicts and no reference cycles worth collecting:
     # the cyclic GC would only rescan the growing column lists (eval/bench_load.py: 91k -> 98k
