@@ -49,7 +49,7 @@ LEXICAL_COMBOS = (
     ("bm25:message", "bm25:sequential", "bm25:turn_pair", "bm25:whole_turn"),
 )
 LEXICAL_STRATEGIES = ("message", "sequential", "turn_pair", "whole_turn")
-# issue 13's orientation figures: weights chosen by hand on these very queries (not CV)
+# orientation figures: weights chosen by hand on these very queries (not CV)
 REFERENCE_RUNS = ("bm25:message", "sequential", "turn_pair")
 REFERENCES: tuple[Reference, ...] = (
     ("ref convex(min-max) bm25x2+seq+tp", "convex", (2.0, 1.0, 1.0), {"norm": "min-max"}),

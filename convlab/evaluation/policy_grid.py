@@ -13,7 +13,7 @@ choices are made in one place.
   :func:`convlab.evaluation.significance.compare` (paired randomization test, Wilcoxon, bootstrap
   interval of the mean); the randomization p-values are then Holm-corrected over the whole grid
   of one measure (every budget and cell but the reference ones), not per budget. Beside it, the
-  **efficiency** test of issue 13: the best cell at 512 tokens (by mean coverage) against
+  **efficiency** test: the best cell at 512 tokens (by mean coverage) against
   ``message`` + ``unit`` at 1024 tokens, paired over queries (one pre-stated comparison, not
   corrected; the best cell is chosen on the same queries, which favours it).
 - :func:`plot_systems`: which systems the grid's plot draws by default.
