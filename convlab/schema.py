@@ -61,7 +61,6 @@ __all__ = [
     "session_id",
     "turn_id",
     "turn_id_expr",
-    "validate",
 ]
 
 UTC_TIME = pl.Datetime("us", "UTC")
@@ -312,22 +311,3 @@ def frame(rows: list[dict[str, object]] | dict[str, list[object]], schema: Schem
     if extra:
         raise ValueError(f"columns not in the schema: {sorted(extra)}")
     return pl.DataFrame(rows, schema=dict(schema), strict=False, infer_schema_length=None)
-
-
-def validate(df: pl.DataFrame, schema: Schema, *, name: str = "frame") -> pl.DataFrame:
-    """Check that ``df`` has exactly the columns of ``schema`` with its dtypes; return it.
-
-    Extra columns are allowed after the schema's own (stages may carry more), but every
-    schema column must be present with its dtype.
-
-    Raises:
-        ValueError: naming the frame, the missing columns or the mismatched dtypes.
-    """
-    missing = [c for c in schema if c not in df.columns]
-    if missing:
-        raise ValueError(f"{name} lacks columns {missing}")
-    wrong = {c: (str(df.schema[c]), str(schema[c])) for c in schema if df.schema[c] != schema[c]}
-    if wrong:
-        detail = ", ".join(f"{c}: {got} (expected {want})" for c, (got, want) in wrong.items())
-        raise ValueError(f"{name} has wrong dtypes: {detail}")
-    return df

@@ -1,4 +1,4 @@
-"""Benchmark the dialog text formats (issue 13): is ``(date) Speaker said, "..."`` worth embedding?
+"""Benchmark the dialog text formats: is ``(date) Speaker said, "..."`` worth embedding?
 
 ``python -m eval.bench_text_format --cache DIR [--out runs/bench/text_format.json]`` evaluates
 the dense ``message`` and ``sequential`` systems and ``bm25:message`` on LoCoMo (all

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from convlab.defaults import FOLDS
 from convlab.studies.fusion_study import (
     FixedFusion,
     FusionStudy,
@@ -49,7 +50,7 @@ LEXICAL_COMBOS = (
     ("bm25:message", "bm25:sequential", "bm25:turn_pair", "bm25:whole_turn"),
 )
 LEXICAL_STRATEGIES = ("message", "sequential", "turn_pair", "whole_turn")
-# issue 13's orientation figures: weights chosen by hand on these very queries (not CV)
+# orientation figures: weights chosen by hand on these very queries (not CV)
 REFERENCE_RUNS = ("bm25:message", "sequential", "turn_pair")
 REFERENCES: tuple[Reference, ...] = (
     ("ref convex(min-max) bm25x2+seq+tp", "convex", (2.0, 1.0, 1.0), {"norm": "min-max"}),
@@ -63,7 +64,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__)
     p.add_argument("folder", type=Path, help="an eval.run folder (runs/*.trec, qrels.txt)")
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--folds", type=int, default=10, help="10 = leave one conversation out")
+    p.add_argument("--folds", type=int, default=FOLDS, help="10 = leave one conversation out")
     p.add_argument("--samples", type=int, default=48, help="random settings per larger grid")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--lexical-units", type=Path, default=None, help="LoCoMo json: BM25 over units")

@@ -16,12 +16,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from convlab.defaults import BUDGETS, GRID_SYSTEMS
 from convlab.resurrection import POLICIES
 from convlab.studies.resurrection_grid import GridStudy, grid_study
 
 PROG = "python -m eval.resurrection_grid"
-DEFAULT_SYSTEMS = "bm25:message,message,sequential,turn_pair"
-DEFAULT_BUDGETS = "128,256,512,1024,2048"
+DEFAULT_SYSTEMS = ",".join(GRID_SYSTEMS)
+DEFAULT_BUDGETS = ",".join(map(str, BUDGETS))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

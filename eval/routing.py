@@ -24,6 +24,7 @@ from pathlib import Path
 
 import polars as pl
 
+from convlab.defaults import FOLDS
 from convlab.studies.policy_routing import policy_routing
 from convlab.studies.routing import Routing
 from convlab.studies.routing_study import (
@@ -46,7 +47,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--transfer-from", type=Path, default=None, help="the source run folder")
     p.add_argument("--transfer-data", type=Path, default=None, help="the source's data")
-    p.add_argument("--folds", type=int, default=10, help="10 = leave one conversation out")
+    p.add_argument("--folds", type=int, default=FOLDS, help="10 = leave one conversation out")
     p.add_argument("--samples", type=int, default=64, help="weight settings drawn")
     p.add_argument(
         "--min-train",

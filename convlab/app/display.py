@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 
 import polars as pl
 
-from convlab.app.highlight import excerpt, highlight, query_terms, term_spans
 from convlab.app.text import clip, columns, pad, printable, short_path, wrapped
+from convlab.highlight import excerpt, highlight, query_terms, term_spans
 
 if TYPE_CHECKING:
     from convlab.store import IndexSummary

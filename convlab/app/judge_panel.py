@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from convlab.app.text import clip
-from convlab.app.widgets import highlight
+from convlab.app.widgets import marked_html
 
 __all__ = ["JudgePanel"]
 
@@ -102,7 +102,7 @@ class JudgePanel:
         lines = [
             f'<div class="convlab-judge-query"><b>Query</b>: {html.escape(c.query)}</div>',
             f'<div class="convlab-judge-doc" data-doc="{html.escape(c.doc_id)}">'
-            f"{highlight(clip(c.text, 2000), c.query)}</div>",
+            f"{marked_html(clip(c.text, 2000), c.query)}</div>",
         ]
         if c.context:
             lines.append('<div class="convlab-context"><i>context</i>')
@@ -110,7 +110,7 @@ class JudgePanel:
                 style = "background:#fff3c4" if target else ""
                 lines.append(
                     f'<div style="{style}"><b>{html.escape(role)}</b>: '
-                    f"{highlight(clip(text, 600), c.query)}</div>"
+                    f"{marked_html(clip(text, 600), c.query)}</div>"
                 )
             lines.append("</div>")
         self.view.value = "".join(lines)

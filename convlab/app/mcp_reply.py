@@ -18,10 +18,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["DEFAULT_K", "DEFAULT_MAX_CHARS", "MIN_CLIP", "WHOLE", "ranked_text", "reply"]
+__all__ = ["DEFAULT_MAX_CHARS", "MIN_CLIP", "WHOLE", "ranked_text", "reply"]
 
-DEFAULT_K = 5
-"""Hits of ``search`` and ``context`` when the agent asks for no number."""
 DEFAULT_MAX_CHARS = 6000
 """The longest reply, in characters, when the agent sets no ``max_chars``."""
 MIN_CLIP = 80

@@ -14,7 +14,6 @@ Example:
 from __future__ import annotations
 
 import html
-import re
 import time
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
@@ -25,6 +24,7 @@ import polars as pl
 
 from convlab.app.display import describe_hits
 from convlab.app.panel_data import PanelData
+from convlab.defaults import BUDGET
 from convlab.model import MAX_TOKENS
 from convlab.systems.search import OnceEmbedder
 
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from convlab.retrieval import SearchOptions
     from convlab.retrieval.search import Searcher
 
-__all__ = ["PanelData", "SearchPanel", "highlight"]
+__all__ = ["PanelData", "SearchPanel", "marked_html"]
 
 
 MATCH_CHARS = 400
@@ -45,43 +45,29 @@ MATCH_CHARS = 400
 
 def _cut(text: str, query: str) -> str:
     """``text`` cut to :data:`MATCH_CHARS` around ``query``'s terms."""
-    from convlab.app.highlight import excerpt, query_terms, term_spans
+    from convlab.highlight import excerpt, query_terms, term_spans
 
     return excerpt(text, term_spans(text, query_terms(query)), MATCH_CHARS)[0]
 
 
-def highlight(text: str, query: str) -> str:
+def marked_html(text: str, query: str) -> str:
     """HTML of ``text`` (escaped) with the query's words marked where a word starts with them.
 
     Query words of three letters or more count, except English stopwords (scikit-learn's list),
     so "what did we decide about the cache" marks *decide* and *cache*, not every *the*; a word
-    matches at the start of a text word, so *cache* also marks *caches* and *cached*.
+    matches at the start of a text word, so *cache* also marks *caches* and *cached*
+    (:func:`convlab.highlight.prefix_spans`, marked by :func:`convlab.highlight.highlight`).
 
     Example:
-        >>> highlight("Use <b>flock</b> here", "the flock")
+        >>> marked_html("Use <b>flock</b> here", "the flock")
         'Use &lt;b&gt;<mark>flock</mark>&lt;/b&gt; here'
-        >>> highlight("Tom & Jerry", "amp")
+        >>> marked_html("Tom & Jerry", "amp")
         'Tom &amp; Jerry'
     """
-    from convlab.stopwords import ENGLISH_STOP_WORDS
+    from convlab.highlight import highlight, prefix_spans, query_words
 
-    words = sorted(
-        {w for w in re.findall(r"\w{3,}", query.lower()) if w not in ENGLISH_STOP_WORDS},
-        key=len,
-        reverse=True,
-    )
-    if not words:
-        return html.escape(text)
-    pattern = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + ")", re.IGNORECASE)
-    # matched in the text itself, then escaped piece by piece: a mark never splits an entity
-    # (a query word "amp" does not match inside the "&amp;" that "&" becomes)
-    out, last = [], 0
-    for m in pattern.finditer(text):
-        out.append(html.escape(text[last : m.start()]))
-        out.append(f"<mark>{html.escape(m.group(0))}</mark>")
-        last = m.end()
-    out.append(html.escape(text[last:]))
-    return "".join(out)
+    spans = prefix_spans(text, query_words(query))
+    return highlight(text, spans, "<mark>", "</mark>", escape=html.escape)
 
 
 class SearchPanel:
@@ -126,7 +112,7 @@ class SearchPanel:
         self.role = w.Dropdown(options=["(any)", "user", "assistant"], description="Role")
         self.since = w.DatePicker(description="Since")
         self.until = w.DatePicker(description="Until")
-        self.budget = w.BoundedIntText(value=512, min=16, max=8192, description="Budget")
+        self.budget = w.BoundedIntText(value=BUDGET, min=16, max=8192, description="Budget")
         self.button = w.Button(description="Search", button_style="primary")
         self.button.add_class("convlab-search")
         self.status = w.HTML(value="")
@@ -353,7 +339,7 @@ class SearchPanel:
                 f"<b>{html.escape(str(title))}</b> &middot; turn {h['turn']}"
                 f" &middot; {when}<br>"
                 f"<i>{html.escape(m['role'] or 'turn')}</i>: "
-                f'<span class="convlab-snippet">{highlight(_cut(m["text"], query), query)}'
+                f'<span class="convlab-snippet">{marked_html(_cut(m["text"], query), query)}'
                 f"</span><br>"
                 f'<small class="convlab-at">{html.escape(at)} (message {m["message_index"]})'
                 "</small></div>"

@@ -16,6 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from convlab.defaults import BUDGETS, POLICY
+
 if TYPE_CHECKING:
     from convlab.embed import EmbedStats
     from convlab.evaluation.config import EvalConfig
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
     from convlab.systems.system import System
 
 __all__ = [
-    "DEFAULT_BUDGETS",
     "MAX_BUDGET",
     "Comparison",
     "ComparisonRun",
@@ -36,7 +37,6 @@ __all__ = [
     "run_comparison",
 ]
 
-DEFAULT_BUDGETS = (128, 256, 512, 1024, 2048)
 MAX_BUDGET = 1_000_000
 """The largest resurrection budget, in tokens."""
 
@@ -76,8 +76,8 @@ class Comparison:
     conversations: tuple[str, ...] = ()
     every: int = 1
     strategies: tuple[str, ...] = ()
-    budgets: tuple[int, ...] = DEFAULT_BUDGETS
-    resurrection: tuple[str, ...] = ("unit",)
+    budgets: tuple[int, ...] = BUDGETS
+    resurrection: tuple[str, ...] = (POLICY,)
     scope: str | None = None
     systems: str | None = None
     text_format: str | None = None

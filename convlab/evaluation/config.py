@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from convlab.defaults import BUDGET, BUDGETS, POLICY
 from convlab.model import MAX_TOKENS
 from convlab.pipeline.keys import KeyExpansion
 from convlab.pipeline.policy import ContentPolicy
@@ -21,7 +22,7 @@ __all__ = [
 ]
 
 # the metrics of the headline tables: finding the evidence, ranking it, bringing it back
-HEADLINE = ("recall@5", "recall@10", "ndcg@10", "coverage@512")
+HEADLINE = ("recall@5", "recall@10", "ndcg@10", f"coverage@{BUDGET}")
 SCOPES = ("conversation", "haystack", "corpus")
 PROTOCOLS = {
     "convlab": "convlab's own: docs are the data's (turns in chats: a user message and its "
@@ -69,7 +70,7 @@ class EvalConfig:
         "ndcg@10",
         "mrr",
     )
-    budgets: tuple[int, ...] = (128, 256, 512, 1024, 2048)
+    budgets: tuple[int, ...] = BUDGETS
     depth: int = DEPTH
     scope: str = "conversation"
     baseline: str | None = None
@@ -77,7 +78,7 @@ class EvalConfig:
     policy: ContentPolicy = field(default_factory=ContentPolicy)
     seed: int = 0
     headline: tuple[str, ...] = HEADLINE
-    resurrection: tuple[str, ...] = ("unit",)
+    resurrection: tuple[str, ...] = (POLICY,)
     protocol: str = "convlab"
 
     def __post_init__(self) -> None:

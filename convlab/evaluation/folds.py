@@ -40,8 +40,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from convlab import defaults
 from convlab.atomic import write_file_atomic
-from convlab.systems.system import Tuning
 
 __all__ = [
     "FOLDS",
@@ -55,7 +55,7 @@ __all__ = [
     "splits",
 ]
 
-FOLDS: int = Tuning().folds
+FOLDS: int = defaults.FOLDS
 """The most folds of a grouped cross-validation (fewer when there are fewer groups)."""
 
 Split = tuple[np.ndarray, np.ndarray]

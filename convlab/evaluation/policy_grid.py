@@ -13,7 +13,7 @@ choices are made in one place.
   :func:`convlab.evaluation.significance.compare` (paired randomization test, Wilcoxon, bootstrap
   interval of the mean); the randomization p-values are then Holm-corrected over the whole grid
   of one measure (every budget and cell but the reference ones), not per budget. Beside it, the
-  **efficiency** test of issue 13: the best cell at 512 tokens (by mean coverage) against
+  **efficiency** test: the best cell at 512 tokens (by mean coverage) against
   ``message`` + ``unit`` at 1024 tokens, paired over queries (one pre-stated comparison, not
   corrected; the best cell is chosen on the same queries, which favours it).
 - :func:`plot_systems`: which systems the grid's plot draws by default.
@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from convlab.defaults import BUDGET, REFERENCE_BUDGET, REFERENCE_CELL
 from convlab.evaluation.significance import bootstrap_ci, compare, holm
 
 __all__ = [
@@ -45,8 +46,9 @@ MEASURES = ("coverage", "evidence_token_recall", "answer_contained", "tokens_use
 TESTED = ("coverage", "answer_contained")
 """The measures tested against the reference cell."""
 
-EFFICIENCY = (512, ("message", "unit"), 1024)
-"""Issue 13's question: does the best cell at 512 tokens cover as much as message + unit at 1024?"""
+EFFICIENCY = (BUDGET, REFERENCE_CELL, REFERENCE_BUDGET)
+"""The efficiency question: does the best cell at 512 tokens cover as much as message + unit at
+1024?"""
 
 _SCHEMA = {
     "test": pl.String,
@@ -285,7 +287,7 @@ def efficiency_test(
 
 
 def plot_systems(
-    policy_budgets: pl.DataFrame, *, baseline: str | None, budget: int = 512, top: int = 3
+    policy_budgets: pl.DataFrame, *, baseline: str | None, budget: int = BUDGET, top: int = 3
 ) -> list[str]:
     """The systems the grid's plot draws by default, in the grid's order.
 

@@ -354,7 +354,7 @@ def policy_grid_lines(
 
 
 def _efficiency_lines(significance: pl.DataFrame) -> list[str]:
-    """Issue 13's question in words, from the ``efficiency`` rows of the grid's tests."""
+    """The efficiency question in words, from the ``efficiency`` rows of the grid's tests."""
     budget, (ref_system, ref_policy), ref_budget = EFFICIENCY
     rows = (
         {
@@ -372,7 +372,7 @@ def _efficiency_lines(significance: pl.DataFrame) -> list[str]:
         ]
     c = rows["coverage"]
     out = [
-        f"Efficiency (issue 13): the best cell at {budget} tokens by coverage, "
+        f"Efficiency: the best cell at {budget} tokens by coverage, "
         f"{markdown_code(c['system'])} + {markdown_code(c['policy'])}, against "
         f"{markdown_code(ref_system)} + {markdown_code(ref_policy)} at "
         f"{ref_budget}, paired over the same queries (randomization test, one pre-stated "

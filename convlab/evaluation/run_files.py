@@ -13,6 +13,7 @@ from pathlib import Path
 
 import polars as pl
 
+from convlab.defaults import BUDGET
 from convlab.evaluation.queries import read_run, write_run
 from convlab.evaluation.runfolder import run_path
 from convlab.files import CONFIG, read_text_regular
@@ -67,7 +68,7 @@ def lexical_runs(
         data,
         systems,
         embedder=HashEmbedder(384),
-        config=EvalConfig(metrics=tuple(metrics), budgets=(512,), scope="conversation"),
+        config=EvalConfig(metrics=tuple(metrics), budgets=(BUDGET,), scope="conversation"),
         progress=False,
     )
     (out / "runs").mkdir(parents=True, exist_ok=True)

@@ -1,14 +1,13 @@
 """Fusion of several runs into one: weighted RRF, convex combination, CombSUM, CombMNZ.
 
 Each method is one module of this package registered in :data:`FUSIONS`; :func:`fuse` picks one
-by name, :func:`fuse_carrying` fuses views keeping each doc's unit. Every module here is imported
-below, so a new method is one file: a system's ``fusion``, hybrid search, ``convlab search
---fusion`` and the search panel all offer what :data:`FUSIONS` holds.
+by name, :func:`fuse_carrying` fuses views keeping each doc's unit. Each method's module is
+imported below by name, so a new method is one file and one name here: a system's ``fusion``,
+hybrid search, ``convlab search --fusion`` and the search panel all offer what :data:`FUSIONS`
+holds.
 """
 
-import importlib
-import pkgutil
-
+from convlab.fusion import combmnz, combsum, convex, rrf  # noqa: F401  (they register themselves)
 from convlab.fusion.base import (
     FUSIONS,
     NORMS,
@@ -20,9 +19,6 @@ from convlab.fusion.base import (
     fuse_carrying,
     normalised,
 )
-
-for _module in pkgutil.iter_modules(__path__):  # each method registers itself when imported
-    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
     "FUSIONS",

@@ -28,7 +28,6 @@ from convlab.judge.pool import (
     Candidate,
     build_pool,
     pool_hits,
-    query_terms,
     shuffle_pool,
     systems_from_names,
 )
@@ -53,7 +52,6 @@ __all__ = [
     "build_pool",
     "judge_loop",
     "pool_hits",
-    "query_terms",
     "render",
     "shuffle_pool",
     "systems_from_names",

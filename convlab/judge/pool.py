@@ -3,36 +3,22 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from convlab.highlight import query_words
 from convlab.judge.candidate import Candidate
 
 __all__ = [
     "Candidate",
     "build_pool",
     "pool_hits",
-    "query_terms",
     "shuffle_pool",
     "systems_from_names",
 ]
-
-
-def query_terms(query: str) -> tuple[str, ...]:
-    """The words of ``query`` worth highlighting: three letters or more, not stopwords.
-
-    Example:
-        >>> query_terms("when did we fix the flaky Fixture")
-        ('fix', 'fixture', 'flaky')
-    """
-    from convlab.stopwords import ENGLISH_STOP_WORDS
-
-    words = {w for w in re.findall(r"\w{3,}", query.lower()) if w not in ENGLISH_STOP_WORDS}
-    return tuple(sorted(words))
 
 
 def pool_hits(hits: Mapping[str, pl.DataFrame], depth: int) -> pl.DataFrame:
@@ -154,7 +140,7 @@ def build_pool(
                 conversation_id=row["conversation_id"],
                 text=doc_text.get(row["doc_id"], ""),
                 context=tuple(ctx.select("role", "text", "is_target").iter_rows()),
-                terms=query_terms(queries[q]),
+                terms=query_words(queries[q]),
                 position=seen[q],
                 total=sizes[q],
             )

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
+from convlab.highlight import highlight, prefix_spans
 from convlab.judge.candidate import Candidate
 from convlab.judge.qrels import GRADES, KEYS, JudgmentLog
 
@@ -13,11 +13,8 @@ __all__ = ["judge_loop", "render"]
 
 
 def _mark(text: str, terms: Sequence[str], color: bool) -> str:
-    if not terms:
-        return text
-    pattern = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in terms) + r")\w*", re.I)
     on, off = ("\033[1;33m", "\033[0m") if color else ("[", "]")
-    return pattern.sub(lambda m: f"{on}{m.group(0)}{off}", text)
+    return highlight(text, prefix_spans(text, terms, whole=True), on, off)
 
 
 def render(candidate: Candidate, *, color: bool = False, width: int = 1200) -> str:

@@ -1,7 +1,7 @@
 """Transcript readers, one module per format; importing this package registers them all."""
 
 from convlab.errors import LoadError
-from convlab.loaders import (  # noqa: F401  (register the formats; order = detection order)
+from convlab.loaders import (  # noqa: F401  (register the formats; detection order is each one's priority)
     amplifier,
     chatgpt,
     claude_code,

@@ -1,6 +1,6 @@
 """Amplifier session folders: ``sessions/<id>/transcript.jsonl`` + ``metadata.json``.
 
-What it handles (shared/transcripts/FORMATS.md section 1, seeds/002): string or block content;
+What it handles (shared/transcripts/FORMATS.md section 1): string or block content;
 both ``tool_calls`` shapes (``[{id, tool, arguments:{}}]`` and OpenAI's
 ``{id, type:"function", function:{name, arguments:"json"}}``); the ``thinking_block`` field that
 duplicates the first thinking block (kept once); ``role: tool`` results (``tool`` messages with a
@@ -71,7 +71,7 @@ def _block(t: Any, b: dict[str, Any]) -> BlockRow | None:
     return other_block(b)
 
 
-@register_format
+@register_format(priority=10)
 class AmplifierReader:
     """Reader for Amplifier ``transcript.jsonl`` files (with ``metadata.json`` beside them)."""
 

@@ -70,7 +70,7 @@ def _parts(content: dict[str, Any], junk: Callable[[str], None]) -> list[BlockRo
     return out
 
 
-@register_format
+@register_format(priority=20)
 class ChatGPTReader:
     """Reader for ChatGPT's ``conversations.json`` (or one conversation object)."""
 

@@ -75,7 +75,7 @@ def _only_thinking(blocks: list[BlockRow]) -> bool:
     return all(b.block_type == "thinking" for b in blocks)
 
 
-@register_format
+@register_format(priority=30)
 class ClaudeCodeReader:
     """Reader for Claude Code session files and their sub-agent files."""
 

@@ -77,7 +77,7 @@ def _args(value: Any) -> str:
     return json_text(value if value is not None else {})
 
 
-@register_format
+@register_format(priority=40)
 class CodexReader:
     """Reader for Codex CLI rollout files."""
 

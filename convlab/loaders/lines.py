@@ -21,7 +21,7 @@ from convlab.loaders.jsontext import (
 if TYPE_CHECKING:
     from convlab.loaders.base import CorpusBuilder
 
-__all__ = ["count_lines", "iter_json_lines", "iter_json_records", "parse_json_line", "read_each"]
+__all__ = ["iter_json_lines", "iter_json_records", "parse_json_line", "read_each"]
 
 
 def iter_json_lines(path: Path, builder: CorpusBuilder) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -120,14 +120,3 @@ def parse_json_line(
         builder.skip(path, number, f"expected a JSON object, got {type(record).__name__}")
         return None
     return record
-
-
-def count_lines(path: Path) -> int:
-    """Number of lines in a file (a last line without newline counts)."""
-    n = 0
-    last = b"\n"
-    with open_regular(path) as fh:
-        while chunk := fh.read(1 << 20):
-            n += chunk.count(b"\n")
-            last = chunk[-1:]
-    return n + (last != b"\n")

@@ -229,7 +229,7 @@ def _dialog(sample: dict[str, Any]) -> dict[str, Any] | None:
     return sample if any(_SESSION.match(k) for k in sample) else None
 
 
-@register_format
+@register_format(priority=50)
 class LocomoReader:
     """Reader for LoCoMo ``locomo10.json`` and datasets of its family."""
 

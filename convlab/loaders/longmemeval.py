@@ -86,7 +86,7 @@ class LongMemEvalLabels:
     times: pl.DataFrame | None = None
 
 
-@register_format
+@register_format(priority=60)
 class LongMemEvalReader:
     """Reader for LongMemEval's question files (the chat sessions and their questions)."""
 

@@ -144,7 +144,7 @@ def _message(path: Path, builder: CorpusBuilder, cid: str, line: int, j: int, m:
     )
 
 
-@register_format
+@register_format(priority=70)
 class AnthropicReader:
     """Anthropic Messages API conversations."""
 
@@ -173,7 +173,7 @@ class AnthropicReader:
         return _read(self, path, builder)
 
 
-@register_format
+@register_format(priority=80)
 class OpenAIReader:
     """OpenAI chat message lists and fine-tune JSONL."""
 

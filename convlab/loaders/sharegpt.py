@@ -87,7 +87,7 @@ def _blocks(role_key: str, value: Any, junk: Callable[[str], None]) -> list[Bloc
     return None
 
 
-@register_format
+@register_format(priority=90)
 class ShareGPTReader:
     """Reader for ShareGPT-style datasets."""
 

@@ -9,8 +9,9 @@ does not explode into one-token chunks. Any piece over
 (content tokens, no [CLS]/[SEP]) and batched.
 
 Ids: ``sentence_index`` counts the chunks of one role's part of a turn, so ``s0`` is that role's
-S0 (seeds/003); ``sentence_in_message`` counts within a message; ``position`` orders the chunks
-of a conversation (the counters keep their stored names). Every chunk carries its conversation's
+S0 (its first chunk, the opening ``turn_pair`` pairs with); ``sentence_in_message`` counts
+within a message; ``position`` orders the chunks of a conversation (the counters keep their
+stored names). Every chunk carries its conversation's
 ``doc_kind`` (:data:`convlab.schema.DOC_KINDS`), so strategies and evaluation read what a doc is
 from the data, never from a flag.
 """

@@ -1,6 +1,6 @@
-"""The content policy: what text each block contributes to what is embedded (seeds/000, 002).
+"""The content policy: what text each block contributes to what is embedded.
 
-Defaults follow seeds/000: user text and assistant text on; tool calls on, rendered as
+By default: user text and assistant text on; tool calls on, rendered as
 ``name key:value key:value`` with each value cut to 250 characters; thinking and tool results
 off (when turned on, each block is capped). System messages (system prompts, injected context,
 compaction summaries) are off by default: they are not what a person said. An analyst changes the
@@ -178,7 +178,7 @@ class ContentPolicy:
 
 
 def render_tool_call(name: str | None, tool_input: str | None, value_chars: int = 250) -> str:
-    """``name key:value key:value``, each value cut to ``value_chars`` characters (seeds/000).
+    """``name key:value key:value``, each value cut to ``value_chars`` characters.
 
     Example:
         >>> render_tool_call("Bash", '{"command": "ls -la", "timeout": 5}')

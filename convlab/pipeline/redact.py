@@ -58,7 +58,6 @@ __all__ = [
     "redact",
     "redact_blocks",
     "redact_corpus",
-    "redact_counts",
     "redact_mode",
     "redact_with_counts",
 ]
@@ -215,15 +214,6 @@ def redact_with_counts(text: str) -> Redaction:
 def redact(text: str) -> str:
     """``text`` with every secret-shaped string replaced by ``[REDACTED:<kind>]``."""
     return redact_with_counts(text).text
-
-
-def redact_counts(texts: Iterable[str]) -> dict[str, int]:
-    """Total replacements per rule over ``texts`` (for summaries)."""
-    total: dict[str, int] = {}
-    for t in texts:
-        for k, v in redact_with_counts(t).counts.items():
-            total[k] = total.get(k, 0) + v
-    return total
 
 
 def _redact_column(values: pl.Series, mask: pl.Series | None = None) -> pl.Series:

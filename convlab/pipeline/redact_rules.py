@@ -188,7 +188,8 @@ register("huggingface_token", r"\bhf_[A-Za-z0-9]{34,}\b", ["hf_"], keep=_low_var
 register("sendgrid_key", rf"\bSG\.{_TOKEN}{{22}}\.{_TOKEN}{{43}}(?!{_TOKEN})", ["sg."])
 register("telegram_bot_token", rf"(?<![0-9])\d{{8,10}}:AA{_TOKEN}{{33}}(?!{_TOKEN})", [":aa"])
 register("digitalocean_token", r"\bdo[por]_v1_[a-f0-9]{64}\b", ["_v1_"])
-# Shapes gitleaks misses or takes only beside the provider's name (issue 25's trial).
+# Shapes gitleaks misses or takes only beside the provider's name (found in a trial on real
+# histories).
 register("vault_token", r"\bhv[sbr]\.[A-Za-z0-9_\-]{24,}", ["hvs.", "hvb.", "hvr."])
 register(
     "newrelic_key",

@@ -1,4 +1,4 @@
-"""Turns: a real user message and everything up to the next real one (seeds/000).
+"""Turns: a real user message and everything up to the next real one.
 
 Rules, applied per conversation in message order:
 

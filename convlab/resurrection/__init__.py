@@ -1,8 +1,8 @@
 """Resurrection: bring back context for ranked hits within a token budget, by a policy.
 
-Policies (one file each, registered in :data:`POLICIES`): ``unit`` (seeds/003, the default),
-``doc``, ``window``, ``pair``, ``unit+doc``, ``adaptive``; a spec names one with its parameters
-(``window:n=2``, :func:`get_policy`). :func:`resurrect` builds a context;
+Policies (one file each, registered in :data:`POLICIES`): ``unit`` (what was embedded together,
+the default), ``doc``, ``window``, ``pair``, ``unit+doc``, ``adaptive``; a spec names one with
+its parameters (``window:n=2``, :func:`get_policy`). :func:`resurrect` builds a context;
 :func:`budget_measures` scores contexts against labelled queries (over :class:`Shared`
 look-ups of the units and chunks, made once by a caller that measures them again).
 """

@@ -2,7 +2,8 @@
 
 A **policy** (:class:`convlab.protocols.ResurrectionPolicy`, registered in :data:`POLICIES`) says
 what one hit brings back, as an ordered list of *pieces* (lists of chunk ids): ``unit`` (what
-was embedded together, seeds/003), ``doc``, ``window``, ``pair``, ``unit+doc``.
+was embedded together, so resurrection matches embedding), ``doc``, ``window``, ``pair``,
+``unit+doc``.
 
 **The budget walk** (one rule for every policy) goes over the hits best first. A piece costs
 the tokens of its chunks not already in the context (a chunk brought back once costs nothing
@@ -39,6 +40,7 @@ from typing import Any
 import polars as pl
 
 from convlab import schema
+from convlab.defaults import POLICY
 from convlab.protocols import Layout, ResurrectionPolicy
 from convlab.resurrection.policies import POLICIES, get_policy
 from convlab.resurrection.shared import Shared, context_text
@@ -65,7 +67,7 @@ class Resurrection:
     hits_used: list[int]  # ranks brought back (wholly or already alive)
     hits_skipped: list[int]  # ranks whose first piece did not fit
     tokens_offered: int  # tokens of the pieces brought back, counting chunks already alive
-    policy: str = "unit"
+    policy: str = POLICY
     pieces_skipped: int = 0  # later pieces of used hits that did not fit (unit+doc)
 
     @property
@@ -213,7 +215,7 @@ def resurrect(
     *,
     units: pl.DataFrame,
     chunks: pl.DataFrame,
-    policy: str | ResurrectionPolicy = "unit",
+    policy: str | ResurrectionPolicy = POLICY,
     doc_ids: Sequence[str | None] | pl.Series | None = None,
     messages: pl.DataFrame | None = None,
 ) -> Resurrection:
@@ -227,7 +229,7 @@ def resurrect(
             ``target_chunk_id``).
         chunks: the chunks (``chunk_id``, ``n_tokens``, ``text``, ...).
         policy: a name or spec (:func:`get_policy`) in :data:`POLICIES`, or a policy object;
-            ``"unit"`` (seeds/003) by default.
+            ``"unit"`` by default.
         doc_ids: the doc each hit stands for, in the order of ``unit_ids`` (a search's
             ``hits["doc_id"]``): doc-based policies bring back that doc of a many-doc unit.
         messages: the messages (:data:`convlab.schema.MESSAGES`): the context then carries
@@ -238,8 +240,8 @@ def resurrect(
             (naming its rank), or ``doc_ids`` of another length than ``unit_ids``.
 
     Example:
-        seeds/003's example 3: the user S0 (120) is alive, the assistant S0 (80) and the target
-        (150) are not, so the unit costs 230 tokens:
+        A ``turn_pair`` unit whose user S0 (120 tokens) is alive already, its assistant S0 (80)
+        and target (150) not, costs 230 tokens:
 
         >>> resurrect(["u0", "s5"], 1000, units=units, chunks=chunks)  # doctest: +SKIP
     """
@@ -339,7 +341,7 @@ def budget_measures(
     units: pl.DataFrame,
     chunks: pl.DataFrame,
     budgets: Sequence[int],
-    policy: str | ResurrectionPolicy = "unit",
+    policy: str | ResurrectionPolicy = POLICY,
     shared: Shared | None = None,
 ) -> pl.DataFrame:
     """Per query and budget: coverage, evidence token recall, tokens, containment, redundancy.

@@ -1,4 +1,4 @@
-"""``unit``: exactly the chunks embedded together (seeds/003), the default policy."""
+"""``unit``: exactly the chunks embedded together (resurrection matches embedding); the default."""
 
 from __future__ import annotations
 

@@ -3,11 +3,11 @@
 The order of the steps is fixed:
 
 1. **filter** the rows by conversation (scope), project, role, side and time range;
-2. **hierarchical** (optional, seeds/004): keep only the top conversations by centroid similarity
+2. **hierarchical** (optional): keep only the top conversations by centroid similarity
    above a floor (:class:`~convlab.retrieval.rankers.hierarchical.ConversationFirst`);
 3. **retrieve** per view: dense (cosine similarity, exact inside a subset), lexical (BM25) or
    both (:class:`~convlab.retrieval.options.Retrieval`); each view fetches
-   :attr:`SearchOptions.fetch` units and groups them per doc (**best_per_doc**, seeds/000, 001:
+   :attr:`SearchOptions.fetch` units and groups them per doc (**best_per_doc**:
    a doc, a turn in chats or a message in dialogs, takes its best unit's score), doubling the
    depth until it has :attr:`SearchOptions.pool` docs or no rows are left, so ``k`` docs come
    back whenever ``k`` docs match, however many units a doc holds;
@@ -19,9 +19,9 @@ The order of the steps is fixed:
 
    - **session** (optional, :mod:`convlab.retrieval.sessions`): ``(1 - w) * score + w *``
      the best score of the doc's session, or the docs of the top sessions only;
-   - **recency** (optional, seeds/001): ``score * (1 + 0.20 * max(0, 1 - age_days / 14))``,
+   - **recency** (optional): ``score * (1 + 0.20 * max(0, 1 - age_days / 14))``,
      age from :attr:`SearchOptions.now` (default: the time of the search);
-   - **density** (optional, seeds/001):
+   - **density** (optional):
      ``score * (1 + 0.15 * min(1, (hits in conversation - 1)/3))``;
    - **mmr** (optional): diversify the docs with their best units' vectors, relevance z-scored
      over the pool (the score becomes MMR's value);

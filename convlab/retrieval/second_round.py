@@ -1,4 +1,4 @@
-"""A second retrieval round seeded by the first hits (multi-hop questions; issue 23, point 2).
+"""A second retrieval round seeded by the first hits (multi-hop questions).
 
 A multi-hop question ("Who did Evan meet on his trip to Canada, and who did he come back
 with?") needs evidence that shares few words with the question but many with the first

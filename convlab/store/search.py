@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 import polars as pl
 
+from convlab.defaults import K
 from convlab.store.hits import placed
 from convlab.systems import resolve_system
 from convlab.systems.search import HeldView, OnceEmbedder, missing_views, search_system
@@ -124,7 +125,7 @@ class StoreSearch:
         query: str,
         *,
         system: System | str | None = None,
-        k: int = 10,
+        k: int = K,
         options: SearchOptions | None = None,
         conversations_frame: pl.DataFrame | None = None,
     ) -> pl.DataFrame:

@@ -17,6 +17,7 @@ import polars as pl
 from filelock import FileLock, Timeout
 
 from convlab.atomic import disk_full
+from convlab.defaults import K
 from convlab.protocols import Embedder
 from convlab.store import manifest as mf
 from convlab.store.config import IndexSummary, StoreConfig
@@ -136,7 +137,7 @@ class Store:
         query: str,
         *,
         system: System | str | None = None,
-        k: int = 10,
+        k: int = K,
         options: SearchOptions | None = None,
     ) -> pl.DataFrame:
         """The ``k`` best docs for ``query`` under ``system`` (default: :meth:`system`).

@@ -1,4 +1,4 @@
-"""``qa_pair`` (seeds/001): the question and the answer of each exchange, chunked independently.
+"""``qa_pair``: the question and the answer of each exchange, chunked independently.
 
 The question side is the user's chunks of a turn; the answer side is everything else the turn
 holds (assistant text, tool calls, and tool results or system text when the policy keeps them).

@@ -1,16 +1,17 @@
-"""``turn_pair`` (seeds/003): embed a chunk with its conversational partners.
+"""``turn_pair``: embed a chunk with its conversational partners.
 
-In convlab a turn holds the user's part and the assistant's part, so seeds/003's "user turn N-1,
-assistant turn N" are the two parts of one turn:
+We resurrect with conversational context, so we embed with it: a chunk is embedded with the
+question that prompted it and the opening of the reply. In convlab a turn holds the user's part
+and the assistant's part, so the question and its reply are the two parts of one turn:
 
 - assistant chunk: [user S0] + [assistant S0] + [target];
 - user chunk: [user S0] + [target] + [assistant S0];
 - system and tool chunks: alone;
 - a target that is an S0 is not added twice;
 - when ``max_tokens`` (256) do not fit: the target first, then the paired S0 of the other role,
-  then the own role's S0 (seeds/003 "Token Budget Handling").
+  then the own role's S0.
 
-Edge cases: the first turn's user chunks pair forward with its assistant S0 (seeds/003 "Turn 1");
+Edge cases: the first turn's user chunks pair forward with its assistant S0;
 the last turn, when incomplete, has no assistant part, so its user chunks embed without the
 forward pair; a preamble (system prompt) embeds alone.
 

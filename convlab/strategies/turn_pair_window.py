@@ -1,4 +1,4 @@
-"""``turn_pair_window``: ``turn_pair`` (seeds/003) bounded on long replies, a window with its pair.
+"""``turn_pair_window``: ``turn_pair`` bounded on long replies, a window with its pair.
 
 The targets are ``isolated_window``'s (:func:`convlab.strategies.base.message_windows`: a
 message's sentences packed into windows of at most half the unit's limit, no overlap); each

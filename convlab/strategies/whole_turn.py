@@ -1,8 +1,8 @@
-"""``whole_turn`` (seeds/000): the whole turn's text; a long turn becomes overlapping windows.
+"""``whole_turn``: the whole turn's text; a long turn becomes overlapping windows.
 
 A turn that fits the budget is one unit. A longer turn is cut into windows of whole chunks
 (:func:`convlab.strategies.base.windows`), each next window starting with the last chunks of the
-previous one holding up to 25% of the budget (seeds/000 overlaps ~500 of ~6000 tokens; with a
+previous one holding up to 25% of the budget (with a
 256-token model a quarter keeps a sentence or two of context across the cut). Each window is a
 unit of the same turn; search keeps a turn's best window. In dialogs a window stands for every
 message it contains.

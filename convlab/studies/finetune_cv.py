@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import polars as pl
 
 from convlab.atomic import write_file_atomic
+from convlab.defaults import BUDGET
 from convlab.embed import CachedEmbedder, HashEmbedder
 from convlab.embed.finetune import (
     FineTunedEmbedder,
@@ -111,7 +112,7 @@ class FineTuneCV:
 
 
 def _config() -> EvalConfig:
-    return EvalConfig(metrics=("recall@5",), budgets=(512,), scope="conversation")
+    return EvalConfig(metrics=("recall@5",), budgets=(BUDGET,), scope="conversation")
 
 
 def lexical_pass(data: LabelledData) -> tuple[pl.DataFrame, pl.DataFrame]:

@@ -5,7 +5,7 @@
 (``config.json``), then scores:
 
 - every single run (Recall@5, nDCG@10; no tuning);
-- two *reference* fusions with fixed weights (issue 13's orientation figures, chosen by hand on
+- two *reference* fusions with fixed weights (orientation figures, chosen by hand on
   these very queries: NOT cross-validated, reported only to reproduce them);
 - for each combination of runs and each fusion method, the weights (and RRF's k) chosen by
   grouped cross-validation by conversation (:func:`convlab.evaluation.tune.tune`): chosen on the

@@ -33,7 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from convlab.evaluation.folds import FOLDS
+from convlab.defaults import FOLDS
 from convlab.evaluation.significance import holm, paired_randomization
 from convlab.files import CONFIG, read_text_regular
 

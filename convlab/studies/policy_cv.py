@@ -2,7 +2,7 @@
 
 :func:`convlab.evaluation.policy_grid.efficiency_test` picks the best (system, policy) cell at
 512 tokens on *all* queries and then tests it on those same queries, which favours it. Here the
-cell is chosen by grouped k-fold cross-validation instead (issue 23, point 5): the queries are
+cell is chosen by grouped k-fold cross-validation instead: the queries are
 split into folds by group (:mod:`convlab.evaluation.folds`: a conversation, or the question
 itself on LongMemEval), each fold chooses the
 cell with the best mean coverage on its *training* groups, and each held-out query gets the values

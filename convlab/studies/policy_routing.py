@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from convlab.defaults import BUDGET
 from convlab.studies.routing import Routing, predicted_types, route_cv
 from convlab.studies.routing_study import paired_tests
 
@@ -47,7 +48,7 @@ def cell_matrix(
 
 
 def policy_routing(
-    policy_budgets: pl.DataFrame, queries: pl.DataFrame, config: Routing, *, budget: int = 512
+    policy_budgets: pl.DataFrame, queries: pl.DataFrame, config: Routing, *, budget: int = BUDGET
 ) -> dict[str, Any]:
     """The cell routed per type at ``budget``, against the one-cell CV choice.
 

@@ -7,9 +7,9 @@ The library of ``python -m eval.redact_bench``. The corpora live in a folder the
 - ``labelled``: ``secrets.json`` (a realistic secret in the text a prompt, reply, thinking
   block, tool call, tool output or title would hold) and ``lookalikes.json`` (hashes, ids,
   lockfile strings, base64 images, ordinary code that must come out unchanged);
-- ``field``: ``field_secrets.json`` and ``field_lookalikes.json``, the shapes issue 25's trial
-  found stored (Twilio, Mailgun, Shopify, Discord, Datadog, Vault, Linear, New Relic, Postman,
-  command-line passwords, keys wrapped or continued across lines) and their look-alikes;
+- ``field``: ``field_secrets.json`` and ``field_lookalikes.json``, the shapes a trial on real
+  histories found stored (Twilio, Mailgun, Shopify, Discord, Datadog, Vault, Linear, New Relic,
+  Postman, command-line passwords, keys wrapped or continued across lines) and their look-alikes;
 - ``gitleaks``: a secret of every shape of the installed gitleaks' rules, generated from each
   rule's regex with a fixed seed (:mod:`convlab.studies.rule_corpus`), and the same texts
   with placeholders (empty where gitleaks is not installed);

@@ -28,6 +28,7 @@ import numpy as np
 import polars as pl
 
 from convlab.atomic import write_file_atomic
+from convlab.defaults import SYSTEM
 from convlab.evaluation import folds as cv_folds
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.metrics import per_query
@@ -84,11 +85,11 @@ class RoutingStudy:
     data: Path
     out: Path
     routing: Routing = field(default_factory=Routing)
-    reference: str = "fusion:convex"
+    reference: str = SYSTEM
     baseline: str = "bm25:message"
     transfer_from: Path | None = None
     transfer_data: Path | None = None
-    extra_references: tuple[str, ...] = ("locomo:fusion:convex",)
+    extra_references: tuple[str, ...] = (f"locomo:{SYSTEM}",)
 
     def __post_init__(self) -> None:
         if (self.transfer_from is None) != (self.transfer_data is None):

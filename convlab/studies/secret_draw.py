@@ -5,7 +5,6 @@ See :mod:`convlab.studies.secret_corpus`.
 
 from __future__ import annotations
 
-import base64
 import random
 import string
 import uuid
@@ -43,10 +42,6 @@ class Draw:
     def urlsafe(self, n: int) -> str:
         """``n`` characters of the URL-safe base64 alphabet."""
         return self.chars(URLSAFE, n)
-
-    def b64bytes(self, n: int) -> str:
-        """Standard base64 of ``n`` random bytes."""
-        return base64.b64encode(self.bytes(n)).decode()
 
     def bytes(self, n: int) -> bytes:
         """``n`` random bytes."""

@@ -21,10 +21,10 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+from convlab.defaults import SYSTEM_FILE
 from convlab.systems.system import System, Tuning, View, default_systems
 
 __all__ = [
-    "DEFAULT_FILE",
     "System",
     "Tuning",
     "View",
@@ -33,16 +33,13 @@ __all__ = [
     "resolve_system",
 ]
 
-DEFAULT_FILE = Path(__file__).with_name("default.toml")
-"""The experiment file of the default system."""
-
 
 @cache
 def default_system() -> System:
-    """The default system: the one system of :data:`DEFAULT_FILE`."""
+    """The default system: the one system of :data:`convlab.defaults.SYSTEM_FILE`."""
     from convlab.systems.file import read_systems
 
-    (system,) = read_systems(DEFAULT_FILE)
+    (system,) = read_systems(SYSTEM_FILE)
     return system
 
 

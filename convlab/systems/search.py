@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import polars as pl
 
+from convlab.defaults import K
 from convlab.systems.hits import DEPTH, system_hits, view_options
 from convlab.systems.match import with_matches
 from convlab.systems.system import System
@@ -127,7 +128,7 @@ def search_system(
     system: System,
     *,
     embedder: Embedder | None,
-    k: int = 10,
+    k: int = K,
     options: SearchOptions | None = None,
     searchers: dict[str, Searcher] | None = None,
     conversations_frame: pl.DataFrame | None = None,

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from convlab.defaults import FOLDS
 from convlab.index.bm25 import BM25Params
 from convlab.pipeline.keys import KeyExpansion
 from convlab.retrieval import Retrieval, SearchOptions
@@ -175,7 +176,7 @@ class Tuning:
     params: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     samples: int = 64
     metric: str = "recall@5"
-    folds: int = 10
+    folds: int = FOLDS
     seed: int = 0
 
     def __post_init__(self) -> None:

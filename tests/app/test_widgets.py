@@ -6,20 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from convlab.app.widgets import SearchPanel, highlight
+from convlab.app.widgets import SearchPanel, marked_html
 from convlab.embed import HashEmbedder
 from convlab.paths import sample_data_path
 
 
 def test_highlight_escapes_html_and_marks_terms() -> None:
-    out = highlight('<img src=x onerror="alert(1)"> the cache key', "cache keys")
+    out = marked_html('<img src=x onerror="alert(1)"> the cache key', "cache keys")
     assert out.startswith("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;")
     assert "<mark>cache</mark>" in out
     assert "<img" not in out
 
 
 def test_highlight_skips_stopwords_and_marks_word_starts() -> None:
-    out = highlight("The caches were cached; a recache later", "what about the cache")
+    out = marked_html("The caches were cached; a recache later", "what about the cache")
     assert out == "The <mark>cache</mark>s were <mark>cache</mark>d; a recache later"
 
 
@@ -33,7 +33,7 @@ def test_highlight_skips_stopwords_and_marks_word_starts() -> None:
     ],
 )
 def test_a_mark_never_splits_an_entity(text: str, query: str, expected: str) -> None:
-    assert highlight(text, query) == expected
+    assert marked_html(text, query) == expected
 
 
 def test_panel_without_an_index_says_so() -> None:
@@ -75,8 +75,8 @@ def test_panel_shows_hits_as_describe_hits_describes_them(tmp_path: Path) -> Non
     import html as html_lib
 
     from convlab.app.display import describe_hits
-    from convlab.app.highlight import excerpt, query_terms, term_spans
     from convlab.app.widgets import MATCH_CHARS
+    from convlab.highlight import excerpt, query_terms, term_spans
 
     panel = SearchPanel.from_data(
         sample_data_path() / "transcripts",
@@ -97,7 +97,7 @@ def test_panel_shows_hits_as_describe_hits_describes_them(tmp_path: Path) -> Non
         # the matching message (short ones whole) and its file and line, as the CLI shows them
         text = row["match"]["text"]
         shown = excerpt(text, term_spans(text, query_terms(query)), MATCH_CHARS)[0]
-        assert highlight(shown, query) in head
+        assert marked_html(shown, query) in head
         assert html_lib.escape(str(row["title"] or row["conversation_id"])) in head
         assert f"turn {row['turn']}" in head
         assert f"{row['source_path']}:{row['source_line']} (message {row['message_index']})" in (

@@ -18,7 +18,6 @@ from convlab.judge import (
     build_pool,
     judge_loop,
     pool_hits,
-    query_terms,
     render,
     shuffle_pool,
 )
@@ -84,10 +83,6 @@ def test_shuffle_of_one_query_does_not_depend_on_the_others() -> None:
     both = shuffle_pool(pool_hits({"A": a}, 10), seed=3)
     alone = shuffle_pool(pool_hits({"A": _hits("q1", ["a", "b", "c", "d"])}, 10), seed=3)
     assert both.filter(pl.col("query_id") == "q1")["doc_id"].to_list() == alone["doc_id"].to_list()
-
-
-def test_query_terms_drop_stopwords_and_short_words() -> None:
-    assert query_terms("What was the pytest command we ran?") == ("command", "pytest", "ran")
 
 
 def test_record_appends_one_line_per_judgment(tmp_path: Path) -> None:

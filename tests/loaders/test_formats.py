@@ -152,8 +152,8 @@ def test_every_format_is_registered() -> None:
         load(FIXTURES / "openai" / "chat.jsonl", format="nope")
 
 
-def test_detection_tries_formats_in_registration_order() -> None:
-    # the import order of convlab.loaders; the registry's names() are sorted, detection is not:
+def test_detection_tries_the_shipped_formats_by_priority() -> None:
+    # each reader's registered priority; the registry's names() are sorted, detection is not:
     # anthropic is tried after longmemeval although it sorts before it
     assert [name for name, _ in FORMATS.in_order()] == [
         "amplifier",

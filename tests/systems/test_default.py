@@ -11,12 +11,13 @@ import pytest
 
 from convlab.app.cli.main import main
 from convlab.app.exits import EXIT_OK
+from convlab.defaults import SYSTEM, SYSTEM_FILE
 from convlab.embed import HashEmbedder
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.evaluate import evaluate
 from convlab.paths import sample_data_path
-from convlab.systems import DEFAULT_FILE, default_system
+from convlab.systems import default_system
 from convlab.systems.file import chosen_systems, read_systems
 from convlab.systems.system import default_systems
 
@@ -49,7 +50,8 @@ def test_the_default_is_eval_runs_fusion_convex_with_its_chosen_weights_fixed() 
     ]
     assert (shipped.fusion, dict(shipped.fusion_params)) == ("convex", {"norm": "z-score"})
     assert shipped.tuning is None
-    assert read_systems(DEFAULT_FILE) == [shipped]  # one system, read by eval.run as it is
+    assert shipped.name == SYSTEM
+    assert read_systems(SYSTEM_FILE) == [shipped]  # one system, read by eval.run as it is
 
 
 def test_cli_python_and_panel_default_to_it(

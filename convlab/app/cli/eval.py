@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from convlab.app.exits import EXIT_OK, EXIT_USAGE, UsageError, is_input_error, one_line
+from convlab.defaults import BUDGETS, POLICY
 
 if TYPE_CHECKING:
     from convlab.evaluation.compare import Comparison, ComparisonRun
@@ -60,10 +61,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "a fixed subset for a costly run (%(default)s: all)",
     )
     p.add_argument("--strategies", default=None)
-    p.add_argument("--budgets", default=",".join(map(str, _default_budgets())))
+    p.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     p.add_argument(
         "--resurrection",
-        default="unit",
+        default=POLICY,
         help="resurrection policies compared at each budget, comma-separated; the first "
         "gives coverage@B, several add the system x policy grid (%(default)s); a policy may "
         "set its parameters: window:n=2, adaptive:short=32:long=128",
@@ -119,12 +120,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="where the model embeds: 'auto' (a CUDA GPU when torch sees one), 'cpu' or 'cuda' "
         "(refused without a GPU); the cache is shared by all devices (%(default)s)",
     )
-
-
-def _default_budgets() -> tuple[int, ...]:
-    from convlab.evaluation.compare import DEFAULT_BUDGETS
-
-    return DEFAULT_BUDGETS
 
 
 _MOST = 2**31 - 1

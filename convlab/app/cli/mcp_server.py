@@ -15,7 +15,7 @@
 
 Each reply is one compact JSON text of at most ``max_chars`` characters
 (:func:`convlab.app.mcp_reply.reply`), sent once: no structured copy of the same content.
-``search`` and ``context`` draw :data:`~convlab.app.mcp_reply.DEFAULT_K` hits by default.
+``search`` and ``context`` draw :data:`~convlab.app.mcp_reply.MCP_K` hits by default.
 
 The store, its index, BM25 and the query embedder are loaded once and kept warm; when
 ``convlab index`` switches the store to a new version, the next call reads that version.
@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from convlab.app.exits import is_input_error, one_line
-from convlab.app.mcp_reply import DEFAULT_K, DEFAULT_MAX_CHARS, ranked_text, reply
+from convlab.app.mcp_reply import DEFAULT_MAX_CHARS, ranked_text, reply
+from convlab.defaults import BUDGET, MCP_K, POLICY
 from convlab.extras import require
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class StoreTools:
     def hits(
         self,
         query: str,
-        k: int = DEFAULT_K,
+        k: int = MCP_K,
         conversation: str | None = None,
         role: str | None = None,
         since: str | None = None,
@@ -127,7 +128,7 @@ class StoreTools:
         return searcher.search(query, k=k, options=options)
 
     def judged_hits(
-        self, query: str, k: int = DEFAULT_K, **filters: Any
+        self, query: str, k: int = MCP_K, **filters: Any
     ) -> tuple[pl.DataFrame, Verdict]:
         """The first ``k`` hits and the search's confidence (read from its first ten hits)."""
         from convlab.systems.confidence import HITS, verdict
@@ -136,7 +137,7 @@ class StoreTools:
         sure = verdict(query, hits, self.store.system().name)
         return hits.filter(pl.col("rank") <= k), sure
 
-    def search(self, query: str, k: int = DEFAULT_K, **filters: Any) -> dict[str, Any]:
+    def search(self, query: str, k: int = MCP_K, **filters: Any) -> dict[str, Any]:
         """Hits as ``convlab search --json`` describes them, and the search's confidence."""
         from convlab.app.display import describe_hits
         from convlab.retrieval import SearchOptions
@@ -175,9 +176,9 @@ class StoreTools:
     def context(
         self,
         query: str,
-        budget: int = 512,
-        policy: str = "unit",
-        k: int = DEFAULT_K,
+        budget: int = BUDGET,
+        policy: str = POLICY,
+        k: int = MCP_K,
         **filters: Any,
     ) -> dict[str, Any]:
         """The resurrected context of ``query``'s hits within ``budget`` tokens, best hit first.
@@ -297,7 +298,7 @@ def build_server(directory: str | Path) -> Any:
     @server.tool(structured_output=False)
     def search(
         query: str,
-        k: int = DEFAULT_K,
+        k: int = MCP_K,
         conversation: str | None = None,
         role: str | None = None,
         since: str | None = None,
@@ -340,9 +341,9 @@ def build_server(directory: str | Path) -> Any:
     @server.tool(structured_output=False)
     def context(
         query: str,
-        budget: int = 512,
-        policy: str = "unit",
-        k: int = DEFAULT_K,
+        budget: int = BUDGET,
+        policy: str = POLICY,
+        k: int = MCP_K,
         conversation: str | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
     ) -> str:

@@ -20,6 +20,7 @@ from convlab.app.display import (
 )
 from convlab.app.exits import EXIT_NO_RESULTS, EXIT_OK, UsageError
 from convlab.app.text import terminal_width
+from convlab.defaults import POLICY, K
 from convlab.embed.factory import EMBEDDERS
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     )
     se.add_argument("query")
     add_store(se)
-    se.add_argument("-k", type=int, default=10, help=f"results, 1 to {MAX_K:,} (%(default)s)")
+    se.add_argument("-k", type=int, default=K, help=f"results, 1 to {MAX_K:,} (%(default)s)")
     mode = se.add_mutually_exclusive_group()
     mode.add_argument(
         "--system",
@@ -234,7 +235,7 @@ def add_context_options(sp: argparse.ArgumentParser) -> None:
     )
     sp.add_argument(
         "--policy",
-        default="unit",
+        default=POLICY,
         choices=POLICIES.names(),
         help="what a hit brings back with --budget: what was embedded with it (unit), its "
         "turn or message (doc), that and the docs beside it (window), ... (%(default)s)",

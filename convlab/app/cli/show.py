@@ -13,6 +13,7 @@ from convlab import schema
 from convlab.app.cli.options import add_store, resolve_conversation
 from convlab.app.exits import EXIT_OK, UsageError
 from convlab.app.text import clip, printable, short_path, terminal_width, wrapped
+from convlab.defaults import POLICY
 
 if TYPE_CHECKING:
     from convlab.store import Store
@@ -65,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argp
     sh.add_argument("--budget", type=int, default=None, help="resurrection budget in tokens")
     sh.add_argument(
         "--policy",
-        default="unit",
+        default=POLICY,
         choices=POLICIES.names(),
         help="what a hit brings back with --budget (%(default)s)",
     )

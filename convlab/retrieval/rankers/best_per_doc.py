@@ -1,4 +1,4 @@
-"""Group per doc (seeds/000, 001): a doc takes the score of its best unit."""
+"""Group per doc: a doc takes the score of its best unit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session density boost (seeds/001: at most 15%, rewards clusters of related results)."""
+"""Session density boost (at most 15%: rewards clusters of related results)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ class Density:
     """Boost docs whose conversation holds many of the candidate docs (:func:`density_boost`).
 
     ``score * (1 + max_boost * min(1, (docs of its conversation among the candidates - 1) / 3))``,
-    then re-rank (ties keep their order). seeds/001. Runs on docs: after ``best_per_doc``.
+    then re-rank (ties keep their order). Runs on docs: after ``best_per_doc``.
 
     Attributes:
         max_boost: the boost of a conversation with four or more candidate docs.

@@ -1,4 +1,4 @@
-"""Conversation-first retrieval (seeds/004): top conversations, then units inside them.
+"""Conversation-first retrieval: top conversations, then units inside them.
 
 A conversation is represented by the centroid of its unit vectors (normalised mean) -- or by a
 summary vector when one is given; the query picks the ``n`` conversations most similar to it

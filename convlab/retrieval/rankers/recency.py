@@ -1,4 +1,4 @@
-"""Recency boost (seeds/001: at most 20%, linear decay over 14 days)."""
+"""Recency boost (at most 20%, linear decay over 14 days)."""
 
 from __future__ import annotations
 
@@ -27,8 +27,8 @@ def recency_boost(
 ) -> np.ndarray:
     """``score * (1 + max_boost * max(0, 1 - age_days / horizon_days))``.
 
-    seeds/001 shrinks a distance by ``(1 - 0.20 * ...)``; for similarities (higher is better) the
-    same rule is a growth by ``(1 + 0.20 * ...)``. Undated items and items in the future of
+    Stated for distances, the rule shrinks one by ``(1 - 0.20 * ...)``; for similarities (higher
+    is better) it is a growth by ``(1 + 0.20 * ...)``. Undated items and items in the future of
     ``now`` get no boost beyond age 0's. ``now`` defaults, in search, to the newest timestamp in
     the index, so evaluations are reproducible.
     """
@@ -47,7 +47,7 @@ class Recency:
     """Boost each candidate by its unit's age (:func:`recency_boost`), then re-rank.
 
     ``score * (1 + max_boost * max(0, 1 - age_days / horizon_days))``, age measured from
-    ``context.now`` (nothing changes when it is None: no unit is dated). seeds/001.
+    ``context.now`` (nothing changes when it is None: no unit is dated).
 
     Attributes:
         horizon_days: the age at which the boost reaches 0.

@@ -1,4 +1,4 @@
-"""The time boost: docs inside the times a question names move up (issue 23, point 2)."""
+"""The time boost: docs inside the times a question names move up (temporal questions)."""
 
 from __future__ import annotations
 
