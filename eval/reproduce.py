@@ -7,8 +7,9 @@ cores) or ``full`` (every result page). For each regression it checks the data a
 sha256, runs its steps into ``runs/reproduce/NAME`` (``--runs``), and checks every figure against
 its expected value and tolerance. Then, from those run folders, it writes the result pages
 (``python -m eval.pages``, into ``--pages``), the README's findings table (``--readme``, only when
-every headline regression ran) and ``runs/reproduce/TIER.json``: the commit, each regression's
-seconds and every figure checked.
+every headline regression of the tier ran: not with ``--only``) and ``runs/reproduce/TIER.json``
+(``TIER-NAME.json`` with ``--only``): the commit, each regression's seconds and every figure
+checked.
 
 A regression whose data is missing or changed, or whose run fails, is one line on stderr; a figure
 out of tolerance is one line; either makes the exit status 1 (2 for a usage error). The pages and
@@ -131,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         regs = [r for r in regs if r.name in args.only]
     commit, state = source_commit(ROOT)
-    write = not args.check and not args.only
+    write = not args.check
     if write and state != "clean":
         print(f"{PROG}: the checkout is {state}: commit first, or use --check", file=sys.stderr)
         return 2
@@ -194,7 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "figures": [msgspec.structs.asdict(c) for c in checked],
     }
     args.runs.mkdir(parents=True, exist_ok=True)
-    (args.runs / f"{args.tier}.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
+    stem = "-".join([args.tier, *args.only])
+    (args.runs / f"{stem}.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     if write and not failed:
         _write(args, [r for r in regs if r.name in done], done, command, commit or "")
     print(
@@ -219,7 +221,7 @@ def _write(
     if paged and pages.main([str(p) for p in paged] + ["--out", str(args.pages)]) != 0:
         raise SystemExit(1)
     heads = [r for r in regs if r.headline is not None]
-    if not heads or args.tier == "ci":
+    if not heads or args.tier == "ci" or args.only:  # the table needs every row of its tier
         return
     rows = []
     for r in heads:
