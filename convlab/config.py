@@ -6,6 +6,7 @@ bounds are written once, on the field, and read from there both by the config's 
 ``__post_init__`` (:func:`check`) and by the schema of an experiment file
 (:mod:`convlab.systems.experiment` builds its msgspec structs from :func:`fields`). A field's
 ``metadata`` may give ``flat`` (its key in the flat search options, when not its name),
+``label`` (how :func:`check`'s messages name it, when not ``CONFIG.FIELD``),
 ``file`` (the type an experiment file takes, when not the field's own: a name where the config
 holds an Enum) and ``in_file`` (False: no key of an experiment file).
 
@@ -66,6 +67,7 @@ class Field:
             ``None`` (TOML has no null; leaving a key out is "off").
         default: its default.
         in_file: whether an experiment file may give it.
+        label: how :func:`check` names it (empty: ``CONFIG.FIELD``).
     """
 
     name: str
@@ -74,6 +76,7 @@ class Field:
     file: Any
     default: Any
     in_file: bool
+    label: str = ""
 
 
 @cache
@@ -88,16 +91,10 @@ def fields(cls: type) -> tuple[Field, ...]:
             f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
         )
         file = f.metadata.get("file", _without_none(hint))
-        out.append(
-            Field(
-                f.name,
-                f.metadata.get("flat", f.name),
-                hint,
-                file,
-                default,
-                f.metadata.get("in_file", True),
-            )
-        )
+        flat = f.metadata.get("flat", f.name)
+        in_file = f.metadata.get("in_file", True)
+        label = f.metadata.get("label", "")
+        out.append(Field(f.name, flat, hint, file, default, in_file, label))
     return tuple(out)
 
 
@@ -127,7 +124,8 @@ def check(config: object, label: str) -> None:
         )
         if wrong_type or not _inside(value, meta):
             kind = "an integer" if base is int else "a number"
-            raise ValueError(f"{label}.{f.name} must be {kind}{_range(meta)}, not {value!r}")
+            named = f.label or f"{label}.{f.name}"
+            raise ValueError(f"{named} must be {kind}{_range(meta)}, not {value!r}")
         if base is float:
             object.__setattr__(config, f.name, float(value))
 

@@ -53,12 +53,12 @@ def test_the_cli_and_the_panel_offer_it(registered: str) -> None:
     from convlab.app.widgets import SearchPanel
 
     args = build_parser().parse_args(["search", "a query", "--hybrid", "--fusion", registered])
-    assert search_options(args).fusion == registered
+    assert search_options(args).retrieval.fusion == registered
     panel = SearchPanel(None)
     assert registered in panel.fusion.options
     assert set(panel.fusion.options) == set(FUSIONS.names())
     panel.fusion.value = registered
-    assert panel.options().fusion == registered
+    assert panel.options().retrieval.fusion == registered
 
 
 def test_hybrid_search_fuses_with_it(registered: str, tmp_path: Path) -> None:

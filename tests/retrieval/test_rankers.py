@@ -112,7 +112,7 @@ def test_mmr_ranker_reads_vectors_from_the_context() -> None:
     ctx = context(conversations=("x", "x", "x"), doc_ids=(["d0"], ["d1"], ["d2"]), vectors=v, k=2)
     out = MMR(0.2)(docs, ctx)
     assert out.docs == ("d0", "d2")  # k = 2 picks
-    with pytest.raises(ValueError, match=r"mmr.lam must be a number in \[0, 1\], not 1.5"):
+    with pytest.raises(ValueError, match=r"mmr lambda must be a number in \[0, 1\], not 1.5"):
         MMR(1.5)
 
 

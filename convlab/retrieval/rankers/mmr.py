@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, ClassVar
 
 import numpy as np
@@ -104,7 +104,9 @@ class MMR:
     FORM: ClassVar[str] = "value"
     STAGE: ClassVar[int] = 60
 
-    lam: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.7
+    lam: Annotated[float, Meta(ge=0.0, le=1.0)] = field(
+        default=0.7, metadata={"label": "mmr lambda"}
+    )
 
     def __post_init__(self) -> None:
         check(self, "mmr")
