@@ -19,22 +19,13 @@ How a config is written in the flat search options (an experiment file's ``optio
   (``recency = true, recency_days = 7``).
 
 Example:
-    >>> from dataclasses import dataclass
-    >>> from typing import Annotated, ClassVar
-    >>> from msgspec import Meta
-    >>> @dataclass(frozen=True)
-    ... class Cap:
-    ...     KEY: ClassVar[str] = "cap"
-    ...     FORM: ClassVar[str] = "value"
-    ...     n: Annotated[int, Meta(ge=1, le=10)] = 2
-    ...     def __post_init__(self) -> None:
-    ...         check(self, "cap")
-    >>> Cap(0)
+    >>> from convlab.retrieval.rankers import SessionCap  # cap: Annotated[int, Meta(ge=1, ...)]
+    >>> SessionCap(0)
     Traceback (most recent call last):
     ...
-    ValueError: cap.n must be an integer in [1, 10], not 0
-    >>> flat(Cap(3)), from_flat(Cap, {"cap": 4})
-    ({'cap': 3}, Cap(n=4))
+    ValueError: session_cap.cap must be an integer in [1, 10000], not 0
+    >>> flat(SessionCap(3)), from_flat(SessionCap, {"session_cap": 4})
+    ({'session_cap': 3}, SessionCap(cap=4))
 """
 
 from __future__ import annotations
@@ -44,7 +35,6 @@ import sys
 import types
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints
 
 import msgspec
@@ -79,16 +69,25 @@ class Field:
     label: str = ""
 
 
-@cache
-def fields(cls: type) -> tuple[Field, ...]:
+def fields(cls: Any) -> tuple[Field, ...]:
     """The fields of the config dataclass ``cls``, in order, their annotations resolved."""
+    if cls not in _FIELDS:
+        _FIELDS[cls] = _read_fields(cls)
+    return _FIELDS[cls]
+
+
+_FIELDS: dict[type, tuple[Field, ...]] = {}
+"""Each config class's fields, read once."""
+
+
+def _read_fields(cls: Any) -> tuple[Field, ...]:
     module = sys.modules[cls.__module__]
     hints = get_type_hints(cls, vars(module), include_extras=True)
     out = []
     for f in dataclasses.fields(cls):
         hint = hints[f.name]
         default = (
-            f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[operator]
         )
         file = f.metadata.get("file", _without_none(hint))
         flat = f.metadata.get("flat", f.name)

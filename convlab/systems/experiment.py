@@ -30,7 +30,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -104,7 +104,11 @@ def _options_structs() -> tuple[type[msgspec.Struct], dict[str, type[msgspec.Str
     return _struct("_Options", keys), tables
 
 
-_Options, _TABLES = _options_structs()
+if TYPE_CHECKING:
+    _Options = msgspec.Struct
+    _TABLES: dict[str, type[msgspec.Struct]]
+else:
+    _Options, _TABLES = _options_structs()
 
 
 class _Tuning(_Strict):

@@ -13,7 +13,7 @@ ranker is one file: the class, its config fields and its registration.
 
 from __future__ import annotations
 
-from typing import ClassVar, Protocol
+from typing import Any, ClassVar, Protocol
 
 from convlab.config import is_config
 from convlab.protocols import Candidates, RankContext
@@ -41,7 +41,7 @@ class RegisteredRanker(Protocol):
         ...
 
 
-RANKERS: Registry[type] = Registry("ranker")
+RANKERS: Registry[type[Any]] = Registry("ranker")
 """Ranker classes by name: ``best_per_doc`` (every view's grouping, no option), ``density``,
 ``mmr``, ``recency``, ``session``, ``session_cap``, ``temporal``."""
 
