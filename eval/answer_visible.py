@@ -176,10 +176,11 @@ class Searches:
             base += ["--conversation", conversation] if conversation else []
             return search_output(base), search_output([*base, "--json"])
         from convlab.app.display import describe_hits, hit_lines, json_line
-        from convlab.retrieval import SearchOptions
+        from convlab.retrieval import Filters, SearchOptions
         from convlab.systems.search import system_scoring
 
-        options = SearchOptions(k=self.k, conversations=(conversation,) if conversation else None)
+        scope = Filters(conversations=(conversation,) if conversation else None)
+        options = SearchOptions(k=self.k, filters=scope)
         hits = self.store.search(question, k=self.k, options=options)
         if hits.height == 0:
             return "", ""

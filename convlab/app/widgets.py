@@ -81,7 +81,7 @@ class SearchPanel:
         import ipywidgets as w
 
         from convlab.fusion import FUSIONS
-        from convlab.retrieval import SearchOptions
+        from convlab.retrieval import RetrievalOptions
 
         self.data = data
         self._bm25_of: dict[str, BM25Index | None] = dict(data.bm25) if data is not None else {}
@@ -101,7 +101,7 @@ class SearchPanel:
         )
         # how a hybrid view fuses its dense and BM25 rankings: every method FUSIONS holds
         self.fusion = w.Dropdown(
-            options=FUSIONS.names(), value=SearchOptions().fusion, description="Fusion"
+            options=FUSIONS.names(), value=RetrievalOptions().fusion, description="Fusion"
         )
         self.k = w.BoundedIntText(value=10, min=1, max=100, description="k")
         self.recency = w.Checkbox(value=False, description="recency boost")
@@ -247,7 +247,7 @@ class SearchPanel:
 
         conv = self.conversation.value
         role = self.role.value
-        return SearchOptions(
+        return SearchOptions.of(  # the controls are the flat options' keys
             k=int(self.k.value),
             recency=bool(self.recency.value),
             density=bool(self.density.value),

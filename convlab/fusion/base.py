@@ -49,7 +49,7 @@ FUSIONS: Registry[FusionMethod] = Registry("fusion")
 """Fusion methods by name (``rrf``, ``convex``, ``combsum``, ``combmnz``): one module each.
 
 Everything that offers a fusion method reads this registry (a system's ``fusion``, hybrid
-search's :attr:`convlab.retrieval.SearchOptions.fusion`, ``convlab search --fusion``, the search
+search's :attr:`convlab.retrieval.RetrievalOptions.fusion`, ``convlab search --fusion``, the search
 panel), so a new method is one module that registers itself here."""
 
 NORMS = ("none", "min-max", "z-score")

@@ -5,7 +5,7 @@ k1=1.5, b=0.75 (:class:`BM25Params`):
 ``score(q, d) = sum_t idf(t) * tf(t,d) / (tf(t,d) + k1 * (1 - b + b * |d| / avgdl))`` with
 ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``.
 On LoCoMo lexical search is a serious baseline, not a formality. A search may ask for other
-parameters (:attr:`convlab.retrieval.SearchOptions.bm25`): :meth:`BM25Index.reparametrized`
+parameters (:attr:`convlab.retrieval.RetrievalOptions.bm25`): :meth:`BM25Index.reparametrized`
 indexes the same texts again with them, once per index and parameters.
 
 bm25s and PyStemmer are the ``convlab-memory[index]`` extra, imported when an index is built or
@@ -21,11 +21,13 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import numpy as np
 import polars as pl
+from msgspec import Meta
 
+from convlab.config import check
 from convlab.extras import require
 
 if TYPE_CHECKING:
@@ -89,15 +91,14 @@ class BM25Params:
         ValueError: a value out of its range.
     """
 
-    k1: float = 1.5
-    b: float = 0.75
+    KEY: ClassVar[str] = "bm25"
+    FORM: ClassVar[str] = "table"
+
+    k1: Annotated[float, Meta(ge=0.0, le=100.0)] = 1.5
+    b: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.75
 
     def __post_init__(self) -> None:
-        for name, low, high in (("k1", 0.0, 100.0), ("b", 0.0, 1.0)):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int | float) or not low <= v <= high:
-                raise ValueError(f"bm25.{name} must be a number in [{low:g}, {high:g}], not {v!r}")
-            object.__setattr__(self, name, float(v))
+        check(self, "bm25")
 
 
 class BM25Index:

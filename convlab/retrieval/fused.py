@@ -4,7 +4,7 @@ Hybrid search is two views of one strategy: the dense view and the BM25 view eac
 their best unit (:class:`~convlab.retrieval.rankers.BestPerDoc`), and :func:`fused_docs` fuses
 those doc rankings with :func:`convlab.fusion.fuse_carrying`, the function a system's views are
 fused with too (:mod:`convlab.systems.hits`), the batch's queries in one call. The method is
-:attr:`SearchOptions.fusion <convlab.retrieval.SearchOptions.fusion>` (RRF by default). Each
+:attr:`RetrievalOptions.fusion <convlab.retrieval.RetrievalOptions.fusion>` (RRF by default). Each
 fused doc keeps the unit of the view that ranked it best (ties: the view listed first), so the
 rankers after fusion (recency, density, MMR) and the hits read that unit.
 """

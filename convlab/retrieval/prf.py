@@ -26,13 +26,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated, ClassVar
+
+from msgspec import Meta
+
+from convlab.config import check
 
 __all__ = ["PRF", "expand", "relevance_model"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PRF:
-    """RM3 pseudo-relevance feedback for the lexical (BM25) views.
+    """RM3 pseudo-relevance feedback for the lexical (BM25) views: ``prf = {...}`` in the options.
 
     Attributes:
         fb_docs: first-pass units taken as relevant (1 to 1,000).
@@ -43,19 +48,15 @@ class PRF:
         ValueError: a value out of its range.
     """
 
-    fb_docs: int = 10
-    fb_terms: int = 10
-    original_weight: float = 0.5
+    KEY: ClassVar[str] = "prf"
+    FORM: ClassVar[str] = "table"
+
+    fb_docs: Annotated[int, Meta(ge=1, le=1000)] = 10
+    fb_terms: Annotated[int, Meta(ge=1, le=1000)] = 10
+    original_weight: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.5
 
     def __post_init__(self) -> None:
-        for name in ("fb_docs", "fb_terms"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1000:
-                raise ValueError(f"prf.{name} must be an integer from 1 to 1000, not {value!r}")
-        w = self.original_weight
-        if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= w <= 1.0:
-            raise ValueError(f"prf.original_weight must be a number in [0, 1], not {w!r}")
-        object.__setattr__(self, "original_weight", float(w))
+        check(self, "prf")
 
 
 def relevance_model(

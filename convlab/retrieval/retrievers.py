@@ -143,11 +143,11 @@ class LexicalRetriever:
         cls, bm25: BM25Index, options: SearchOptions, units: pl.DataFrame
     ) -> LexicalRetriever:
         """The lexical retriever ``options`` ask for: their BM25 parameters and RM3 feedback."""
-        wanted = options.prf is not None or options.bm25 is not None
-        texts = units["text"].to_list() if wanted else None
-        if options.bm25 is not None and texts is not None:
-            bm25 = bm25.reparametrized(options.bm25, texts)
-        return cls(bm25, options.prf, texts)
+        params, prf = options.retrieval.bm25, options.retrieval.prf
+        texts = units["text"].to_list() if prf is not None or params is not None else None
+        if params is not None and texts is not None:
+            bm25 = bm25.reparametrized(params, texts)
+        return cls(bm25, prf, texts)
 
     def search(self, query: Query, depth: int, rows: np.ndarray | None) -> Candidates:
         """The ``depth`` best BM25 rows among ``rows``."""

@@ -18,15 +18,19 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated, ClassVar
 
 import numpy as np
+from msgspec import Meta
+
+from convlab.config import check
 
 __all__ = ["Rocchio", "moved"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Rocchio:
-    """Rocchio feedback for the dense views.
+    """Rocchio feedback for the dense views: ``rocchio = {...}`` in the options.
 
     Attributes:
         fb_docs: first-pass units taken as relevant (1 to 1,000).
@@ -37,19 +41,15 @@ class Rocchio:
         ValueError: a value out of its range.
     """
 
-    fb_docs: int = 10
-    alpha: float = 1.0
-    beta: float = 0.75
+    KEY: ClassVar[str] = "rocchio"
+    FORM: ClassVar[str] = "table"
+
+    fb_docs: Annotated[int, Meta(ge=1, le=1000)] = 10
+    alpha: Annotated[float, Meta(ge=0.0, le=100.0)] = 1.0
+    beta: Annotated[float, Meta(ge=0.0, le=100.0)] = 0.75
 
     def __post_init__(self) -> None:
-        n = self.fb_docs
-        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1000:
-            raise ValueError(f"rocchio.fb_docs must be an integer from 1 to 1000, not {n!r}")
-        for name in ("alpha", "beta"):
-            w = getattr(self, name)
-            if isinstance(w, bool) or not isinstance(w, int | float) or not 0.0 <= w <= 100.0:
-                raise ValueError(f"rocchio.{name} must be a number in [0, 100], not {w!r}")
-            object.__setattr__(self, name, float(w))
+        check(self, "rocchio")
         if self.alpha + self.beta <= 0:
             raise ValueError("rocchio: alpha and beta cannot both be 0")
 

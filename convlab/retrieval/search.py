@@ -2,7 +2,8 @@
 
 The order of the steps is fixed:
 
-1. **filter** the rows by conversation (scope), project, role, side and time range;
+1. **filter** the rows by conversation (scope), project, role, side and time range
+   (:class:`~convlab.retrieval.filters.Filters`);
 2. **hierarchical** (optional): keep only the top conversations by centroid similarity
    above a floor (:class:`~convlab.retrieval.rankers.hierarchical.ConversationFirst`);
 3. **retrieve** per view: dense (cosine similarity, exact inside a subset), lexical (BM25) or
@@ -11,10 +12,10 @@ The order of the steps is fixed:
    a doc, a turn in chats or a message in dialogs, takes its best unit's score), doubling the
    depth until it has :attr:`SearchOptions.pool` docs or no rows are left, so ``k`` docs come
    back whenever ``k`` docs match, however many units a doc holds;
-4. **fuse** (hybrid): the dense and BM25 doc rankings fused by :attr:`SearchOptions.fusion`
+4. **fuse** (hybrid): the dense and BM25 doc rankings fused by :attr:`RetrievalOptions.fusion`
    (RRF by default: ``1/(k + rank)`` summed), through :func:`convlab.fusion.fuse_carrying`
    (:func:`~convlab.retrieval.fused.fused_docs`), as a system's views are fused;
-5. the doc rankers the options name (:func:`~convlab.retrieval.rankers.doc_rankers`), each
+5. the doc rankers the options hold (:attr:`SearchOptions.rankers`, by stage), each
    ``(Candidates, RankContext) -> Candidates`` (:mod:`convlab.retrieval.rankers`):
 
    - **session** (optional, :mod:`convlab.retrieval.sessions`): ``(1 - w) * score + w *``
@@ -42,14 +43,10 @@ import polars as pl
 
 from convlab import schema
 from convlab.protocols import Candidates, Embedder, Query, RankContext, Ranker, Retriever
+from convlab.retrieval.filters import filter_mask
 from convlab.retrieval.fused import fused_docs
-from convlab.retrieval.options import SearchOptions, conversations_in_projects
-from convlab.retrieval.rankers import (
-    RANKERS,
-    ConversationFirst,
-    conversation_centroids,
-    doc_rankers,
-)
+from convlab.retrieval.options import SearchOptions
+from convlab.retrieval.rankers import BestPerDoc, ConversationFirst, conversation_centroids
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
 from convlab.retrieval.second_round import seeded_rounds
 
@@ -77,39 +74,39 @@ class Searcher:
         bm25: BM25Index | None,
         conversations_frame: pl.DataFrame | None = None,
     ) -> None:
-        if options.retrieval.needs_bm25 and bm25 is None:
-            raise ValueError(
-                f"{options.retrieval} search needs a BM25 index over the units (bm25=...)"
-            )
+        mode = options.retrieval.mode
+        if mode.needs_bm25 and bm25 is None:
+            raise ValueError(f"{mode} search needs a BM25 index over the units (bm25=...)")
         self.index, self.options = index, options
-        self.dense = DenseRetriever(index, embedder, options.rocchio)
+        self.dense = DenseRetriever(index, embedder, options.retrieval.rocchio)
         self.retrievers: list[Retriever] = []
-        if options.retrieval.needs_vectors:
+        if mode.needs_vectors:
             self.retrievers.append(self.dense)
-        if bm25 is not None and options.retrieval.needs_bm25:
+        if bm25 is not None and mode.needs_bm25:
             self.retrievers.append(LexicalRetriever.for_options(bm25, options, index.units))
-        self.group = RANKERS.get("best_per_doc").from_options(options)
-        self.rankers: list[Ranker] = doc_rankers(options)
+        self.group = BestPerDoc()
+        self.rankers: list[Ranker] = list(options.rankers)
         # one chunk (frames read or concatenated come in several): each query's gather of its
         # hits is then one copy; at 120k units in 40 chunks it took most of a warm search's time
         u = index.units.rechunk()
         self.units = u
         self.conv = u["conversation_id"].to_numpy()
-        self.mask = _filter_mask(u, options, conversations_frame)
+        self.mask = filter_mask(u, options.filters, conversations_frame)
         self.by_conv = _rows_by_conversation(self.conv)
         self.times: list[datetime | None] = u["timestamp"].to_list()
         self.doc_ids: list[list[str]] = u["doc_ids"].to_list()
         self.now: datetime = options.now or datetime.now(UTC)
-        self.texts: list[str] = u["text"].to_list() if options.second_round is not None else []
+        second = options.retrieval.second_round
+        self.texts: list[str] = u["text"].to_list() if second is not None else []
         # microseconds of every row's time (undated: the smallest int64), for query anchors
         self.stamps: np.ndarray | None = None
         if "temporal" in options.ranker_names:
             lowest = np.iinfo(np.int64).min
             self.stamps = u["timestamp"].dt.epoch("us").fill_null(lowest).to_numpy()
         self.centroids: tuple[np.ndarray, np.ndarray] | None = None
-        self.first = ConversationFirst(options.top_conversations, options.conversation_floor)
+        self.first = options.retrieval.hierarchical or ConversationFirst()
         self._scope: tuple[tuple[str, ...] | None, np.ndarray | None] | None = None
-        if options.hierarchical and u.height:
+        if options.retrieval.hierarchical is not None and u.height:
             self.centroids = conversation_centroids(index.vectors(np.arange(u.height)), self.conv)
 
     def rows(self, conversations: tuple[str, ...] | None) -> np.ndarray | None:
@@ -173,7 +170,7 @@ class Searcher:
     ) -> Candidates | None:
         """One retriever's docs (:meth:`docs`), with the second round when the options ask."""
         first = self.docs(retriever, query, rows, context)
-        config = self.options.second_round
+        config = self.options.retrieval.second_round
         if config is None:
             return first
 
@@ -218,7 +215,8 @@ class Searcher:
             for v, docs in enumerate(self.views(queries[i], scopes[i])):
                 views[v][i] = docs
         if len(views) > 1:
-            found = fused_docs(views, method=self.options.fusion, **self.options.fusion_params)
+            method, params = self.options.retrieval.fusion, self.options.retrieval.fusion_params
+            found = fused_docs(views, method=method, **params)
         else:
             found = views[0]
         ranked = [self.ranked(q, c, s) for q, c, s in zip(queries, found, scopes, strict=True)]
@@ -238,11 +236,11 @@ class Searcher:
     def frame(self, queries: pl.DataFrame, *, scoped: bool = False) -> pl.DataFrame:
         """Hits of ``queries`` (``query_id``, ``text``; see :func:`search_many`)."""
         texts = queries["text"].to_list()
-        scopes: list[tuple[str, ...] | None] = [self.options.conversations] * len(texts)
+        scope = self.options.filters.conversations
+        scopes: list[tuple[str, ...] | None] = [scope] * len(texts)
         if scoped and "conversation_id" in queries.columns:
             scopes = [
-                self.options.conversations if c is None else (str(c),)
-                for c in queries["conversation_id"].to_list()
+                scope if c is None else (str(c),) for c in queries["conversation_id"].to_list()
             ]
         return self.many(
             _timed(self.dense.queries(texts), queries), queries["query_id"].to_list(), scopes
@@ -259,34 +257,6 @@ def _timed(found: list[Query], queries: pl.DataFrame) -> list[Query]:
 def _scope_key(scope: tuple[str, ...] | None) -> tuple[int, tuple[str, ...]]:
     """A sort key grouping equal scopes (None, the whole index, first)."""
     return (0, ()) if scope is None else (1, scope)
-
-
-def _filter_mask(
-    units: pl.DataFrame, options: SearchOptions, conversations: pl.DataFrame | None = None
-) -> np.ndarray:
-    """Rows passing the project, role, side and time filters.
-
-    Raises:
-        ValueError: a project filter without the conversations frame that holds the projects.
-    """
-    mask = np.ones(units.height, dtype=bool)
-    if options.projects is not None:
-        if conversations is None or "project" not in conversations.columns:
-            raise ValueError(
-                "the project filter needs the conversations frame with its project column "
-                "(conversations_frame=...)"
-            )
-        ids = conversations_in_projects(conversations, options.projects)
-        mask &= units["conversation_id"].is_in(ids).to_numpy()
-    if options.roles is not None:
-        mask &= units["role"].is_in(list(options.roles)).fill_null(False).to_numpy()
-    if options.side is not None:
-        mask &= (units["side"] == options.side).fill_null(False).to_numpy()
-    if options.since is not None:
-        mask &= (units["timestamp"] >= options.since).fill_null(False).to_numpy()
-    if options.until is not None:
-        mask &= (units["timestamp"] <= options.until).fill_null(False).to_numpy()
-    return mask
 
 
 def _rows_by_conversation(conv: np.ndarray) -> dict[str, np.ndarray]:
@@ -321,7 +291,7 @@ def search(
         options: filters and rankers.
         bm25: a :class:`convlab.index.bm25.BM25Index` over the same units (lexical and hybrid).
         conversations_frame: the conversations (:data:`convlab.schema.CONVERSATIONS`), needed
-            by ``options.projects``.
+            by ``options.filters.projects``.
 
     Returns:
         Hits: :data:`convlab.schema.HITS`, the last columns those of the doc's best unit.
@@ -367,7 +337,7 @@ def search_many(
         options: filters and rankers shared by every query.
         bm25: BM25 over the same units (lexical and hybrid).
         scoped: search each query only inside its own ``conversation_id`` (LoCoMo's protocol).
-        conversations_frame: the conversations, needed by ``options.projects``.
+        conversations_frame: the conversations, needed by ``options.filters.projects``.
     """
     options = options or SearchOptions()
     searcher = Searcher(index, embedder, options, bm25, conversations_frame)

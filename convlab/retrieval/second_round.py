@@ -26,9 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Annotated, ClassVar
 
 import numpy as np
+from msgspec import Meta
 
+from convlab.config import check
 from convlab.protocols import Candidates, Query
 
 __all__ = ["SecondRound", "fuse_rounds", "seeded_rounds"]
@@ -36,7 +39,7 @@ __all__ = ["SecondRound", "fuse_rounds", "seeded_rounds"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SecondRound:
-    """The second round's settings.
+    """The second round's settings: ``second_round = {...}`` in the options.
 
     Attributes:
         seeds: the first round's best docs searched again as queries (1 to 100).
@@ -48,17 +51,15 @@ class SecondRound:
         ValueError: a value out of its range.
     """
 
-    seeds: int = 3
-    decay: float = 0.5
-    k: int = 60
+    KEY: ClassVar[str] = "second_round"
+    FORM: ClassVar[str] = "table"
+
+    seeds: Annotated[int, Meta(ge=1, le=100)] = 3
+    decay: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.5
+    k: Annotated[int, Meta(ge=1, le=1000)] = 60
 
     def __post_init__(self) -> None:
-        if not 1 <= self.seeds <= 100:
-            raise ValueError(f"second round seeds {self.seeds} is outside [1, 100]")
-        if not 0.0 <= self.decay <= 1.0:
-            raise ValueError(f"second round decay {self.decay} is outside [0, 1]")
-        if not 1 <= self.k <= 1000:
-            raise ValueError(f"second round k {self.k} is outside [1, 1000]")
+        check(self, "second_round")
 
 
 def fuse_rounds(rounds: Sequence[Candidates | None], config: SecondRound) -> Candidates:

@@ -10,8 +10,10 @@ becomes
 (``weight`` 0: unchanged; 1: the session's score alone, its docs tied in their first order),
 and with ``top`` only the docs of the ``top`` best sessions (by ``S``, ties by first
 appearance) are kept: sessions first, then docs within them (Lewis and Ng style hierarchical
-retrieval; LongMemEval's session-then-turn index, Wu et al. 2025, section 5). Off by default;
-its settings are fixed in advance or chosen by grouped cross-validation, never on test queries.
+retrieval; LongMemEval's session-then-turn index, Wu et al. 2025, section 5).
+The ``session`` doc ranker applies it (:class:`convlab.retrieval.rankers.session.Session`, its
+own config); off by default; its settings are fixed in advance or chosen by grouped
+cross-validation, never on test queries.
 
 Example:
     >>> scores, keep = session_first([0.9, 0.8, 0.7], ["a", "b", "a"], weight=0.5, top=None)
@@ -22,38 +24,10 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-__all__ = ["SessionFirst", "session_first"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionFirst:
-    """Session-first ranking of a view's docs (:func:`session_first`).
-
-    Attributes:
-        weight: the session score's share of a doc's score, in [0, 1].
-        top: keep only the docs of this many best sessions (None: every session).
-
-    Raises:
-        ValueError: a weight outside [0, 1] or a ``top`` below 1.
-    """
-
-    weight: float = 0.5
-    top: int | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.weight, bool) or not 0.0 <= float(self.weight) <= 1.0:
-            raise ValueError(f"session weight must be in [0, 1], not {self.weight!r}")
-        if self.top is not None and (isinstance(self.top, bool) or self.top < 1):
-            raise ValueError(f"session top must be at least 1, not {self.top!r}")
-
-    def as_dict(self) -> dict[str, Any]:
-        """The setting as plain data."""
-        return {"weight": self.weight, "top": self.top}
+__all__ = ["session_first"]
 
 
 def session_first(

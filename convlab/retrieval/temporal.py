@@ -10,10 +10,9 @@ relative cue (``ago``, ``last``, ``past``, ``yesterday``) are kept: dateparser a
 ordinals ("18th"), modal verbs and weekdays as dates, and those add noise, not a time.
 
 Many temporal questions name no time at all ("When did X ...?": LoCoMo's temporal category asks
-for the time); the boost leaves those unchanged. :class:`Temporal` is the boost's config
-(:attr:`convlab.retrieval.SearchOptions.temporal`), applied by the ``temporal`` doc ranker
-(:class:`convlab.retrieval.rankers.temporal.TimeBoost`): a doc whose time falls inside a
-window widened by ``slack_days`` on each side gets ``score + boost * |score|``.
+for the time); the boost leaves those unchanged. The ``temporal`` doc ranker
+(:class:`convlab.retrieval.rankers.temporal.TimeBoost`, its own config) applies it: a doc whose
+time falls inside a window widened by ``slack_days`` on each side gets ``score + boost * |score|``.
 
 Example:
     >>> from datetime import UTC, datetime
@@ -25,13 +24,12 @@ Example:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 from convlab.extras import require
 
-__all__ = ["Temporal", "period_window", "time_windows"]
+__all__ = ["period_window", "time_windows"]
 
 _CUES = re.compile(
     r"\b(?:19|20)\d\d\b"
@@ -46,30 +44,6 @@ _OTHER_CUES = re.compile(
 )
 
 Window = tuple[datetime, datetime]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Temporal:
-    """The time boost of the docs inside the times a question names.
-
-    Attributes:
-        boost: a doc inside a window gets ``score + boost * |score|`` (0 to 1,000; a large
-            boost is a filter that keeps the order of the rest).
-        slack_days: each window widened by this many days on each side (0 to 3,650): people
-            speak of an event in the days after it, or plan it before.
-
-    Raises:
-        ValueError: a value out of its range.
-    """
-
-    boost: float = 1.0
-    slack_days: float = 0.0
-
-    def __post_init__(self) -> None:
-        if not 0.0 <= self.boost <= 1000.0:
-            raise ValueError(f"temporal boost {self.boost} is outside [0, 1000]")
-        if not 0.0 <= self.slack_days <= 3650.0:
-            raise ValueError(f"temporal slack_days {self.slack_days} is outside [0, 3650]")
 
 
 def _kept(expression: str) -> bool:

@@ -132,9 +132,9 @@ class StoreSearch:
         """See :meth:`convlab.store.Store.search`.
 
         ``conversations_frame``: the store's conversations, needed by a project filter (read
-        from the store when ``options.projects`` is set and it is not given).
+        from the store when ``options.filters.projects`` is set and it is not given).
         """
-        if conversations_frame is None and options is not None and options.projects:
+        if conversations_frame is None and options is not None and options.filters.projects:
             conversations_frame = self.store.frame("conversations")
         own = self.store.system()
         chosen = own if system is None or system == own.name else resolve_system(system)
@@ -162,7 +162,9 @@ class StoreSearch:
             searchers=self._searchers,
             conversations_frame=conversations_frame,
         )
-        return placed(self.store, hits, query, options.roles if options is not None else None)
+        return placed(
+            self.store, hits, query, options.filters.roles if options is not None else None
+        )
 
 
 def units_only_index(units: pl.DataFrame, dimension: int) -> VectorIndex:

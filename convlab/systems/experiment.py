@@ -7,6 +7,9 @@ methods and their parameters, resurrection policies, text formats). The first pr
 ``ValueError`` naming the file, the key (``systems[2].tuning.folds``, with the system's name)
 and the reason. The bounds:
 
+- the ``options`` table: its keys, types and bounds are generated from the search options'
+  configs (:func:`convlab.retrieval.options.flat_schema`; each config's fields declare their
+  bounds, :mod:`convlab.config`), nothing copied here;
 - a name: 1 to 200 characters, no control characters (:func:`convlab.systems.names.check_name`),
   unique in the file and among the default systems it includes;
 - weights: finite, 0 to 1,000,000, not all 0; at most :data:`MAX_VIEWS` views;
@@ -27,8 +30,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -58,42 +60,11 @@ _Name = Annotated[str, Meta(min_length=1, max_length=NAME_MAX)]
 _Short = Annotated[str, Meta(min_length=1, max_length=100)]
 _Weight = Annotated[float, Meta(ge=0.0, le=1e6)]
 _Count = Annotated[int, Meta(ge=1, le=10_000)]
-_Real = Annotated[float, Meta(ge=-1e6, le=1e6)]
 _Param = Annotated[int, Meta(ge=0, le=1_000_000)] | Annotated[float, Meta(ge=0.0, le=1e6)] | _Short
 
 
 class _Strict(msgspec.Struct, forbid_unknown_fields=True):
     """A table whose unknown keys are refused."""
-
-
-class _PRF(_Strict):
-    """:class:`convlab.retrieval.prf.PRF` (RM3), each key optional and bounded."""
-
-    fb_docs: Annotated[int, Meta(ge=1, le=1000)] | UnsetType = UNSET
-    fb_terms: Annotated[int, Meta(ge=1, le=1000)] | UnsetType = UNSET
-    original_weight: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
-
-
-class _Rocchio(_Strict):
-    """:class:`convlab.retrieval.rocchio.Rocchio`, each key optional and bounded."""
-
-    fb_docs: Annotated[int, Meta(ge=1, le=1000)] | UnsetType = UNSET
-    alpha: Annotated[float, Meta(ge=0.0, le=100.0)] | UnsetType = UNSET
-    beta: Annotated[float, Meta(ge=0.0, le=100.0)] | UnsetType = UNSET
-
-
-class _BM25(_Strict):
-    """:class:`convlab.index.bm25.BM25Params`, each key optional and bounded."""
-
-    k1: Annotated[float, Meta(ge=0.0, le=100.0)] | UnsetType = UNSET
-    b: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
-
-
-class _Session(_Strict):
-    """:class:`convlab.retrieval.sessions.SessionFirst`, each key optional and bounded."""
-
-    weight: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
-    top: Annotated[int, Meta(ge=1, le=100000)] | UnsetType | None = UNSET
 
 
 class _Keys(_Strict):
@@ -104,53 +75,40 @@ class _Keys(_Strict):
     max_words: Annotated[int, Meta(ge=1, le=5)] | UnsetType = UNSET
 
 
-class _Temporal(_Strict):
-    """:class:`convlab.retrieval.temporal.Temporal`, each key optional and bounded."""
-
-    boost: Annotated[float, Meta(ge=0.0, le=1000.0)] | UnsetType = UNSET
-    slack_days: Annotated[float, Meta(ge=0.0, le=3650.0)] | UnsetType = UNSET
-
-
-class _SecondRound(_Strict):
-    """:class:`convlab.retrieval.second_round.SecondRound`, each key optional and bounded."""
-
-    seeds: Annotated[int, Meta(ge=1, le=100)] | UnsetType = UNSET
-    decay: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
-    k: Annotated[int, Meta(ge=1, le=1000)] | UnsetType = UNSET
+def _struct(name: str, keys: list[tuple[str, Any]]) -> type[msgspec.Struct]:
+    """A strict struct of ``keys`` (``(key, type)``), each optional."""
+    fields = [(key, Union[kind, UnsetType], UNSET) for key, kind in keys]  # noqa: UP007
+    return msgspec.defstruct(name, fields, bases=(_Strict,), forbid_unknown_fields=True)
 
 
-class _Options(_Strict):
-    """:class:`convlab.retrieval.SearchOptions`, each key optional and bounded."""
+def _options_structs() -> tuple[type[msgspec.Struct], dict[str, type[msgspec.Struct]]]:
+    """The ``options`` table's struct, generated from the options' configs, and its tables'.
 
-    k: _Count | UnsetType = UNSET
-    conversations: Annotated[list[_Name], Meta(max_length=100_000)] | UnsetType = UNSET
-    roles: Annotated[list[Literal["user", "assistant", "system", "tool"]], Meta(max_length=4)] | (
-        UnsetType
-    ) = UNSET
-    side: Literal["question", "answer"] | UnsetType = UNSET
-    since: datetime | UnsetType = UNSET
-    until: datetime | UnsetType = UNSET
-    retrieval: Literal["dense", "lexical", "bm25", "hybrid"] | UnsetType = UNSET
-    fusion: _Short | UnsetType = UNSET
-    fusion_params: dict[_Short, _Param] | UnsetType = UNSET
-    recency: bool | UnsetType = UNSET
-    recency_days: Annotated[float, Meta(gt=0.0, le=1e6)] | UnsetType = UNSET
-    recency_max: _Real | UnsetType = UNSET
-    density: bool | UnsetType = UNSET
-    density_max: _Real | UnsetType = UNSET
-    mmr: Annotated[float, Meta(ge=0.0, le=1.0)] | UnsetType = UNSET
-    hierarchical: bool | UnsetType = UNSET
-    top_conversations: _Count | UnsetType = UNSET
-    conversation_floor: _Real | UnsetType = UNSET
-    depth: _Count | UnsetType = UNSET
-    now: datetime | UnsetType = UNSET
-    prf: _PRF | UnsetType = UNSET
-    rocchio: _Rocchio | UnsetType = UNSET
-    bm25: _BM25 | UnsetType = UNSET
-    session: _Session | UnsetType = UNSET
-    temporal: _Temporal | UnsetType = UNSET
-    second_round: _SecondRound | UnsetType = UNSET
-    session_cap: Annotated[int, Meta(ge=1, le=10_000)] | UnsetType = UNSET
+    Each key, its type and its bounds are the config's own (:func:`convlab.config.fields`,
+    :func:`convlab.retrieval.options.flat_schema`): a scalar option, a ``switch`` config's
+    ``true`` and fields, a ``value`` config's one field, a ``table`` config's struct of its
+    fields. Returns the options' struct and the tables' structs by key.
+    """
+    from convlab.config import fields, is_config
+    from convlab.retrieval.options import flat_schema
+
+    tables: dict[str, type[msgspec.Struct]] = {}
+    keys = []
+    for key, kind, in_file in flat_schema():
+        if not in_file:
+            continue
+        if is_config(kind):
+            given = [(f.name, f.file) for f in fields(kind) if f.in_file]
+            kind = tables[key] = _struct(f"_{kind.__name__}", given)
+        keys.append((key, kind))
+    return _struct("_Options", keys), tables
+
+
+if TYPE_CHECKING:
+    _Options = msgspec.Struct
+    _TABLES: dict[str, type[msgspec.Struct]]
+else:
+    _Options, _TABLES = _options_structs()
 
 
 class _Tuning(_Strict):
@@ -264,14 +222,10 @@ def _system(record: _System) -> System:
         STRATEGIES.get(strategy)  # an unknown strategy: the error lists the valid ones
     if "options" in fields:
         options = _given(record.options)  # type: ignore[arg-type]
-        for key in ("conversations", "roles"):  # tuples, as SearchOptions holds them
-            if key in options:
-                options[key] = tuple(options[key])
-        # plain data, as SearchOptions takes it
-        for key in ("prf", "rocchio", "bm25", "session", "temporal", "second_round"):
+        for key in _TABLES:  # plain data, as the flat options take it
             if key in options:
                 options[key] = _given(options[key])
-        fields["options"] = SearchOptions(**options)
+        fields["options"] = SearchOptions.from_dict(options)
     for key in ("views", "weights"):
         if key in fields:
             fields[key] = tuple(fields[key])
@@ -329,13 +283,8 @@ _STRUCTS: dict[str, type[msgspec.Struct]] = {
     "systems[]": _System,
     "systems[].tuning": _Tuning,
     "systems[].options": _Options,
-    "systems[].options.prf": _PRF,
-    "systems[].options.rocchio": _Rocchio,
-    "systems[].options.bm25": _BM25,
-    "systems[].options.session": _Session,
     "systems[].keys": _Keys,
-    "systems[].options.temporal": _Temporal,
-    "systems[].options.second_round": _SecondRound,
+    **{f"systems[].options.{key}": struct for key, struct in _TABLES.items()},
 }
 
 

@@ -33,8 +33,8 @@ def view_options(system: System, view: View, depth: int) -> SearchOptions:
     Fusion normalises each view's scores over its ``depth`` docs, so every caller of one
     system searches its views to the same depth.
     """
-    options = system.options.replace(retrieval=view.retrieval, k=depth)
-    return options if view.bm25 is None else options.replace(bm25=view.bm25)
+    bm25 = {} if view.bm25 is None else {"bm25": view.bm25}
+    return system.options.replace(retrieval=view.retrieval, k=depth, **bm25)
 
 
 def system_hits(system: System, view_hits: Sequence[pl.DataFrame], *, depth: int) -> pl.DataFrame:

@@ -112,7 +112,7 @@ def _view_ranking(
         runs.append(pl.concat(parts) if parts else _empty_run())
     if len(runs) == 1:
         return runs[0]
-    options = searcher.options
+    options = searcher.options.retrieval
     return fuse_carrying(runs, method=options.fusion, **options.fusion_params)
 
 

@@ -100,7 +100,7 @@ def system_scoring(system: System, options: SearchOptions) -> str:
     Example:
         >>> from convlab.retrieval import SearchOptions
         >>> from convlab.systems import resolve_system
-        >>> system_scoring(resolve_system("hybrid:message"), SearchOptions(density=True))
+        >>> system_scoring(resolve_system("hybrid:message"), SearchOptions.of(density=True))
         'rrf+density'
     """
     if system.fused:
@@ -148,7 +148,7 @@ def search_system(
             query: the panel and a store's search keep one, with one embedder: a searcher
             embeds with the embedder it was made with); None derives it per call.
         conversations_frame: the conversations (:data:`convlab.schema.CONVERSATIONS`), needed
-            by a project filter (``options.projects``).
+            by a project filter (``options.filters.projects``).
 
     Returns:
         Hits (:data:`convlab.schema.HITS`), ranks 1..k per query, and each hit's best

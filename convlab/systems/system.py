@@ -2,7 +2,7 @@
 
 A :class:`System` is one or more **views** (:class:`View`: a strategy's units searched densely,
 by BM25 or both: a hybrid view is that strategy's dense and BM25 views fused by
-:attr:`SearchOptions.fusion <convlab.retrieval.SearchOptions.fusion>`), a **fusion** of the
+:attr:`RetrievalOptions.fusion <convlab.retrieval.RetrievalOptions.fusion>`), a **fusion** of the
 views' doc rankings (a method of :data:`convlab.fusion.FUSIONS`, with fixed per-view ``weights``
 or weights chosen by grouped cross-validation, :class:`Tuning`), **rankers** and filters
 (:class:`SearchOptions`, applied in every view's search), a **resurrection policy** (a name of
@@ -303,7 +303,7 @@ class System:
             )
         fields = dict(record)
         if "options" in fields:
-            fields["options"] = SearchOptions(**fields["options"])
+            fields["options"] = SearchOptions.from_dict(fields["options"])
         if "tuning" in fields:
             fields["tuning"] = Tuning(**fields["tuning"])
         for key in ("views", "weights"):

@@ -91,7 +91,7 @@ def test_an_sdk_client_lists_and_calls_the_tools_over_stdio(store: Path) -> None
     from convlab.retrieval import SearchOptions
     from convlab.store import open_store
 
-    scoped = SearchOptions(k=2, conversations=("amp-faiss-choice",))
+    scoped = SearchOptions.of(k=2, conversations=("amp-faiss-choice",))
     expected = open_store(store).search(query, k=2, options=scoped)
     assert [h["doc_id"] for h in hits] == expected["doc_id"].to_list()
 

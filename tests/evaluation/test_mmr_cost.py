@@ -28,7 +28,7 @@ def test_hybrid_with_mmr_keeps_hybrids_recall_on_the_sample(minilm: MiniLMEmbedd
                 name=f"hybrid:{strategy}+mmr",
                 strategy=strategy,
                 retrieval=Retrieval.HYBRID,
-                options=SearchOptions(mmr=0.7),
+                options=SearchOptions.of(mmr=0.7),
             ),
         ]
     data = load_labelled(None)  # eval.run's settings on the sample

@@ -87,7 +87,7 @@ def test_a_system_reads_back_from_its_plain_data() -> None:
         views=("bm25:message", "sequential", "turn_pair"),
         fusion="rrf",
         tuning=Tuning(weights=(0, 1), params={"k": (10, 60)}, samples=4),
-        options=SearchOptions(recency=True),
+        options=SearchOptions.of(recency=True),
         resurrection="window",
     )
     record = s.as_dict()

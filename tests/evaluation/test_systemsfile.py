@@ -116,7 +116,7 @@ def test_search_options_read_back_equal(tmp_path: Path) -> None:
 
     from convlab.retrieval import SearchOptions
 
-    options = SearchOptions(
+    options = SearchOptions.of(
         since=datetime(2026, 1, 1, tzinfo=UTC), conversations=("c1",), roles=("user",), mmr=0.5
     )
     systems = [System(name="a", strategy="message", options=options)]

@@ -36,7 +36,7 @@ def test_the_options_a_system_and_describe_take_it(registered: str) -> None:
     from convlab.retrieval import SearchOptions
     from convlab.systems.system import System
 
-    assert SearchOptions(retrieval="hybrid", fusion=registered).scoring == registered
+    assert SearchOptions.of(retrieval="hybrid", fusion=registered).scoring == registered
     fused = System(name="f", views=("bm25:message", "message"), fusion=registered)
     assert fused.fusion == registered
     # its module's docstring says what its scores are
@@ -44,7 +44,7 @@ def test_the_options_a_system_and_describe_take_it(registered: str) -> None:
         "A new fusion method is one file: registered, it is offered everywhere a fusion is chosen"
     )
     with pytest.raises(ValueError, match=f"fusion {registered} takes no parameter 'k'"):
-        SearchOptions(fusion=registered, fusion_params={"k": 60})
+        SearchOptions.of(fusion=registered, fusion_params={"k": 60})
 
 
 def test_the_cli_and_the_panel_offer_it(registered: str) -> None:
@@ -53,12 +53,12 @@ def test_the_cli_and_the_panel_offer_it(registered: str) -> None:
     from convlab.app.widgets import SearchPanel
 
     args = build_parser().parse_args(["search", "a query", "--hybrid", "--fusion", registered])
-    assert search_options(args).fusion == registered
+    assert search_options(args).retrieval.fusion == registered
     panel = SearchPanel(None)
     assert registered in panel.fusion.options
     assert set(panel.fusion.options) == set(FUSIONS.names())
     panel.fusion.value = registered
-    assert panel.options().fusion == registered
+    assert panel.options().retrieval.fusion == registered
 
 
 def test_hybrid_search_fuses_with_it(registered: str, tmp_path: Path) -> None:
@@ -78,10 +78,10 @@ def test_hybrid_search_fuses_with_it(registered: str, tmp_path: Path) -> None:
         query,
         5,
         embedder=embedder,
-        options=SearchOptions(retrieval="hybrid", fusion=registered),
+        options=SearchOptions.of(retrieval="hybrid", fusion=registered),
     )
     # first-only keeps the first view's (dense) ranking: the same docs, scored 1/rank
     assert hybrid["doc_id"].to_list() == dense["doc_id"].to_list()
     assert hybrid["score"].to_list() == pytest.approx([1, 1 / 2, 1 / 3, 1 / 4, 1 / 5])
-    rrf = search(built, query, 5, embedder=embedder, options=SearchOptions(retrieval="hybrid"))
+    rrf = search(built, query, 5, embedder=embedder, options=SearchOptions.of(retrieval="hybrid"))
     assert rrf["score"].to_list() != hybrid["score"].to_list()

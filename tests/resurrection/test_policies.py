@@ -258,7 +258,7 @@ def test_every_policy_stays_within_budget_on_the_sample() -> None:
         u = units(ch, strategy)
         index = VectorIndex.build(u, emb.encode(u["text"].to_list()), model_id=emb.model_id)
         hits = search_many(
-            index, data.queries, embedder=emb, options=SearchOptions(k=20), scoped=True
+            index, data.queries, embedder=emb, options=SearchOptions.of(k=20), scoped=True
         )
         for q, part in hits.group_by("query_id"):
             ids = part.sort("rank")["unit_id"].to_list()

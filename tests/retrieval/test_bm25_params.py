@@ -88,7 +88,7 @@ def test_the_option_reaches_the_lexical_search(index: VectorIndex) -> None:
     queries = pl.DataFrame({"query_id": ["q"], "text": ["cat"]})
 
     def run(**more: object) -> pl.DataFrame:
-        options = SearchOptions(retrieval="lexical", k=3, **more)  # type: ignore[arg-type]
+        options = SearchOptions.of(retrieval="lexical", k=3, **more)  # type: ignore[arg-type]
         return search_many(index, queries, embedder=HashEmbedder(3), options=options, bm25=bm25)
 
     default, flat = run(), run(bm25={"b": 0.0})
@@ -111,7 +111,7 @@ def test_experiment_file_round_trip() -> None:
         "options": {"bm25": {"k1": 0.9, "b": 0.3}},
     }
     (system,) = parse_experiment({"systems": [table]}, "x.toml").systems
-    assert system.options.bm25 == BM25Params(k1=0.9, b=0.3)
+    assert system.options.retrieval.bm25 == BM25Params(k1=0.9, b=0.3)
     assert system.as_dict() == table
     assert System.from_dict(system.as_dict()) == system
     bad = {**table, "options": {"bm25": {"b": 2}}}
@@ -134,10 +134,10 @@ def test_a_view_carries_its_own_parameters() -> None:
         name="f",
         views=(view, "bm25:sequential", "sequential"),
         weights=(1, 1, 1),
-        options=SearchOptions(bm25={"k1": 2.0, "b": 0.5}),  # type: ignore[arg-type]
+        options=SearchOptions.of(bm25={"k1": 2.0, "b": 0.5}),  # type: ignore[arg-type]
     )
     # the view's own parameters win; other lexical views keep the system's
-    assert [view_options(system, v, 50).bm25 for v in system.views] == [
+    assert [view_options(system, v, 50).retrieval.bm25 for v in system.views] == [
         BM25Params(k1=0.9, b=0.2),
         BM25Params(k1=2.0, b=0.5),
         BM25Params(k1=2.0, b=0.5),

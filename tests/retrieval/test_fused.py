@@ -40,12 +40,14 @@ def test_equal_ranks_keep_the_first_views_unit_and_weights_count() -> None:
 def test_the_hybrid_fusion_is_an_option_checked_against_the_registry() -> None:
     from convlab.retrieval import SearchOptions
 
-    options = SearchOptions(retrieval="hybrid", fusion="convex", fusion_params={"norm": "z-score"})
+    options = SearchOptions.of(
+        retrieval="hybrid", fusion="convex", fusion_params={"norm": "z-score"}
+    )
     assert options.scoring == "convex"
-    assert SearchOptions(retrieval="hybrid").scoring == "rrf"  # the default, k 60 (rrf's own)
-    assert options.replace(k=3).fusion_params == {"norm": "z-score"}
+    assert SearchOptions.of(retrieval="hybrid").scoring == "rrf"  # the default, k 60 (rrf's own)
+    assert options.replace(k=3).retrieval.fusion_params == {"norm": "z-score"}
     assert hash(options) == hash(options.replace())  # options stay hashable
     with pytest.raises(ValueError, match="unknown fusion 'nope'; valid: combmnz, combsum"):
-        SearchOptions(fusion="nope")
+        SearchOptions.of(fusion="nope")
     with pytest.raises(ValueError, match="fusion rrf takes no parameter 'norm'; it takes k"):
-        SearchOptions(fusion="rrf", fusion_params={"norm": "z-score"})
+        SearchOptions.of(fusion="rrf", fusion_params={"norm": "z-score"})

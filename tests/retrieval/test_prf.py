@@ -79,7 +79,7 @@ def test_feedback_stays_inside_rows(bm25: BM25Index) -> None:
 
 
 def test_no_prf_is_plain_bm25(bm25: BM25Index) -> None:
-    assert SearchOptions().prf is None
+    assert SearchOptions().retrieval.prf is None
     plain = LexicalRetriever(bm25).search(_query("cat fish"), 10, None)
     scores, rows = bm25.search("cat fish", 10)
     assert plain.rows.tolist() == rows.tolist()
@@ -110,11 +110,11 @@ def test_config_is_validated(bad: dict[str, object]) -> None:
 
 
 def test_options_take_plain_data() -> None:
-    options = SearchOptions(prf={"fb_docs": 5})  # type: ignore[arg-type]
-    assert options.prf == PRF(fb_docs=5, fb_terms=10, original_weight=0.5)
-    assert options.replace(k=3).prf == options.prf
+    options = SearchOptions.of(prf={"fb_docs": 5})  # type: ignore[arg-type]
+    assert options.retrieval.prf == PRF(fb_docs=5, fb_terms=10, original_weight=0.5)
+    assert options.replace(k=3).retrieval.prf == options.retrieval.prf
     with pytest.raises(ValueError, match=r"unknown key.*docs.*valid: fb_docs"):
-        SearchOptions(prf={"docs": 5})  # type: ignore[arg-type]
+        SearchOptions.of(prf={"docs": 5})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="texts"):
         LexicalRetriever(BM25Index.build(pl.DataFrame({"text": TEXTS})), PRF())
 
@@ -127,7 +127,7 @@ def test_experiment_file_round_trip() -> None:
         "options": {"prf": {"fb_docs": 5, "fb_terms": 20, "original_weight": 0.7}},
     }
     (system,) = parse_experiment({"systems": [table]}, "x.toml").systems
-    assert system.options.prf == PRF(fb_docs=5, fb_terms=20, original_weight=0.7)
+    assert system.options.retrieval.prf == PRF(fb_docs=5, fb_terms=20, original_weight=0.7)
     assert system.as_dict() == table
     assert System.from_dict(system.as_dict()) == system
     bad = {**table, "options": {"prf": {"fb_docs": 0}}}

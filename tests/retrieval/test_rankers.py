@@ -20,10 +20,10 @@ from convlab.retrieval.rankers import (
     Session,
     SessionCap,
     TimeBoost,
+    configs,
     doc_rankers,
 )
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
-from convlab.retrieval.sessions import SessionFirst
 
 NOW = datetime(2026, 3, 1, tzinfo=UTC)
 
@@ -112,7 +112,7 @@ def test_mmr_ranker_reads_vectors_from_the_context() -> None:
     ctx = context(conversations=("x", "x", "x"), doc_ids=(["d0"], ["d1"], ["d2"]), vectors=v, k=2)
     out = MMR(0.2)(docs, ctx)
     assert out.docs == ("d0", "d2")  # k = 2 picks
-    with pytest.raises(ValueError, match="mmr lambda"):
+    with pytest.raises(ValueError, match=r"mmr lambda must be a number in \[0, 1\], not 1.5"):
         MMR(1.5)
 
 
@@ -141,12 +141,23 @@ def test_registry_and_composition_follow_the_options() -> None:
     assert all(isinstance(factory(), Ranker) for _, factory in RANKERS.items())
     with pytest.raises(ValueError, match="valid: " + ", ".join(names)):
         RANKERS.get("bm42")
+    # the classes the options may hold: every ranker but the grouping, in the order they run
+    assert [c.KEY for c in configs()] == [
+        "session",
+        "temporal",
+        "recency",
+        "density",
+        "session_cap",
+        "mmr",
+    ]
     assert doc_rankers(SearchOptions()) == []  # grouping per doc is each view's, not a choice
-    every = SearchOptions(retrieval="hybrid", recency=True, density=True, mmr=0.5, recency_days=7)
+    every = SearchOptions.of(
+        retrieval="hybrid", recency=True, density=True, mmr=0.5, recency_days=7
+    )
     assert doc_rankers(every) == [Recency(7.0, 0.2), Density(0.15), MMR(0.5)]
     mixed = every.replace(session={"weight": 0.25})
-    assert doc_rankers(mixed)[0] == Session(SessionFirst(weight=0.25))  # sessions first
-    assert every.retrieval is Retrieval.HYBRID
+    assert doc_rankers(mixed)[0] == Session(weight=0.25)  # sessions first
+    assert every.retrieval.mode is Retrieval.HYBRID
     more = every.replace(temporal={"boost": 2.0, "slack_days": 7}, session_cap=3)
     assert doc_rankers(more) == [
         TimeBoost(2.0, 7.0),
@@ -157,43 +168,38 @@ def test_registry_and_composition_follow_the_options() -> None:
     ]
 
 
-def test_the_options_name_their_rankers_and_each_is_made_by_its_registered_class(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    every = SearchOptions(recency=True, density=True, mmr=0.0)  # lambda 0 is MMR on
-    assert every.ranker_names == ("recency", "density", "mmr")
-    assert SearchOptions(mmr=0.3).ranker_names == ("mmr",)
+def test_the_options_hold_their_rankers_by_stage_whatever_order_they_are_given() -> None:
+    given = SearchOptions(rankers=(MMR(0.0), Density(0.4), Recency()))  # lambda 0 is MMR on
+    assert given.rankers == (Recency(), Density(0.4), MMR(0.0))
+    assert given.ranker_names == ("recency", "density", "mmr")
+    assert given == SearchOptions.of(recency=True, density=True, density_max=0.4, mmr=0.0)
+    assert SearchOptions.of(mmr=0.3).ranker_names == ("mmr",)
     assert SearchOptions().ranker_names == ()
-
-    class Tagged:
-        """A density ranker that says which options made it."""
-
-        def __init__(self) -> None:
-            self.made_from: SearchOptions | None = None
-
-        @classmethod
-        def from_options(cls, options: SearchOptions) -> Tagged:
-            out = cls()
-            out.made_from = options
-            return out
-
-        def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
-            return candidates
-
-    monkeypatch.setitem(RANKERS._items, "density", Tagged)
-    options = SearchOptions(density=True, density_max=0.4)
-    (made,) = doc_rankers(options)
-    assert isinstance(made, Tagged)
-    assert made.made_from is options
+    # the flat form: each ranker under its KEY, as an experiment file writes it
+    flat = given.as_dict()
+    assert (flat["recency"], flat["recency_days"], flat["density_max"], flat["mmr"]) == (
+        True,
+        14.0,
+        0.4,
+        0.0,
+    )
+    assert (flat["session_cap"], flat["temporal"], flat["density"]) == (None, None, True)
+    assert SearchOptions.from_dict(flat) == given
+    with pytest.raises(ValueError, match="a ranker is given twice: mmr, mmr"):
+        SearchOptions(rankers=(MMR(0.1), MMR(0.2)))
+    with pytest.raises(ValueError, match="not a doc ranker of the options"):
+        SearchOptions(rankers=(BestPerDoc(),))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"unknown search option.*mmx"):
+        SearchOptions.of(mmx=0.5)
 
 
 def test_retrieval_is_an_enum_with_a_clear_error() -> None:
     assert Retrieval("bm25") is Retrieval.LEXICAL
-    assert SearchOptions(retrieval="lexical").retrieval is Retrieval.LEXICAL
+    assert SearchOptions.of(retrieval="lexical").retrieval.mode is Retrieval.LEXICAL
     with pytest.raises(ValueError, match="valid: dense, lexical, hybrid"):
-        SearchOptions(retrieval="sparse")  # type: ignore[arg-type]
+        SearchOptions.of(retrieval="sparse")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="depth"):
-        SearchOptions(depth=0)
+        SearchOptions.of(depth=0)
 
 
 def test_retrievers_return_candidates_best_first() -> None:

@@ -82,7 +82,7 @@ def test_feedback_stays_inside_rows(index: VectorIndex) -> None:
 
 @pytest.mark.parametrize("rows", [None, np.array([0, 2])])
 def test_no_rocchio_is_the_one_pass(index: VectorIndex, rows: np.ndarray | None) -> None:
-    assert SearchOptions().rocchio is None
+    assert SearchOptions().retrieval.rocchio is None
     plain = _retriever(index, None).search(QUERY, 3, rows)
     cosine = VECTORS @ QUERY.vector
     expected = [1, 0, 2] if rows is None else [0, 2]
@@ -113,11 +113,11 @@ def test_config_is_validated(bad: dict[str, object]) -> None:
 
 
 def test_options_take_plain_data() -> None:
-    options = SearchOptions(rocchio={"fb_docs": 5})  # type: ignore[arg-type]
-    assert options.rocchio == Rocchio(fb_docs=5, alpha=1.0, beta=0.75)
-    assert options.replace(k=3).rocchio == options.rocchio
+    options = SearchOptions.of(rocchio={"fb_docs": 5})  # type: ignore[arg-type]
+    assert options.retrieval.rocchio == Rocchio(fb_docs=5, alpha=1.0, beta=0.75)
+    assert options.replace(k=3).retrieval.rocchio == options.retrieval.rocchio
     with pytest.raises(ValueError, match=r"unknown key.*docs.*valid: fb_docs"):
-        SearchOptions(rocchio={"docs": 5})  # type: ignore[arg-type]
+        SearchOptions.of(rocchio={"docs": 5})  # type: ignore[arg-type]
 
 
 def test_experiment_file_round_trip() -> None:
@@ -128,7 +128,7 @@ def test_experiment_file_round_trip() -> None:
         "options": {"rocchio": {"fb_docs": 5, "alpha": 0.5, "beta": 0.25}},
     }
     (system,) = parse_experiment({"systems": [table]}, "x.toml").systems
-    assert system.options.rocchio == Rocchio(fb_docs=5, alpha=0.5, beta=0.25)
+    assert system.options.retrieval.rocchio == Rocchio(fb_docs=5, alpha=0.5, beta=0.25)
     assert system.as_dict() == table
     assert System.from_dict(system.as_dict()) == system
     bad = {**table, "options": {"rocchio": {"fb_docs": 0}}}

@@ -95,15 +95,17 @@ def test_best_unit_per_doc(setup) -> None:  # type: ignore[no-untyped-def]
 
 def test_filters_and_scope(setup) -> None:  # type: ignore[no-untyped-def]
     idx, emb, _ = setup
-    only_c2 = search(idx, "index", 10, embedder=emb, options=SearchOptions(conversations=("c2",)))
+    only_c2 = search(
+        idx, "index", 10, embedder=emb, options=SearchOptions.of(conversations=("c2",))
+    )
     assert set(only_c2["conversation_id"]) == {"c2"}
-    users = search(idx, "websocket", 10, embedder=emb, options=SearchOptions(roles=("user",)))
+    users = search(idx, "websocket", 10, embedder=emb, options=SearchOptions.of(roles=("user",)))
     assert set(users["role"]) == {"user"}
     recent = search(
-        idx, "websocket", 10, embedder=emb, options=SearchOptions(since=NOW - timedelta(days=5))
+        idx, "websocket", 10, embedder=emb, options=SearchOptions.of(since=NOW - timedelta(days=5))
     )
     assert set(recent["conversation_id"]) <= {"c2", "c3"}
-    none = search(idx, "x", 10, embedder=emb, options=SearchOptions(conversations=("zz",)))
+    none = search(idx, "x", 10, embedder=emb, options=SearchOptions.of(conversations=("zz",)))
     assert none.height == 0
     q = pl.DataFrame(
         {"query_id": ["a", "b"], "text": ["websocket", "index"], "conversation_id": ["c3", "c2"]}
@@ -118,13 +120,13 @@ def test_filters_and_scope(setup) -> None:  # type: ignore[no-untyped-def]
 def test_hybrid_and_lexical(setup) -> None:  # type: ignore[no-untyped-def]
     idx, emb, bm25 = setup
     with pytest.raises(ValueError, match="BM25 index"):
-        search(idx, "x", embedder=emb, options=SearchOptions(retrieval=Retrieval.HYBRID))
+        search(idx, "x", embedder=emb, options=SearchOptions.of(retrieval=Retrieval.HYBRID))
     lex = search(
         idx,
         "invalid index rebuild",
         3,
         embedder=emb,
-        options=SearchOptions(retrieval=Retrieval.LEXICAL),
+        options=SearchOptions.of(retrieval=Retrieval.LEXICAL),
         bm25=bm25,
     )
     assert lex["doc_id"][0] == "c2:t1"
@@ -133,7 +135,7 @@ def test_hybrid_and_lexical(setup) -> None:  # type: ignore[no-untyped-def]
         "invalid index rebuild",
         3,
         embedder=emb,
-        options=SearchOptions(retrieval=Retrieval.HYBRID),
+        options=SearchOptions.of(retrieval=Retrieval.HYBRID),
         bm25=bm25,
     )
     # the doc first in both rankings gets 1/61 + 1/61
@@ -145,7 +147,7 @@ def test_recency_reorders_close_scores(setup) -> None:  # type: ignore[no-untype
     idx, emb, _ = setup
     plain = search(idx, "websocket timeout", 5, embedder=emb)
     boosted = search(
-        idx, "websocket timeout", 5, embedder=emb, options=SearchOptions(recency=True, now=NOW)
+        idx, "websocket timeout", 5, embedder=emb, options=SearchOptions.of(recency=True, now=NOW)
     )
     s_plain = dict(zip(plain["doc_id"], plain["score"], strict=True))
     s_boost = dict(zip(boosted["doc_id"], boosted["score"], strict=True))
@@ -161,7 +163,7 @@ def test_hierarchical_floor(setup) -> None:  # type: ignore[no-untyped-def]
         "postgres index concurrently",
         10,
         embedder=emb,
-        options=SearchOptions(hierarchical=True, top_conversations=1),
+        options=SearchOptions.of(hierarchical=True, top_conversations=1),
     )
     assert set(hits["conversation_id"]) == {"c2"}
     none = search(
@@ -169,16 +171,16 @@ def test_hierarchical_floor(setup) -> None:  # type: ignore[no-untyped-def]
         "postgres index",
         10,
         embedder=emb,
-        options=SearchOptions(hierarchical=True, conversation_floor=0.99),
+        options=SearchOptions.of(hierarchical=True, conversation_floor=0.99),
     )
     assert none.height == 0
 
 
 def test_options_validation() -> None:
     with pytest.raises(ValueError, match="k must be"):
-        SearchOptions(k=0)
+        SearchOptions.of(k=0)
     with pytest.raises(ValueError, match="side must be"):
-        SearchOptions(side="middle")
+        SearchOptions.of(side="middle")
 
 
 def test_bm25_against_hand_computation() -> None:
@@ -212,7 +214,7 @@ def test_search_haystacks_scopes_each_query(setup) -> None:  # type: ignore[no-u
         {"query_id": ["a", "a", "b"], "conversation_id": ["c1", "c3", "c2"]}
     )  # c has no haystack: it searches nothing
     for mode in Retrieval:
-        opts = SearchOptions(retrieval=mode)
+        opts = SearchOptions.of(retrieval=mode)
         hits = search_haystacks(idx, queries, haystacks, embedder=emb, options=opts, bm25=bm25)
         assert list(hits.columns) == list(schema.HITS)
         got = dict(hits.group_by("query_id").agg(pl.col("conversation_id").unique()).iter_rows())
@@ -240,7 +242,7 @@ def test_scoped_queries_in_any_order_get_each_its_own_search(setup) -> None:  # 
     many = search_many(idx, q, embedder=emb, scoped=True)
     assert many["query_id"].unique(maintain_order=True).to_list() == list("abcde")
     for qid, text, conv in zip("abcde", texts, convs, strict=True):
-        alone = search(idx, text, embedder=emb, options=SearchOptions(conversations=(conv,)))
+        alone = search(idx, text, embedder=emb, options=SearchOptions.of(conversations=(conv,)))
         assert (
             many.filter(pl.col("query_id") == qid).drop("query_id").equals(alone.drop("query_id"))
         )
@@ -300,7 +302,7 @@ def test_a_900_unit_turn_cannot_crowd_out_the_other_docs(mode: Retrieval) -> Non
     matching = 4 if mode is Retrieval.LEXICAL else 8
     # the first 100 (= max(100, 10 k)) units fetched are all the long turn's: k docs still come
     for k in (1, 2, 4, 5, 8, 20):
-        opts = SearchOptions(k=k, retrieval=mode)
+        opts = SearchOptions.of(k=k, retrieval=mode)
         hits = search(idx, "websocket timeout", embedder=emb, options=opts, bm25=bm25)
         assert hits.height == min(k, matching)
         assert hits["doc_id"].is_unique().all()
@@ -341,7 +343,7 @@ def test_recency_is_measured_from_now_or_the_given_time() -> None:
     assert plain["score"].to_list() == pytest.approx([cos, cos])
 
     def boosted(now: datetime | None) -> dict[str, float]:
-        opts = SearchOptions(recency=True, now=now)
+        opts = SearchOptions.of(recency=True, now=now)
         hits = search(idx, "websocket timeout", 2, embedder=emb, options=opts)
         return dict(zip(hits["doc_id"], hits["score"], strict=True))
 

@@ -89,14 +89,14 @@ def test_second_round_in_search_by_hand() -> None:
     queries = pl.DataFrame({"query_id": ["q"], "text": ["alpha"]})
 
     def run(**options: object) -> pl.DataFrame:
-        opts = SearchOptions(retrieval="lexical", k=3, **options)  # type: ignore[arg-type]
+        opts = SearchOptions.of(retrieval="lexical", k=3, **options)  # type: ignore[arg-type]
         return search_many(index, queries, embedder=HashEmbedder(3), options=opts, bm25=bm25)
 
     assert run()["doc_id"].to_list() == ["c:m0"]
     hits = run(second_round={"seeds": 1, "decay": 0.5, "k": 1})
     assert hits["doc_id"].to_list() == ["c:m0", "c:m1"]
     assert hits["score"].to_list() == pytest.approx([0.75, 1 / 6])
-    dense = SearchOptions(k=3, second_round={"seeds": 1, "k": 1})  # the seed's stored vector
+    dense = SearchOptions.of(k=3, second_round={"seeds": 1, "k": 1})  # the seed's stored vector
     found = search_many(index, queries, embedder=HashEmbedder(3), options=dense, bm25=bm25)
     assert found.height == 3
 
@@ -124,24 +124,27 @@ def test_session_cap_ranker_by_hand() -> None:
     assert out.docs == ("w", "x", "z", "y")
     assert out.scores.tolist() == pytest.approx([5.0, 4.0, 2.0, 2.0 - 1e-9], abs=1e-12)
     assert out.scores[3] < out.scores[2]
-    with pytest.raises(ValueError, match="at least 1"):
+    with pytest.raises(
+        ValueError, match=r"session_cap.cap must be an integer in \[1, 10000\], not 0"
+    ):
         SessionCap(0)
 
 
 def test_options_and_experiment_file() -> None:
-    options = SearchOptions(second_round={"seeds": 2}, session_cap=2)
-    assert options.second_round == SecondRound(seeds=2, decay=0.5, k=60)
+    options = SearchOptions.of(second_round={"seeds": 2}, session_cap=2)
+    assert options.retrieval.second_round == SecondRound(seeds=2, decay=0.5, k=60)
     assert options.ranker_names == ("session_cap",)
-    assert SearchOptions(mmr=0.5, session_cap=1, recency=True).ranker_names == (
+    assert SearchOptions.of(mmr=0.5, session_cap=1, recency=True).ranker_names == (
         "recency",
         "session_cap",
         "mmr",
     )
-    assert SearchOptions(retrieval="lexical", second_round={}).scoring == "rounds"
+    assert SearchOptions.of(retrieval="lexical", second_round={}).scoring == "rounds"
     default = SearchOptions()
-    assert (default.second_round, default.session_cap, default.ranker_names) == (None, None, ())
+    assert default.retrieval.second_round is None
+    assert (default.ranker("session_cap"), default.ranker_names) == (None, ())
     with pytest.raises(ValueError, match="session_cap"):
-        SearchOptions(session_cap=0)
+        SearchOptions.of(session_cap=0)
     with pytest.raises(ValueError, match="decay"):
         SecondRound(decay=1.5)
     doc = {
@@ -154,7 +157,10 @@ def test_options_and_experiment_file() -> None:
         ]
     }
     system = parse_experiment(doc, "x.toml").systems[0]
-    assert (system.options.second_round, system.options.session_cap) == (SecondRound(), 2)
+    assert (system.options.retrieval.second_round, system.options.ranker("session_cap")) == (
+        SecondRound(),
+        SessionCap(2),
+    )
     with pytest.raises(ValueError, match="second_round"):
         parse_experiment(
             {

@@ -25,7 +25,7 @@ import pytest
 from convlab.protocols import Candidates, Query, RankContext
 from convlab.retrieval import SearchOptions
 from convlab.retrieval.rankers import Session, doc_rankers
-from convlab.retrieval.sessions import SessionFirst, session_first
+from convlab.retrieval.sessions import session_first
 from convlab.schema import session_id
 from convlab.systems.experiment import parse_experiment
 from convlab.systems.system import System
@@ -83,7 +83,7 @@ def test_the_ranker_reads_sessions_from_units() -> None:
     day = datetime(2023, 5, 8, 10, tzinfo=UTC)
     # rows 0 and 3 on one day (session A), row 1 the next day, row 2 undated (the conversation)
     times = [day, datetime(2023, 5, 9, tzinfo=UTC), None, day.replace(hour=23)]
-    ranked = Session(SessionFirst(weight=0.5))(
+    ranked = Session(weight=0.5)(
         Candidates.of([0, 1, 2, 3], SCORES, ["d0", "d1", "d2", "d3"]), _context(times)
     )
     assert ranked.rows.tolist() == [0, 3, 1, 2]
@@ -92,28 +92,32 @@ def test_the_ranker_reads_sessions_from_units() -> None:
 
 
 def test_options_switch_it_on_and_widen_the_pool() -> None:
-    off = SearchOptions(k=10)
-    assert off.session is None
+    off = SearchOptions.of(k=10)
+    assert off.ranker("session") is None
     assert "session" not in off.ranker_names
     assert off.pool == 10
-    on = SearchOptions(k=10, session={"weight": 0.25, "top": 3})  # type: ignore[arg-type]
-    assert on.session == SessionFirst(weight=0.25, top=3)
+    on = SearchOptions.of(k=10, session={"weight": 0.25, "top": 3})
+    assert on.ranker("session") == Session(weight=0.25, top=3)
     assert on.ranker_names == ("session",)
     assert on.pool == 50
     assert on.scoring == "cosine+session"
     assert isinstance(doc_rankers(on)[0], Session)
-    assert on.replace(k=3).session == on.session
+    assert on.replace(k=3).ranker("session") == on.ranker("session")
     with pytest.raises(ValueError, match=r"unknown key.*weigh.*valid: weight, top"):
-        SearchOptions(session={"weigh": 0.5})  # type: ignore[arg-type]
+        SearchOptions.of(session={"weigh": 0.5})
 
 
 @pytest.mark.parametrize(
     ("bad", "message"),
-    [({"weight": 1.5}, r"\[0, 1\]"), ({"weight": -0.1}, r"\[0, 1\]"), ({"top": 0}, "at least 1")],
+    [
+        ({"weight": 1.5}, r"\[0, 1\]"),
+        ({"weight": -0.1}, r"\[0, 1\]"),
+        ({"top": 0}, r"session.top must be an integer in \[1, 100000\], not 0"),
+    ],
 )
 def test_setting_is_validated(bad: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        SessionFirst(**bad)  # type: ignore[arg-type]
+        Session(**bad)  # type: ignore[arg-type]
 
 
 def test_experiment_file_round_trip() -> None:
@@ -124,7 +128,7 @@ def test_experiment_file_round_trip() -> None:
         "options": {"session": {"weight": 0.0, "top": 3}},
     }
     (system,) = parse_experiment({"systems": [table]}, "x.toml").systems
-    assert system.options.session == SessionFirst(weight=0.0, top=3)
+    assert system.options.ranker("session") == Session(weight=0.0, top=3)
     assert system.as_dict() == table
     assert System.from_dict(system.as_dict()) == system
     bad = {**table, "options": {"session": {"weight": 2.0}}}

@@ -31,7 +31,7 @@ from convlab.index.bm25 import BM25Index
 from convlab.protocols import Candidates, Query, RankContext
 from convlab.retrieval import SearchOptions, search_many
 from convlab.retrieval.rankers import TimeBoost, time_boost
-from convlab.retrieval.temporal import Temporal, period_window, time_windows
+from convlab.retrieval.temporal import period_window, time_windows
 from convlab.systems.experiment import parse_experiment
 
 
@@ -145,7 +145,7 @@ def _search(index: tuple[VectorIndex, BM25Index], temporal: dict | None, time: d
             "time": pl.Series([time], dtype=schema.UTC_TIME),
         }
     )
-    options = SearchOptions(retrieval="lexical", k=3, temporal=temporal)
+    options = SearchOptions.of(retrieval="lexical", k=3, temporal=temporal)
     return search_many(
         index[0], queries, embedder=HashEmbedder(4), options=options, bm25=index[1], scoped=True
     )
@@ -164,16 +164,16 @@ def test_search_reads_relative_times_from_the_scope_or_the_question(index) -> No
 
 
 def test_config_and_experiment_file() -> None:
-    options = SearchOptions(temporal={"boost": 4.0, "slack_days": 14})
-    assert options.temporal == Temporal(boost=4.0, slack_days=14.0)
+    options = SearchOptions.of(temporal={"boost": 4.0, "slack_days": 14})
+    assert options.ranker("temporal") == TimeBoost(boost=4.0, slack_days=14.0)
     assert options.ranker_names == ("temporal",)
-    assert SearchOptions(retrieval="lexical", temporal={}).scoring == "bm25+temporal"
-    assert SearchOptions().temporal is None
+    assert SearchOptions.of(retrieval="lexical", temporal={}).scoring == "bm25+temporal"
+    assert SearchOptions().ranker("temporal") is None
     assert "temporal" not in SearchOptions().ranker_names
     with pytest.raises(ValueError, match="boost"):
-        Temporal(boost=-1.0)
+        TimeBoost(boost=-1.0)
     with pytest.raises(ValueError, match="unknown key"):
-        SearchOptions(temporal={"strength": 1.0})
+        SearchOptions.of(temporal={"strength": 1.0})
     doc = {
         "systems": [
             {
@@ -184,7 +184,7 @@ def test_config_and_experiment_file() -> None:
         ]
     }
     system = parse_experiment(doc, "x.toml").systems[0]
-    assert system.options.temporal == Temporal(boost=0.25, slack_days=45.0)
+    assert system.options.ranker("temporal") == TimeBoost(boost=0.25, slack_days=45.0)
     with pytest.raises(ValueError, match="temporal"):
         parse_experiment(
             {

@@ -128,7 +128,7 @@ def test_search_takes_what_build_index_built(tmp_path: Path) -> None:
 def _lexical():  # type: ignore[no-untyped-def]
     from convlab.retrieval import SearchOptions
 
-    return SearchOptions(retrieval="lexical")
+    return SearchOptions.of(retrieval="lexical")
 
 
 def test_cli_search_names_views_the_store_lacks(

@@ -11,13 +11,13 @@ from convlab.systems.system import System
 def test_each_kind_of_system_names_its_scores() -> None:
     plain = SearchOptions()
     assert system_scoring(resolve_system("message"), plain) == "cosine"
-    assert system_scoring(resolve_system("bm25:message"), SearchOptions(recency=True)) == (
+    assert system_scoring(resolve_system("bm25:message"), SearchOptions.of(recency=True)) == (
         "bm25+recency"
     )
     assert system_scoring(resolve_system("hybrid:message"), plain) == "rrf"
-    assert system_scoring(resolve_system("hybrid:message"), SearchOptions(fusion="combsum")) == (
+    assert system_scoring(resolve_system("hybrid:message"), SearchOptions.of(fusion="combsum")) == (
         "combsum"
     )
-    assert system_scoring(resolve_system("hybrid:message"), SearchOptions(mmr=0.7)) == "mmr"
+    assert system_scoring(resolve_system("hybrid:message"), SearchOptions.of(mmr=0.7)) == "mmr"
     fused = System(name="f", views=("bm25:message", "message"), fusion="combmnz")
-    assert system_scoring(fused, SearchOptions(recency=True)) == "combmnz"
+    assert system_scoring(fused, SearchOptions.of(recency=True)) == "combmnz"

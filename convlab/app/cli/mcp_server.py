@@ -106,7 +106,7 @@ class StoreTools:
         from convlab.app.cli.options import parse_date, resolve_conversation
         from convlab.app.cli.search import MAX_K
         from convlab.app.exits import UsageError
-        from convlab.retrieval import SearchOptions
+        from convlab.retrieval import Filters, SearchOptions
 
         if not query.strip():
             raise ValueError("the query is empty")
@@ -118,13 +118,13 @@ class StoreTools:
                 conversation = resolve_conversation(self.store, conversation)
             except UsageError as exc:
                 raise ValueError(str(exc)) from None
-        options = SearchOptions(
-            k=k,
+        filters = Filters(
             conversations=(conversation,) if conversation else None,
             roles=(role,) if role else None,
             since=parse_date(since, "since"),
             until=parse_date(until, "until", end=True),
         )
+        options = SearchOptions(k=k, filters=filters)
         return searcher.search(query, k=k, options=options)
 
     def judged_hits(

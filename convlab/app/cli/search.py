@@ -338,8 +338,8 @@ def search_options(args: argparse.Namespace) -> SearchOptions:
     until = parse_date(args.until, "--until", end=True, now=now)
     if since is not None and until is not None and since > until:
         raise UsageError(f"--since {args.since} is after --until {args.until}")
-    try:
-        return SearchOptions(
+    try:  # the flags are the flat options' keys
+        return SearchOptions.of(
             k=args.k,
             conversations=(args.conversation,) if args.conversation else None,
             projects=tuple(args.project) if args.project else None,
@@ -378,7 +378,7 @@ def _check_projects(store: Store, conversations: pl.DataFrame, projects: tuple[s
     Raises:
         UsageError: one line listing up to five of the store's projects.
     """
-    from convlab.retrieval.options import conversations_in_projects
+    from convlab.retrieval.filters import conversations_in_projects
 
     if conversations_in_projects(conversations, projects):
         return

@@ -1,11 +1,11 @@
 """Rankers: one file each, one signature ``(Candidates, RankContext) -> Candidates``.
 
-Each registers its class in :data:`RANKERS` and is made from the search options by its
-``from_options`` (:class:`RegisteredRanker`); :func:`doc_rankers` resolves the names the
-options give (:attr:`~convlab.retrieval.SearchOptions.ranker_names`, in
-search's fixed order) through :data:`RANKERS`. The pure functions behind them
-(``recency_boost``, ``density_boost``, ``mmr``, ``time_boost``, ``sessions_capped``) and the
-conversation-first row selection
+Each registers its class in :data:`RANKERS`; the class is the ranker's config too (its fields,
+their bounds, and how the flat options write it: :class:`RegisteredRanker`), so the search
+options hold the rankers themselves (:attr:`~convlab.retrieval.SearchOptions.rankers`, by
+stage) and :func:`configs` lists the classes an options table may name. The pure functions
+behind them (``recency_boost``, ``density_boost``, ``mmr``, ``time_boost``,
+``sessions_capped``) and the conversation-first row selection
 (:mod:`.hierarchical`) are exported too. Fusing views (hybrid search) is no ranker: it is
 :mod:`convlab.fusion`, through :mod:`convlab.retrieval.fused`.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from convlab.retrieval.rankers.base import RANKERS, RegisteredRanker
+from convlab.retrieval.rankers.base import RANKERS, RegisteredRanker, configs
 from convlab.retrieval.rankers.best_per_doc import BestPerDoc
 from convlab.retrieval.rankers.density import Density, density_boost
 from convlab.retrieval.rankers.hierarchical import (
@@ -43,6 +43,7 @@ __all__ = [
     "Session",
     "SessionCap",
     "TimeBoost",
+    "configs",
     "conversation_centroids",
     "density_boost",
     "doc_rankers",
@@ -55,9 +56,5 @@ __all__ = [
 
 
 def doc_rankers(options: SearchOptions) -> list[Ranker]:
-    """The doc rankers ``options`` switch on (:attr:`SearchOptions.ranker_names`, in order).
-
-    Each is made by its :data:`RANKERS` class from the options (``from_options``). The options
-    name the rankers; this package makes them, so the options never import the rankers.
-    """
-    return [RANKERS.get(name).from_options(options) for name in options.ranker_names]
+    """The doc rankers ``options`` switch on, in the order they run (by ``STAGE``)."""
+    return list(options.rankers)

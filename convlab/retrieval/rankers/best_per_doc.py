@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from convlab.protocols import Candidates, RankContext
 from convlab.retrieval.rankers.base import RANKERS
-
-if TYPE_CHECKING:
-    from convlab.retrieval.options import SearchOptions
 
 __all__ = ["BestPerDoc"]
 
@@ -26,14 +22,12 @@ class BestPerDoc:
     several docs counts for each. Docs come back by score, then by their best unit's row; among
     units of equal score the first candidate wins.
 
+    Every view groups its units so, whatever the options: it is no option (no ``KEY``) and
+    takes no parameter.
+
     Example:
         rows 0 (doc a, 0.5), 1 (doc a, 0.7), 2 (doc b, 0.6) give a 0.7 (row 1), then b 0.6.
     """
-
-    @classmethod
-    def from_options(cls, options: SearchOptions) -> BestPerDoc:
-        """The grouping: it takes no parameter."""
-        return cls()
 
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """The docs' best units, with ``docs`` set."""

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Annotated, ClassVar
 
 import numpy as np
+from msgspec import Meta
 
+from convlab.config import check
 from convlab.protocols import Candidates, RankContext
 from convlab.retrieval.rankers.base import RANKERS
-
-if TYPE_CHECKING:
-    from convlab.retrieval.options import SearchOptions
 
 __all__ = ["Density", "density_boost"]
 
@@ -38,16 +37,22 @@ class Density:
     ``score * (1 + max_boost * min(1, (docs of its conversation among the candidates - 1) / 3))``,
     then re-rank (ties keep their order). Runs on docs: after ``best_per_doc``.
 
+    In the flat options: ``density = true`` and ``density_max``.
+
     Attributes:
         max_boost: the boost of a conversation with four or more candidate docs.
     """
 
-    max_boost: float = 0.15
+    KEY: ClassVar[str] = "density"
+    FORM: ClassVar[str] = "switch"
+    STAGE: ClassVar[int] = 40
 
-    @classmethod
-    def from_options(cls, options: SearchOptions) -> Density:
-        """``density_max`` of ``options``."""
-        return cls(options.density_max)
+    max_boost: Annotated[float, Meta(ge=-1e6, le=1e6)] = field(
+        default=0.15, metadata={"flat": "density_max"}
+    )
+
+    def __post_init__(self) -> None:
+        check(self, "density")
 
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """The boosted docs, best first."""

@@ -12,9 +12,13 @@ already returned.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Annotated, ClassVar
 
 import numpy as np
+from msgspec import Meta
+
+from convlab.config import check
 
 __all__ = ["ConversationFirst", "conversation_centroids", "top_conversations"]
 
@@ -43,13 +47,26 @@ def top_conversations(
 class ConversationFirst:
     """Pick the conversations a query searches: ``cos(query, centroid(c)) >= floor``, top ``n``.
 
+    In the flat options: ``hierarchical = true``, ``top_conversations`` and
+    ``conversation_floor`` (:attr:`convlab.retrieval.options.RetrievalOptions.hierarchical`).
+
     Attributes:
         n: at most this many conversations.
         floor: the least cosine similarity of a conversation's centroid to the query.
     """
 
-    n: int = 3
-    floor: float = 0.2
+    KEY: ClassVar[str] = "hierarchical"
+    FORM: ClassVar[str] = "switch"
+
+    n: Annotated[int, Meta(ge=1, le=10_000)] = field(
+        default=3, metadata={"flat": "top_conversations"}
+    )
+    floor: Annotated[float, Meta(ge=-1e6, le=1e6)] = field(
+        default=0.2, metadata={"flat": "conversation_floor"}
+    )
+
+    def __post_init__(self) -> None:
+        check(self, "hierarchical")
 
     def select(
         self,

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import Annotated, ClassVar
 
 import numpy as np
+from msgspec import Meta
 
+from convlab.config import check
 from convlab.protocols import Candidates, RankContext
 from convlab.retrieval.rankers.base import RANKERS
-
-if TYPE_CHECKING:
-    from convlab.retrieval.options import SearchOptions
 
 __all__ = ["MMR", "mmr", "mmr_values", "z_scores"]
 
@@ -95,26 +94,22 @@ class MMR:
     Carbonell & Goldstein, "The use of MMR, diversity-based reranking for reordering documents
     and producing summaries", SIGIR 1998.
 
+    In the flat options: ``mmr = LAMBDA``.
+
     Attributes:
         lam: 1 = pure relevance, 0 = pure diversity.
     """
 
-    lam: float = 0.7
+    KEY: ClassVar[str] = "mmr"
+    FORM: ClassVar[str] = "value"
+    STAGE: ClassVar[int] = 60
+
+    lam: Annotated[float, Meta(ge=0.0, le=1.0)] = field(
+        default=0.7, metadata={"label": "mmr lambda"}
+    )
 
     def __post_init__(self) -> None:
-        if not 0.0 <= self.lam <= 1.0:
-            raise ValueError("mmr lambda must be in [0, 1]")
-
-    @classmethod
-    def from_options(cls, options: SearchOptions) -> MMR:
-        """``mmr`` of ``options``, its lambda.
-
-        Raises:
-            ValueError: options with MMR off.
-        """
-        if options.mmr is None:
-            raise ValueError("these search options have MMR off (mmr=None)")
-        return cls(options.mmr)
+        check(self, "mmr")
 
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """At most ``context.k`` candidates in pick order."""

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Annotated, ClassVar
 
 import numpy as np
+from msgspec import Meta
 
+from convlab.config import check
 from convlab.protocols import Candidates, RankContext
 from convlab.retrieval.rankers.base import RANKERS
-
-if TYPE_CHECKING:
-    from convlab.retrieval.options import SearchOptions
 
 __all__ = ["Recency", "recency_boost"]
 
@@ -49,18 +48,26 @@ class Recency:
     ``score * (1 + max_boost * max(0, 1 - age_days / horizon_days))``, age measured from
     ``context.now`` (nothing changes when it is None: no unit is dated).
 
+    In the flat options: ``recency = true``, ``recency_days`` and ``recency_max``.
+
     Attributes:
         horizon_days: the age at which the boost reaches 0.
         max_boost: the boost of a unit of age 0.
     """
 
-    horizon_days: float = 14.0
-    max_boost: float = 0.20
+    KEY: ClassVar[str] = "recency"
+    FORM: ClassVar[str] = "switch"
+    STAGE: ClassVar[int] = 30
 
-    @classmethod
-    def from_options(cls, options: SearchOptions) -> Recency:
-        """``recency_days`` and ``recency_max`` of ``options``."""
-        return cls(options.recency_days, options.recency_max)
+    horizon_days: Annotated[float, Meta(gt=0.0, le=1e6)] = field(
+        default=14.0, metadata={"flat": "recency_days"}
+    )
+    max_boost: Annotated[float, Meta(ge=-1e6, le=1e6)] = field(
+        default=0.20, metadata={"flat": "recency_max"}
+    )
+
+    def __post_init__(self) -> None:
+        check(self, "recency")
 
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """The boosted candidates, best first (ties keep their order)."""

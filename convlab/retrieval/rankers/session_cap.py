@@ -6,15 +6,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import Annotated, ClassVar
 
 import numpy as np
+from msgspec import Meta
 
+from convlab.config import check
 from convlab.protocols import Candidates, RankContext
 from convlab.retrieval.rankers.base import RANKERS
-
-if TYPE_CHECKING:
-    from convlab.retrieval.options import SearchOptions
 
 __all__ = ["SessionCap", "session_keys", "sessions_capped"]
 
@@ -65,26 +64,20 @@ class SessionCap:
     last kept one, keeping their gaps (``score - (max demoted - min kept) - 1e-9``), so scores
     still fall with rank and a fusion that normalises them sees the new order.
 
+    In the flat options: ``session_cap = CAP``.
+
     Attributes:
         cap: the docs one session may place before the demoted tier.
     """
 
-    cap: int = 2
+    KEY: ClassVar[str] = "session_cap"
+    FORM: ClassVar[str] = "value"
+    STAGE: ClassVar[int] = 50
+
+    cap: Annotated[int, Meta(ge=1, le=10_000)] = 2
 
     def __post_init__(self) -> None:
-        if self.cap < 1:
-            raise ValueError(f"session cap {self.cap} must be at least 1")
-
-    @classmethod
-    def from_options(cls, options: SearchOptions) -> SessionCap:
-        """``session_cap`` of ``options``.
-
-        Raises:
-            ValueError: options with the cap off.
-        """
-        if options.session_cap is None:
-            raise ValueError("these search options have the session cap off (session_cap=None)")
-        return cls(options.session_cap)
+        check(self, "session_cap")
 
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """The candidates, each session's first ``cap`` first."""

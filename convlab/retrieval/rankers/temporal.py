@@ -1,20 +1,22 @@
-"""The time boost: docs inside the times a question names move up (temporal questions)."""
+"""The time boost: docs inside the times a question names move up (temporal questions).
+
+The windows are read by :mod:`convlab.retrieval.temporal`; this ranker is their config and boost.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Annotated, ClassVar
 
 import numpy as np
+from msgspec import Meta
 
+from convlab.config import check
 from convlab.protocols import Candidates, RankContext
 from convlab.retrieval.rankers.base import RANKERS
 from convlab.retrieval.temporal import Window, time_windows
-
-if TYPE_CHECKING:
-    from convlab.retrieval.options import SearchOptions
 
 __all__ = ["TimeBoost", "time_boost"]
 
@@ -61,24 +63,24 @@ class TimeBoost:
     against ``context.anchor``: the query's own time, else the latest message time in its
     scope. A query that names no time is left as it is.
 
+    In the flat options: ``temporal = {boost = ..., slack_days = ...}``.
+
     Attributes:
-        boost: the boost of a doc inside a window (:func:`time_boost`).
-        slack_days: each window widened by this many days on each side.
+        boost: a doc inside a window gets ``score + boost * |score|`` (:func:`time_boost`; 0
+            to 1,000: a large boost is a filter that keeps the order of the rest).
+        slack_days: each window widened by this many days on each side (0 to 3,650): people
+            speak of an event in the days after it, or plan it before.
     """
 
-    boost: float = 1.0
-    slack_days: float = 0.0
+    KEY: ClassVar[str] = "temporal"
+    FORM: ClassVar[str] = "table"
+    STAGE: ClassVar[int] = 20
 
-    @classmethod
-    def from_options(cls, options: SearchOptions) -> TimeBoost:
-        """``temporal`` of ``options``.
+    boost: Annotated[float, Meta(ge=0.0, le=1000.0)] = 1.0
+    slack_days: Annotated[float, Meta(ge=0.0, le=3650.0)] = 0.0
 
-        Raises:
-            ValueError: options with the time boost off.
-        """
-        if options.temporal is None:
-            raise ValueError("these search options have the time boost off (temporal=None)")
-        return cls(options.temporal.boost, options.temporal.slack_days)
+    def __post_init__(self) -> None:
+        check(self, "temporal")
 
     def __call__(self, candidates: Candidates, context: RankContext) -> Candidates:
         """The boosted candidates, best first (ties keep their order)."""

@@ -1,13 +1,12 @@
-"""The project filter of :class:`SearchOptions`, worked out by hand."""
+"""The filters (:mod:`convlab.retrieval.filters`): the project filter, worked out by hand."""
 
 from __future__ import annotations
 
 import polars as pl
 import pytest
 
-from convlab.retrieval import SearchOptions
-from convlab.retrieval.options import conversations_in_projects
-from convlab.retrieval.search import _filter_mask
+from convlab.retrieval import Filters
+from convlab.retrieval.filters import conversations_in_projects, filter_mask
 
 CONVERSATIONS = pl.DataFrame(
     {
@@ -41,14 +40,13 @@ def test_conversations_in_projects(projects: tuple[str, ...], ids: list[str]) ->
 
 
 def test_filter_mask_keeps_the_units_of_the_projects() -> None:
-    options = SearchOptions(projects=("api",))
-    mask = _filter_mask(UNITS, options, CONVERSATIONS)
+    mask = filter_mask(UNITS, Filters(projects=("api",)), CONVERSATIONS)
     assert mask.tolist() == [True, False, False, False, True, False]
 
 
 def test_the_project_filter_needs_the_conversations() -> None:
     with pytest.raises(ValueError, match="project filter needs the conversations frame"):
-        _filter_mask(UNITS, SearchOptions(projects=("api",)))
+        filter_mask(UNITS, Filters(projects=("api",)))
 
 
 def test_a_relative_path_or_tilde_is_resolved(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
