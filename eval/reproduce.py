@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stem = "-".join([args.tier, *args.only])
     (args.runs / f"{stem}.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     if write and not failed:
-        _write(args, [r for r in regs if r.name in done], done, command, commit or "")
+        _write(args, [r for r in regs if r.name in done], done, command, commit or "", seconds)
     print(
         f"{len(checked) - len(bad)}/{len(checked)} figures within tolerance; "
         f"{len(failed)} regressions failed; {summary['total_seconds']} s",
@@ -213,6 +213,7 @@ def _write(
     done: dict[str, Path],
     command: str,
     commit: str,
+    seconds: dict[str, float],
 ) -> None:
     """The result pages and the README's findings table, from the run folders."""
     from eval import pages
@@ -232,7 +233,19 @@ def _write(
                 done[r.name], r.headline, data=r.title, page=page, permutations=args.permutations
             )
         )
-    block = findings.render(rows, permutations=args.permutations, command=command, commit=commit)
+    every = load_regressions(args.regressions)  # again: --seconds may have just measured some
+    full = (
+        sum(r.seconds or 0.0 for r in every),
+        [r.name for r in every if r.seconds is None],
+    )
+    block = findings.render(
+        rows,
+        permutations=args.permutations,
+        command=command,
+        commit=commit,
+        seconds=sum(seconds.values()),
+        full=full,
+    )
     readme = args.readme.read_text(encoding="utf-8")
     args.readme.write_text(findings.with_table(readme, block), encoding="utf-8")
 

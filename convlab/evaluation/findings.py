@@ -69,9 +69,20 @@ def _metric(h: Headline) -> str:
 
 
 def render(
-    rows: list[Row], *, permutations: int, command: str, commit: str, alpha: float = 0.05
+    rows: list[Row],
+    *,
+    permutations: int,
+    command: str,
+    commit: str,
+    seconds: float | None = None,
+    full: tuple[float, list[str]] | None = None,
+    alpha: float = 0.05,
 ) -> str:
-    """The table between its markers, with the command and commit under it."""
+    """The table between its markers, with the command, commit and times under it.
+
+    ``seconds`` is what the command took; ``full`` the full tier's measured seconds (the sum of
+    its regressions' last measured times) and the regressions never measured.
+    """
     adjusted = holm([r.p for r in rows])
     lines = [
         BEGIN,
@@ -93,10 +104,16 @@ def render(
     lines += [
         "",
         f"Paired randomization with {permutations:,} permutations, Holm over the {len(rows)} "
-        f"rows: no p can be below {floor:.5f}. Made by `{command}` at commit `{commit}`.",
-        "",
-        END,
+        f"rows: no p can be below {floor:.5f}. Made by `{command}` at commit `{commit}`"
+        + (f" in {seconds / 60:.0f} minutes." if seconds is not None else "."),
     ]
+    if full is not None:
+        total, unmeasured = full
+        line = f"The full tier's regressions took {total / 60:.0f} minutes when last run"
+        if unmeasured:
+            line += f"; not yet measured: {', '.join(unmeasured)}"
+        lines.append(line + ".")
+    lines += ["", END]
     return "\n".join(lines)
 
 
