@@ -39,6 +39,7 @@ from convlab.evaluation.provenance import source_commit
 from convlab.evaluation.regressions import (
     TIERS,
     Checked,
+    Figure,
     Regression,
     RegressionError,
     check,
@@ -141,6 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     checked: list[Checked] = []
     seconds: dict[str, float] = {}
     done: dict[str, Path] = {}
+    recorded: dict[str, list[Figure]] = {}
     for reg in regs:
         run = args.runs / reg.name
         values = {
@@ -164,9 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 seconds[reg.name] = round(time.perf_counter() - started, 1)
             if args.record:
                 figures = recorded_figures(run, tolerance=args.tolerance)
-                path = Path(reg.source)
-                path.write_text(with_figures(path.read_text(encoding="utf-8"), figures))
                 reg = msgspec.structs.replace(reg, figures=figures)
+                recorded[reg.source] = figures
             results = check(run, reg)
         except RegressionError as e:
             print(f"{PROG}: {e}", file=sys.stderr)
@@ -181,6 +182,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             line = f"{reg.name}: {c.system} {c.metric} {value} ({want}) {mark}"
             print(line, file=sys.stdout if c.ok else sys.stderr)
         print(f"{reg.name}: {len(results)} figures, {seconds.get(reg.name, 0.0)} s", flush=True)
+    # the files change only now: every run above was made from the clean checkout
+    for source, figures in recorded.items():
+        path = Path(source)
+        path.write_text(with_figures(path.read_text(encoding="utf-8"), figures), encoding="utf-8")
+    for reg in regs:
         if args.seconds and reg.name in seconds:
             _record_seconds(reg, seconds[reg.name])
     bad = [c for c in checked if not c.ok]
