@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from msgspec import Meta
 
+from convlab import defaults
 from convlab.config import check, fields, flat, from_flat, is_config
 from convlab.fusion import FUSIONS, check_params, describe
 from convlab.index.bm25 import BM25Params
@@ -187,7 +188,7 @@ class SearchOptions:
         (('recency', 'mmr'), True)
     """
 
-    k: Annotated[int, Meta(ge=1, le=10_000)] = 10
+    k: Annotated[int, Meta(ge=1, le=10_000)] = defaults.K
     filters: Filters = field(default_factory=Filters)
     retrieval: RetrievalOptions = field(default_factory=RetrievalOptions)
     rankers: tuple[RegisteredRanker, ...] = ()
