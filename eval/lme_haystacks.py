@@ -36,6 +36,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         what = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)
         print(f"{prog}: {args.oracle}: {what}", file=sys.stderr)
         return 2
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     write_haystacks(made, args.out)
     n = [len(q["haystack_session_ids"]) for q in made]
     print(f"{args.out}: {len(made)} questions, {sum(n)} sessions ({min(n)}-{max(n)} per question)")
