@@ -10,6 +10,7 @@ from convlab.studies import (
     confidence_study,
     finetune_cv,
     fusion_study,
+    policy_cv_run,
     routing_study,
     select_cv,
 )
@@ -17,5 +18,5 @@ from convlab.studies.contract import STUDIES
 
 __all__ = ["MODULES", "STUDIES"]
 
-MODULES = (confidence_study, finetune_cv, fusion_study, routing_study, select_cv)
+MODULES = (confidence_study, finetune_cv, fusion_study, policy_cv_run, routing_study, select_cv)
 """The modules whose import registers the studies."""
