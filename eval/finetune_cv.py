@@ -12,9 +12,10 @@ Writes a run folder the fusion study reads (``python -m eval.fuse_runs DIR --fix
 fixed fusion ``fusion:convex-ft``: ``--weights`` over the base fusion's views with ``ft:`` views
 for the dense ones, weights fixed in advance), ``qrels.txt``, ``comparison.parquet`` and
 ``comparison.md`` (paired randomization tests, Holm over the family, overall and per category),
-``folds/foldK/`` (each fold's runs and ``fold.json``) and ``config.json`` (command, recipe, model
-ids, seconds). ``--all-model`` instead makes only the model trained on all the data (what
-``eval.run --embedder minilm-ft`` runs unchanged elsewhere) and prints its id.
+``folds/foldK/`` (each fold's runs and ``fold.json``), ``groups.parquet`` (each scored query's
+conversation and fold) and ``config.json`` (command, recipe, model ids, seconds, groups).
+``--all-model`` instead makes only the model trained on all the data (what ``eval.run
+--embedder minilm-ft`` runs unchanged elsewhere) and prints its id.
 """
 
 from __future__ import annotations

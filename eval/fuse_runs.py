@@ -4,7 +4,8 @@ Scores every single run of an ``eval.run`` folder, reference fusions with fixed 
 each combination of runs and each fusion method the weights chosen by grouped cross-validation
 by conversation (held-out folds only), with paired tests against ``bm25:message``
 (:func:`convlab.studies.fusion_study.study`): writes ``DIR/fusion.json``, ``DIR/fusion.md``,
-``DIR/choices.parquet`` and ``DIR/per_query.parquet``, with the standard run folder's
+``DIR/choices.parquet``, ``DIR/per_query.parquet`` and ``DIR/groups.parquet`` (each query's
+conversation and fold), with the standard run folder's
 ``config.json``, ``metrics.json`` and ``report.md`` (:mod:`convlab.studies.contract`).
 ``--lexical-units LOCOMO_JSON`` first builds BM25 runs over other strategies' units.
 ``--fixed RUN=W,...`` scores one fusion with settings chosen elsewhere instead

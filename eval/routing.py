@@ -11,7 +11,9 @@ unchanged to RUN's questions (:func:`convlab.studies.routing_study.transfer`). W
 ``--resurrection 256,512,1024`` also routes the resurrection cell (system + policy) per type
 at each budget, against the one-cell CV choice, from RUN's ``policy_budgets.parquet``
 (:func:`convlab.studies.policy_routing.policy_routing`): ``policy_routing.json`` and
-``policy_routing.md``. Exit 0, 2 on bad input.
+``policy_routing.md``. Beside them the study's ``config.json``, ``metrics.json``, ``report.md``
+and ``groups.parquet`` (each query's group and fold; :func:`convlab.studies.routing_study.run`).
+Exit 0, 2 on bad input.
 """
 
 from __future__ import annotations
@@ -22,18 +24,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import polars as pl
-
 from convlab.defaults import FOLDS
-from convlab.studies.policy_routing import policy_routing
 from convlab.studies.routing import Routing
-from convlab.studies.routing_study import (
-    RoutingStudy,
-    markdown,
-    routing_cv,
-    scored_queries,
-    transfer,
-)
+from convlab.studies.routing_study import RoutingStudy, run
 from convlab.systems.system import Tuning
 
 PROG = "python -m eval.routing"
@@ -67,48 +60,32 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _resurrection(study: RoutingStudy, budgets: list[int]) -> None:
-    """Route the resurrection cell per type at each budget; write policy_routing.json/.md."""
-    grid = pl.read_parquet(study.folder / "policy_budgets.parquet", glob=False)
-    queries = scored_queries(study.folder, study.data)
-    out = {str(b): policy_routing(grid, queries, study.routing, budget=b) for b in budgets}
-    study.out.mkdir(parents=True, exist_ok=True)
-    (study.out / "policy_routing.json").write_text(json.dumps(out, indent=1, default=str))
-    text = "".join(
-        f"## {b} tokens (coverage)\n\n"
-        + markdown({"comparisons": r["comparisons"]}, "coverage")
-        + "\n"
-        for b, r in out.items()
-    )
-    (study.out / "policy_routing.md").write_text(text)
-    print(text, end="")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the study and print where it wrote; 2 on bad input."""
     args = parse_args(argv)
+    command = [*PROG.split(), *(sys.argv[1:] if argv is None else argv)]
     try:
-        study = RoutingStudy(
+        config = RoutingStudy(
             folder=args.folder,
             data=args.data,
-            out=args.out,
             routing=Routing(
                 tuning=Tuning(samples=args.samples, folds=args.folds), min_train=args.min_train
             ),
             transfer_from=args.transfer_from,
             transfer_data=args.transfer_data,
+            resurrection=tuple(int(b) for b in args.resurrection.split(",") if b.strip()),
+            resurrection_only=args.resurrection_only,
         )
-        budgets = [int(b) for b in args.resurrection.split(",") if b.strip()]
-        if budgets:
-            _resurrection(study, budgets)
-        if args.resurrection_only:
-            return 0
-        report = transfer(study) if study.transfer_from is not None else routing_cv(study)
+        result = run(config, args.out, command=command)
     except (ValueError, FileNotFoundError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    print((args.out / "routing.md").read_text(), end="")
-    print(f"wrote {args.out}/routing.json in {report['seconds']} s")
+    if config.resurrection:
+        print((args.out / "policy_routing.md").read_text(), end="")
+    if not config.resurrection_only:
+        print((args.out / "routing.md").read_text(), end="")
+        seconds = json.loads((result.out / "routing.json").read_text())["seconds"]
+        print(f"wrote {args.out}/routing.json in {seconds} s")
     return 0
 
 

@@ -6,10 +6,17 @@ module imports those modules, and nothing imports it but who lists the studies.
 
 from __future__ import annotations
 
-from convlab.studies import finetune_cv, fusion_study, select_cv
+from convlab.studies import (
+    confidence_study,
+    finetune_cv,
+    fusion_study,
+    policy_cv_run,
+    routing_study,
+    select_cv,
+)
 from convlab.studies.contract import STUDIES
 
 __all__ = ["MODULES", "STUDIES"]
 
-MODULES = (finetune_cv, fusion_study, select_cv)
+MODULES = (confidence_study, finetune_cv, fusion_study, policy_cv_run, routing_study, select_cv)
 """The modules whose import registers the studies."""

@@ -14,7 +14,9 @@ answer in what was searched. This module makes its data and judges it:
 - :func:`transfer`: fitted on one data set, judged on each other;
 - :func:`summarise`: per data set, AUROC (answerable against no-answer queries) and the
   operating point: the share of answerable queries kept and of no-answer queries flagged;
-- :func:`fit_model`: the model fitted on every query, as shipped.
+- :func:`fit_model`: the model fitted on every query, as shipped;
+- :func:`run` (a :class:`ConfidenceStudy`): all of it as a standard run folder
+  (:mod:`convlab.studies.contract`), behind ``python -m eval.confidence``.
 
 The model is a logistic regression over standardised features (scikit-learn), calibrated in
 the sense that its output is a fitted probability; the threshold keeps ``keep`` (0.95) of the
@@ -23,16 +25,26 @@ answerable training queries.
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+import shlex
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
+import msgspec
 import numpy as np
 import polars as pl
 
+from convlab.atomic import write_file_atomic, write_text_atomic
 from convlab.evaluation import folds as cv_folds
 from convlab.evaluation.datasets import LabelledData
-from convlab.systems.confidence import FEATURES, ConfidenceModel, features_frame
+from convlab.evaluation.provenance import source_commit
+from convlab.studies.confidence_page import page
+from convlab.studies.contract import STUDIES, Study, StudyResult, write_study
+from convlab.systems.confidence import FEATURES, MODEL_FILE, ConfidenceModel, features_frame
 from convlab.systems.hits import DEPTH
 from convlab.systems.system import System
 
@@ -41,9 +53,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ConfidenceConfig",
+    "ConfidenceStudy",
     "cross_validated",
     "fit_model",
     "no_answer",
+    "run",
     "study_frame",
     "summarise",
     "threshold_for",
@@ -269,3 +283,142 @@ def fit_model(
         threshold=math.floor(cut * 1e4) / 1e4,  # never above the fitted cut
         command=command,
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfidenceStudy:
+    """The confidence searched, fitted and judged as one run folder (:func:`run`).
+
+    Attributes:
+        fit: how the confidence is fitted and judged.
+        data: the labelled data searched (none: LoCoMo, the LongMemEval oracle and the real
+            sessions, :func:`default_data`).
+        features: a ``features.parquet`` of an earlier run to reuse (its ``.command`` beside
+            it names the command that searched): nothing is searched again.
+        model: where the fitted model is written (the package's shipped model by default).
+        page: a results page to write too.
+        cache: the embedding cache.
+        backend: the embedder's backend (``minilm`` only).
+        embedder: the embedder (``hash``: tests).
+        lme_every: LongMemEval: every abstention question and every N-th other one.
+        locomo_conversations: LoCoMo: its first N conversations (None: all).
+    """
+
+    study: ClassVar[str] = "confidence"
+    fit: ConfidenceConfig = field(default_factory=ConfidenceConfig)
+    data: tuple[Path, ...] = ()
+    features: Path | None = None
+    model: Path = MODEL_FILE
+    page: Path | None = None
+    cache: Path = Path("runs/cache")
+    backend: str = "onnx-int8"
+    embedder: str = "minilm"
+    lme_every: int = 1
+    locomo_conversations: int | None = None
+
+
+def default_data() -> list[Path]:
+    """LoCoMo and the LongMemEval oracle (under the shared folder) and the real sessions."""
+    from convlab.paths import REPO_ROOT, shared_dir
+
+    shared = shared_dir()
+    return [
+        shared / "datasets" / "locomo" / "locomo10.json",
+        shared / "datasets" / "longmemeval" / "longmemeval_oracle.json",
+        REPO_ROOT / "data" / "real_sessions",
+    ]
+
+
+def _subset(data: LabelledData, config: ConfidenceStudy) -> LabelledData:
+    """What of ``data`` is searched: ``lme_every`` of haystacks, ``locomo_conversations``."""
+    if data.haystacks is not None and config.lme_every > 1:
+        q = data.queries.with_columns(no_answer(data.queries), pl.int_range(pl.len()).alias("i"))
+        keep = q.filter(pl.col("no_answer") | (pl.col("i") % config.lme_every == 0))["query_id"]
+        convs = data.haystacks.filter(pl.col("query_id").is_in(keep.implode()))
+        return data.select(convs["conversation_id"].unique(maintain_order=True).to_list())
+    if data.haystacks is None and config.locomo_conversations and data.name.startswith("locomo"):
+        ids = data.corpus.conversations["conversation_id"].to_list()
+        return data.select(ids[: config.locomo_conversations])
+    return data
+
+
+def searched(config: ConfidenceStudy) -> pl.DataFrame:
+    """Every query's features, searched with the default system (or read from ``features``)."""
+    if config.features is not None:
+        return pl.read_parquet(config.features)
+    from convlab.embed import CachedEmbedder, make_embedder
+    from convlab.evaluation.datasets import load_labelled
+    from convlab.systems import default_system
+
+    backend = config.backend if config.embedder == "minilm" else None
+    embedder = CachedEmbedder(make_embedder(config.embedder, backend), config.cache)
+    system = default_system()
+    frames = []
+    for path in config.data or default_data():
+        data = _subset(load_labelled(path), config)
+        print(f"{data.name}: {data.queries.height} queries", file=sys.stderr)
+        frames.append(study_frame(data, system, embedder=embedder))
+    return pl.concat(frames)
+
+
+def _data(frame: pl.DataFrame, config: ConfidenceStudy) -> dict[str, Any]:
+    """What the study read: the data sets searched (or the features reused), and how many."""
+    names = frame["dataset"].unique(maintain_order=True).to_list()
+    record: dict[str, Any] = {"name": "+".join(names), "datasets": names, "queries": frame.height}
+    return record | ({"features": str(config.features)} if config.features else {})
+
+
+def run(config: ConfidenceStudy, out: Path, *, command: Sequence[str] = ()) -> StudyResult:
+    """Search (or reuse), judge by grouped CV and by transfer, fit the model; write ``out``.
+
+    Writes ``features.parquet`` and ``features.command`` (the command that searched),
+    ``held_out.parquet``, ``summary.json``, ``confidence.md`` (also ``report.md``; and
+    ``config.page``), the model (``config.model``), ``groups.parquet`` (each query's group
+    and fold) and the contract's ``config.json`` and ``metrics.json`` (the held-out and
+    transfer rows).
+
+    Raises:
+        ValueError: a reused ``features`` without its ``.command``, or too few groups.
+    """
+    made_by = shlex.join(command)
+    if config.features is not None:  # the searches were made by the command beside the file
+        sidecar = config.features.with_suffix(".command")
+        if not sidecar.exists():
+            raise ValueError(f"{sidecar} is missing: which command searched?")
+        made_by = f"{sidecar.read_text().strip()} (searches); {made_by} (fit)"
+    frame = searched(config)
+    out.mkdir(parents=True, exist_ok=True)
+    write_file_atomic(out / "features.parquet", frame.write_parquet)  # before any fit fails
+    write_text_atomic(out / "features.command", made_by.split(" (searches); ")[0] + "\n")
+    judged = cross_validated(frame, config.fit)
+    groups = cv_folds.save(out, judged.select("query_id", "group", "fold"))
+    held, moved = summarise(judged), transfer(frame, config.fit)
+    from convlab.systems import default_system
+
+    model = fit_model(frame, config.fit, system=default_system().name, command=made_by)
+    config.model.write_bytes(msgspec.json.format(msgspec.json.encode(model)) + b"\n")
+    commit, state = source_commit()
+    text = page(made_by, commit or state, held, moved, model, config.fit.keep)
+    write_text_atomic(out / "confidence.md", text)
+    if config.page is not None:
+        config.page.write_text(text)
+    summary = {
+        "config": asdict(config.fit),
+        "held_out": held.to_dicts(),
+        "transfer": moved.to_dicts(),
+        "model": msgspec.to_builtins(model),
+    }
+    write_text_atomic(out / "summary.json", json.dumps(summary, indent=1) + "\n")
+    return write_study(
+        out,
+        config,
+        metrics={"held_out": summary["held_out"], "transfer": summary["transfer"]},
+        report=text,
+        frames={"held_out": judged},
+        command=command,
+        data=_data(frame, config),
+        extra={"groups": groups},
+    )
+
+
+STUDIES.add("confidence", Study("confidence", ConfidenceStudy, run, "eval.confidence"))

@@ -33,6 +33,7 @@ from convlab.embed.finetune import (
     ensure_finetuned,
     finetuned_model_id,
 )
+from convlab.evaluation import folds as cv_folds
 from convlab.evaluation.config import EvalConfig
 from convlab.evaluation.datasets import LabelledData, load_labelled
 from convlab.evaluation.evaluate import evaluate
@@ -277,7 +278,8 @@ def run(
 ) -> StudyResult:
     """The study as a standard run folder: the folds' ``ft:`` runs (or ``transfer``'s), compared.
 
-    ``config.json`` keeps each fold's record (``fold_records``) and the systems written;
+    ``config.json`` keeps each fold's record (``fold_records``), the systems written and the
+    folds' ``groups`` (``groups.parquet``: each scored query's conversation and fold);
     ``metrics.json`` the paired comparison with ``base`` (``comparison``, empty without a base)
     and the folds' held-out queries; ``report.md`` the comparison's table.
     """
@@ -290,6 +292,11 @@ def run(
     else:
         data = load_labelled(locomo_path(config.data))
         runs, records = fold_runs(data, config, out, log=log, train=train)
+    extra: dict[str, Any] = {}
+    if data is not None:  # the folds' groups (transfer reads runs made elsewhere: no folds)
+        ids = _scored_ids(data)
+        frame = cv_folds.fold_frame(ids, cv_folds.groups(ids), config.folds)
+        extra["groups"] = cv_folds.save(out, frame)
     names: list[str] = []
     table = "(no --base: the folds' runs only, under folds/)\n"
     family = pl.DataFrame()
@@ -310,6 +317,7 @@ def run(
             "systems": [{"name": n} for n in names],
             "fold_records": records,
             "seconds": round(time.perf_counter() - started, 1),
+            **extra,
         },
     )
 

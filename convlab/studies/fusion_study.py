@@ -35,6 +35,7 @@ import numpy as np
 import polars as pl
 
 from convlab.atomic import write_file_atomic
+from convlab.evaluation import folds as cv_folds
 from convlab.evaluation.metrics import per_query
 from convlab.evaluation.queries import read_qrels, relevant_by_query
 from convlab.evaluation.run_files import lexical_runs, read_runs
@@ -407,8 +408,15 @@ def run(
     command: Sequence[str] = (),
     log: Callable[[str], None] | None = None,
 ) -> StudyResult:
-    """The fusion study as a standard run folder: :func:`study`'s files and the contract's."""
+    """The fusion study as a standard run folder: :func:`study`'s files and the contract's.
+
+    ``groups.parquet`` and ``config.json``'s ``groups``: the folds every tuned fusion shares.
+    """
     report = study(config, out, log=log)
+    qrels = read_qrels(config.folder / "qrels.txt")
+    ids = relevant_by_query(qrels)["query_id"].to_list()  # the queries tune() splits, in order
+    split = cv_folds.fold_frame(ids, cv_folds.groups(ids, qrels), config.tuning.folds)
+    groups = cv_folds.save(out, split)
     page = f"# Fusion study of `{config.folder}`\n\n" + (out / "fusion.md").read_text()
     return write_study(
         out,
@@ -417,7 +425,7 @@ def run(
         report=page,
         command=command,
         data=source_record(config.folder),
-        extra={"baseline": config.baseline, "seconds": report["seconds"]},
+        extra={"baseline": config.baseline, "seconds": report["seconds"], "groups": groups},
     )
 
 

@@ -7,7 +7,7 @@ weights' routing), a held-out query taking the cell of its gold type, or of the 
 classifier fitted on the fold's training queries predicts. Each is tested, paired over queries,
 against the one-cell CV choice (the all-type route: :mod:`~convlab.studies.policy_cv`'s
 choice) with the paired randomization test, Holm-adjusted as
-:func:`convlab.studies.routing_study.paired_tests` does.
+:func:`convlab.studies.routing_report.paired_tests` does.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import polars as pl
 
 from convlab.defaults import BUDGET
 from convlab.studies.routing import Routing, predicted_types, route_cv
-from convlab.studies.routing_study import paired_tests
+from convlab.studies.routing_report import paired_tests
 
 __all__ = ["cell_matrix", "policy_routing"]
 

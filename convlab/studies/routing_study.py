@@ -22,21 +22,22 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import polars as pl
 
-from convlab.atomic import write_file_atomic
+from convlab.atomic import write_file_atomic, write_text_atomic
 from convlab.defaults import SYSTEM
 from convlab.evaluation import folds as cv_folds
 from convlab.evaluation.datasets import load_labelled
 from convlab.evaluation.metrics import per_query
 from convlab.evaluation.queries import read_qrels, relevant_by_query
 from convlab.evaluation.run_files import read_runs
-from convlab.evaluation.significance import holm, paired_randomization
 from convlab.evaluation.tune import tune
 from convlab.fusion import fuse
+from convlab.studies.contract import STUDIES, Study, StudyResult, source_record, write_study
+from convlab.studies.policy_routing import policy_routing
 from convlab.studies.routing import (
     Routing,
     learn_routes,
@@ -45,22 +46,21 @@ from convlab.studies.routing import (
     routed_run,
     weight_space,
 )
+from convlab.studies.routing_report import accuracy, markdown, means, paired_tests
 
 __all__ = [
-    "CATEGORIES",
     "METRICS",
     "RoutingStudy",
     "in_sample_ceiling",
-    "paired_tests",
+    "resurrection",
     "routing_cv",
+    "run",
     "scored_queries",
     "transfer",
 ]
 
 METRICS = ("recall@5", "ndcg@10")
 """What every system is scored on; the first is the one routing chooses on."""
-CATEGORIES = ("multi-hop", "open-domain", "temporal")
-"""The categories tested one by one (the weakest on LoCoMo, the ones routing targets)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +71,6 @@ class RoutingStudy:
         folder: an ``eval.run`` folder holding the views' runs, ``fusion:convex`` and the
             baseline (``runs/*.trec``, ``qrels.txt``).
         data: the labelled data the folder was run on (question texts, types, groups).
-        out: where the study is written.
         routing: the fusion, its space, the threshold and the classifier.
         reference: the system routing is tested against.
         baseline: the one-view system also tested against.
@@ -79,17 +78,22 @@ class RoutingStudy:
         transfer_data: the source folder's labelled data.
         extra_references: more systems of the folder tested the same way (e.g. LoCoMo's
             fusion transferred, ``locomo:fusion:convex``), where the folder has them.
+        resurrection: budgets at which the resurrection cell is routed per type too
+            (:func:`resurrection`: the folder's ``policy_budgets.parquet``).
+        resurrection_only: route the resurrection cell only.
     """
 
+    study: ClassVar[str] = "routing"
     folder: Path
     data: Path
-    out: Path
     routing: Routing = field(default_factory=Routing)
     reference: str = SYSTEM
     baseline: str = "bm25:message"
     transfer_from: Path | None = None
     transfer_data: Path | None = None
     extra_references: tuple[str, ...] = (f"locomo:{SYSTEM}",)
+    resurrection: tuple[int, ...] = ()
+    resurrection_only: bool = False
 
     def __post_init__(self) -> None:
         if (self.transfer_from is None) != (self.transfer_data is None):
@@ -188,67 +192,6 @@ def _frame(ids: Sequence[str], system: str, values: Mapping[str, np.ndarray]) ->
     )
 
 
-def paired_tests(
-    per_q: pl.DataFrame,
-    categories: pl.DataFrame,
-    against: str,
-    systems: Sequence[str],
-    *,
-    metric: str = "recall@5",
-) -> pl.DataFrame:
-    """Each system against ``against``, overall and within each of :data:`CATEGORIES`.
-
-    Paired randomization tests, Holm-adjusted over the systems overall and over (category x
-    system) within categories. Returns ``subset, system, queries, against, against_mean, mean,
-    delta, p, p_holm``.
-    """
-    wide = (
-        per_q.filter(pl.col("metric") == metric)
-        .pivot(on="system", index="query_id", values="value")
-        .join(categories, on="query_id", how="left")
-    )
-    rows: list[dict[str, Any]] = []
-    subsets = [("all", wide)] + [
-        (c, wide.filter(pl.col("category") == c))
-        for c in CATEGORIES
-        if wide.filter(pl.col("category") == c).height
-    ]
-    for subset, part in subsets:
-        base = part[against].to_numpy()
-        for s in systems:
-            x = part[s].to_numpy()
-            rows.append(
-                {
-                    "subset": subset,
-                    "system": s,
-                    "queries": part.height,
-                    "against": against,
-                    "against_mean": float(base.mean()),
-                    "mean": float(x.mean()),
-                    "delta": float(x.mean() - base.mean()),
-                    "p": paired_randomization(x, base),
-                }
-            )
-    out = pl.DataFrame(rows)
-    adjusted = []
-    for overall in (True, False):
-        part = out.filter((pl.col("subset") == "all") == overall)
-        adjusted.append(part.with_columns(pl.Series("p_holm", holm(part["p"].to_list()))))
-    return pl.concat(adjusted)
-
-
-def _accuracy(gold: Sequence[str], predicted: Sequence[str]) -> dict[str, Any]:
-    frame = pl.DataFrame({"gold": list(gold), "predicted": list(predicted)})
-    hit = frame.with_columns((pl.col("gold") == pl.col("predicted")).alias("hit"))
-    per = hit.group_by("gold").agg(pl.col("hit").mean().alias("recall"), pl.len().alias("n"))
-    confusion = frame.group_by("gold", "predicted").len().sort("gold", "predicted")
-    return {
-        "accuracy": float(hit["hit"].mean()),  # type: ignore[arg-type]
-        "per_type_recall": {r["gold"]: r["recall"] for r in per.iter_rows(named=True)},
-        "confusion": confusion.to_dicts(),
-    }
-
-
 def _references(inputs: _Inputs, study: RoutingStudy) -> tuple[list[pl.DataFrame], list[str]]:
     names = [study.baseline, study.reference]
     names += [n for n in study.extra_references if n in inputs.runs and n not in names]
@@ -258,7 +201,7 @@ def _references(inputs: _Inputs, study: RoutingStudy) -> tuple[list[pl.DataFrame
     return [_scored(inputs.runs[n], inputs.queries, n) for n in names], names
 
 
-def routing_cv(study: RoutingStudy) -> dict[str, Any]:
+def routing_cv(study: RoutingStudy, out: Path) -> dict[str, Any]:
     """Routing by grouped CV on one folder: by gold type, by predicted type, and all-type."""
     started = time.perf_counter()
     config = study.routing
@@ -304,19 +247,19 @@ def routing_cv(study: RoutingStudy) -> dict[str, Any]:
         "data": str(study.data),
         "routing": _config(study),
         "queries": q.height,
-        "classifier_heldout": _accuracy(gold, routed["routing:predicted"].routed_by),
+        "classifier_heldout": accuracy(gold, routed["routing:predicted"].routed_by),
         "classifier_cv_seconds": round(classifier_seconds, 2),
         "in_sample_ceiling": in_sample_ceiling(values[metric], gold),
-        "means": _means(per_q, cats, [*names, *routed]),
+        "means": means(per_q, cats, [*names, *routed]),
         "comparisons": sig.to_dicts(),
         "choices": choices.to_dicts(),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    _write(study.out, report, per_q.join(cats, on="query_id", how="left"), choices)
+    _write(out, report, per_q.join(cats, on="query_id", how="left"), choices)
     return report
 
 
-def transfer(study: RoutingStudy) -> dict[str, Any]:
+def transfer(study: RoutingStudy, out: Path) -> dict[str, Any]:
     """Routes and classifier learned on all of the source folder, applied to this one."""
     if study.transfer_from is None or study.transfer_data is None:
         raise ValueError("transfer needs both the source run folder and its data")
@@ -358,12 +301,12 @@ def transfer(study: RoutingStudy) -> dict[str, Any]:
         "routed_types": routed.group_by("routed_by").len().sort("routed_by").to_dicts(),
         "classifier_fit_seconds": round(fit_seconds, 3),
         "classify_ms_per_query": round(1000 * predict_seconds / max(q.height, 1), 4),
-        "means": _means(per_q, cats, [*names, "routing:transferred"]),
+        "means": means(per_q, cats, [*names, "routing:transferred"]),
         "comparisons": sig.to_dicts(),
         "seconds": round(time.perf_counter() - started, 1),
     }
     per_q = per_q.join(cats, on="query_id", how="left").join(routed, on="query_id", how="left")
-    _write(study.out, report, per_q, None)
+    _write(out, report, per_q, None)
     return report
 
 
@@ -385,22 +328,6 @@ def _config(study: RoutingStudy) -> dict[str, Any]:
     return plain | {"reference": study.reference, "baseline": study.baseline}
 
 
-def _means(per_q: pl.DataFrame, cats: pl.DataFrame, systems: Sequence[str]) -> list[Any]:
-    joined = per_q.join(cats, on="query_id", how="left")
-    overall = joined.group_by("system", "metric").agg(pl.col("value").mean().alias("mean"))
-    by_cat = joined.group_by("system", "metric", "category").agg(
-        pl.col("value").mean().alias("mean"), pl.len().alias("queries")
-    )
-    rows = overall.with_columns(pl.lit("all").alias("category")).join(
-        joined.group_by("system", "metric").len("queries"), on=["system", "metric"]
-    )
-    both = pl.concat([rows.select(by_cat.columns), by_cat])
-    order = {s: i for i, s in enumerate(systems)}
-    return both.sort(
-        pl.col("system").replace_strict(order, default=len(order)), "metric", "category"
-    ).to_dicts()
-
-
 def _write(
     out: Path, report: dict[str, Any], per_q: pl.DataFrame, choices: pl.DataFrame | None
 ) -> None:
@@ -414,18 +341,81 @@ def _write(
     write_file_atomic(out / "routing.md", lambda t: t.write_text(md))
 
 
-def markdown(report: dict[str, Any], measure: str = "R@5") -> str:
-    """The report's tests as a Markdown table (one row per subset, system and reference)."""
-    head = f"| subset | system | vs | queries | {measure} vs | {measure} | delta | p | p (Holm) |"
-    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
-    for r in report["comparisons"]:
-        lines.append(
-            f"| {r['subset']} | {r['system']} | {r['against']} | {r['queries']} | "
-            f"{r['against_mean']:.3f} | {r['mean']:.3f} | {r['delta']:+.3f} | {r['p']:.4f} | "
-            f"{r['p_holm']:.4f} |"
+def resurrection(study: RoutingStudy, out: Path) -> dict[str, Any]:
+    """The resurrection cell routed per type at each budget (``policy_routing.json``, ``.md``).
+
+    :func:`convlab.studies.policy_routing.policy_routing` on the folder's
+    ``policy_budgets.parquet``, one entry per budget of ``study.resurrection``.
+    """
+    grid = pl.read_parquet(study.folder / "policy_budgets.parquet", glob=False)
+    queries = scored_queries(study.folder, study.data)
+    found = {
+        str(b): policy_routing(grid, queries, study.routing, budget=b) for b in study.resurrection
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "policy_routing.json", json.dumps(found, indent=1, default=str))
+    text = "".join(
+        f"## {b} tokens (coverage)\n\n"
+        + markdown({"comparisons": r["comparisons"]}, "coverage")
+        + "\n"
+        for b, r in found.items()
+    )
+    write_text_atomic(out / "policy_routing.md", text)
+    return {"budgets": found, "markdown": text}
+
+
+def _groups(study: RoutingStudy, out: Path, *, grid: bool) -> dict[str, Any]:
+    """Write the CV's groups and folds (``groups.parquet``) of the folder's scored queries.
+
+    ``grid``: those the resurrection routing scores at its first budget (a coverage in every
+    cell) instead, when it is the only cross-validation run.
+    """
+    q = scored_queries(study.folder, study.data)
+    if grid:
+        at = pl.read_parquet(study.folder / "policy_budgets.parquet", glob=False).filter(
+            pl.col("budget") == study.resurrection[0]
         )
-    if "classifier_heldout" in report:
-        lines.append("")
-        accuracy = report["classifier_heldout"]["accuracy"]
-        lines.append(f"classifier held-out accuracy: {accuracy:.3f}")
-    return "\n".join(lines) + "\n"
+        ok = at.group_by("query_id").agg(pl.col("coverage").is_not_null().all().alias("ok"))
+        q = q.join(ok.filter("ok"), on="query_id", how="semi", maintain_order="left")
+    ids, group = q["query_id"].to_list(), q["group"].to_list()
+    haystacks = ids == group  # each question its own group: its own haystack
+    split = cv_folds.fold_frame(ids, group, study.routing.tuning.folds)
+    return cv_folds.save(out, split, haystacks=haystacks)
+
+
+def run(config: RoutingStudy, out: Path, *, command: Sequence[str] = ()) -> StudyResult:
+    """Routing (by CV, or transferred) and the resurrection routing, as a standard run folder.
+
+    :func:`routing_cv` (or :func:`transfer`) and, with ``config.resurrection``,
+    :func:`resurrection`; ``report.md`` holds their tables, ``metrics.json`` the means and the
+    tests, ``groups.parquet`` the folds of the cross-validation (none when transfer alone).
+    """
+    pages, metrics, extra = [], {}, {}
+    if config.resurrection:
+        found = resurrection(config, out)
+        pages.append(f"# Resurrection cell routed per type\n\n{found['markdown']}")
+        metrics["resurrection"] = found["budgets"]
+    report: dict[str, Any] | None = None
+    if not config.resurrection_only:
+        cv = config.transfer_from is None
+        report = routing_cv(config, out) if cv else transfer(config, out)
+        pages.insert(0, f"# Routing ({report['mode']})\n\n" + markdown(report))
+        metrics |= {k: report[k] for k in ("mode", "queries", "means", "comparisons")}
+        extra["seconds"] = report["seconds"]
+    if report is not None and report["mode"] == "cv":
+        extra["groups"] = _groups(config, out, grid=False)
+    elif config.resurrection:
+        extra["groups"] = _groups(config, out, grid=True)
+    read = [config.folder] + ([config.transfer_from] if config.transfer_from else [])
+    return write_study(
+        out,
+        config,
+        metrics=metrics,
+        report="\n".join(pages),
+        command=command,
+        data=source_record(*read) | {"labelled": str(config.data)},
+        extra=extra,
+    )
+
+
+STUDIES.add("routing", Study("routing", RoutingStudy, run, "eval.routing"))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import polars as pl
+
 from convlab.embed import HashEmbedder
 from convlab.embed.finetune import Triple
 from convlab.evaluation.queries import read_run
@@ -86,5 +88,12 @@ def test_each_fold_trains_on_its_training_conversations_only(tmp_path: Path) -> 
             assert doc.startswith(q.split(":")[0] + ":")  # searched inside its conversation
         # 3 messages per conversation, each a hit: 3 hits per held-out query
         assert run_.height == 3 * len(queries)
-    assert json.loads((out / "config.json").read_text())["study"] == "finetune-cv"
+    record = json.loads((out / "config.json").read_text())
+    assert record["study"] == "finetune-cv"
+    # the folds' groups: 4 scored queries, each its conversation's group, in 2 folds, each
+    # query in the fold that held its conversation out
+    assert record["groups"] == {"rule": "conversation", "groups": 4, "folds": 2, "queries": 4}
+    fold_of = {c: r["fold"] for r in records for c in r["test_conversations"]}
+    groups = pl.read_parquet(out / "groups.parquet")
+    assert groups.rows() == [(f"{c}:q0", c, fold_of[c]) for c in CONVS]
     assert (out / "report.md").read_text().startswith("# Fine-tuned MiniLM by cross-validation")

@@ -78,6 +78,10 @@ def test_the_weights_are_chosen_on_the_other_conversation_and_scored_held_out(
     assert {"commit", "commit_state", "versions", "data"} <= set(record)
     assert json.loads((out / "metrics.json").read_text())["queries"] == 2
     assert (out / "report.md").read_text().startswith("# Fusion study of ")
+    # the groups: one conversation per query, each its own fold, the folds the choices name
+    assert record["groups"] == {"rule": "conversation", "groups": 2, "folds": 2, "queries": 2}
+    folds = {g: f for _, g, f in pl.read_parquet(out / "groups.parquet").rows()}
+    assert folds == dict(choices.select("test_groups", "fold").rows())
 
 
 def test_parse_fixed_keeps_the_order_and_the_weights() -> None:

@@ -16,7 +16,6 @@ from convlab.studies.routing import (
     routed_run,
     weight_space,
 )
-from convlab.studies.routing_study import in_sample_ceiling, paired_tests
 from convlab.systems.system import Tuning
 
 # two settings, four queries; groups a, b; types x, x, y, y. Setting 0 is right for type x,
@@ -171,32 +170,3 @@ def test_learned_routes_fuse_each_query_with_its_types_weights() -> None:
     assert q1["score"].to_list() == [1.0, 0.0]
     q2 = run.filter(pl.col("query_id") == "q2")
     assert sorted(q2["score"].to_list()) == [0.5, 0.5]
-
-
-def test_tests_holm_adjust_overall_and_per_category() -> None:
-    ids = [f"q{i}" for i in range(4)]
-    per_q = pl.DataFrame(
-        {
-            "system": ["base"] * 4 + ["r"] * 4,
-            "query_id": ids * 2,
-            "metric": ["recall@5"] * 8,
-            "value": [0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0],
-        }
-    )
-    cats = pl.DataFrame({"query_id": ids, "category": ["temporal"] * 2 + ["multi-hop"] * 2})
-    out = paired_tests(per_q, cats, "base", ["r"])
-    rows = {r["subset"]: r for r in out.iter_rows(named=True)}
-    assert rows["all"]["delta"] == pytest.approx(0.75 - 0.5)
-    assert rows["temporal"]["delta"] == pytest.approx(1.0)
-    assert rows["multi-hop"]["delta"] == pytest.approx(-0.5)
-    assert rows["all"]["p_holm"] == rows["all"]["p"]  # one system: nothing to adjust
-    ps = sorted([rows["temporal"]["p"], rows["multi-hop"]["p"]])
-    assert min(rows["temporal"]["p_holm"], rows["multi-hop"]["p_holm"]) == pytest.approx(
-        min(1.0, 2 * ps[0])
-    )
-
-
-def test_the_in_sample_ceiling_routes_each_type_to_its_best_setting() -> None:
-    # all-type: both settings 0.5; per type: x -> setting 0 (1.0), y -> setting 1 (1.0)
-    expected = {"all-type": 0.5, "per-type": 1.0, "x": 1.0, "y": 1.0}
-    assert in_sample_ceiling(VALUES, TYPES) == expected
