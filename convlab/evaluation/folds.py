@@ -128,20 +128,29 @@ def _labels(labels: pl.DataFrame | None) -> tuple[dict[str, str], dict[str, list
     return named, docs
 
 
-def splits(group: Sequence[str], folds: int = FOLDS) -> list[Split]:
+def splits(
+    group: Sequence[str], folds: int = FOLDS, *, labels: Sequence[bool] | None = None
+) -> list[Split]:
     """The (train, test) row indexes of each fold: ``GroupKFold`` over ``group``.
 
-    ``min(folds, number of groups)`` folds; a group is never in two folds.
+    ``min(folds, number of groups)`` folds; a group is never in two folds. With ``labels`` (a
+    classifier's classes, one per query) the folds are ``StratifiedGroupKFold``'s (unshuffled,
+    so deterministic): the same groups kept whole, dealt so that each fold holds each class in
+    about its share, so no training fold lacks a rare class.
 
     Raises:
         ValueError: fewer than 2 groups.
     """
-    from sklearn.model_selection import GroupKFold
+    from sklearn.model_selection import GroupKFold, StratifiedGroupKFold
 
     n = min(folds, len(set(group)))
     if n < 2:
         raise ValueError(f"{len(set(group))} query groups cannot make 2 folds")
-    return list(GroupKFold(n_splits=n).split(np.zeros(len(group)), groups=list(group)))
+    x = np.zeros(len(group))
+    if labels is not None:
+        y = np.asarray(labels, dtype=bool)
+        return list(StratifiedGroupKFold(n_splits=n).split(x, y, groups=list(group)))
+    return list(GroupKFold(n_splits=n).split(x, groups=list(group)))
 
 
 def fold_frame(query_ids: Sequence[str], group: Sequence[str], folds: int = FOLDS) -> pl.DataFrame:

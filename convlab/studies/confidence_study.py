@@ -180,13 +180,16 @@ def _predict(model: Any, frame: pl.DataFrame) -> np.ndarray:
 def cross_validated(frame: pl.DataFrame, config: ConfidenceConfig) -> pl.DataFrame:
     """``frame`` with each query's held-out ``confidence``, its fold and the fold's threshold.
 
-    Folds are groups (:func:`convlab.evaluation.folds.splits`); each fold's model and
-    threshold see its training queries only.
+    Folds are groups (:func:`convlab.evaluation.folds.splits`, stratified by ``no_answer``);
+    each fold's model and threshold see its training queries only.
 
     Raises:
         ValueError: fewer than 2 groups.
     """
-    splits = cv_folds.splits(frame["group"].to_list(), config.folds)
+    # stratified: no-answer queries are few, and a training fold needs some of them
+    splits = cv_folds.splits(
+        frame["group"].to_list(), config.folds, labels=frame["no_answer"].to_list()
+    )
     conf = np.zeros(frame.height)
     fold_of = np.zeros(frame.height, dtype=np.int64)
     cut = np.zeros(frame.height)

@@ -140,3 +140,17 @@ def test_run_labels_read_the_qrels_and_the_haystacks_flag(tmp_path: Path) -> Non
     assert qrels is not None
     assert qrels["doc_id"].to_list() == ["c1:m1"]
     assert folds.run_labels(tmp_path / "none") == (None, False)
+
+
+def test_stratified_splits_keep_groups_whole_and_give_every_fold_the_rare_class() -> None:
+    # 6 groups: a, b, c of 4 answerable queries each, x, y, z of 1 no-answer query each. Plain
+    # GroupKFold deals groups by size, so with 3 folds the three singletons may share one
+    # fold; stratified, each of the 3 folds holds one no-answer query and one 4-query group.
+    group = ["a"] * 4 + ["b"] * 4 + ["c"] * 4 + ["x", "y", "z"]
+    labels = [False] * 12 + [True] * 3
+    got = folds.splits(group, 3, labels=labels)
+    assert len(got) == 3
+    for train, test in got:
+        assert sorted(labels[i] for i in test) == [False] * 4 + [True]
+        assert any(labels[i] for i in train)
+        assert not {group[i] for i in train} & {group[i] for i in test}
