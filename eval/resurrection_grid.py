@@ -5,7 +5,8 @@ grid (``policy_budgets``) of a run folder of ``eval.run``: read from the folder 
 one, re-run with ``--exact CACHE``, or rebuilt without a model from the TREC runs and the data
 (:mod:`convlab.studies.resurrection_grid`, where the three ways are described). Writes
 ``grid.json``, ``grid.md``, ``policy_budgets.parquet``, ``policy_significance.parquet`` and
-``policy_grid.png`` into ``DIR``.
+``policy_grid.png`` into ``DIR``, with the study's ``config.json``, ``metrics.json`` and
+``report.md`` (:func:`convlab.studies.resurrection_grid.run`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from convlab.defaults import BUDGETS, GRID_SYSTEMS
 from convlab.resurrection import POLICIES
-from convlab.studies.resurrection_grid import GridStudy, grid_study
+from convlab.studies.resurrection_grid import GridStudy, run
 
 PROG = "python -m eval.resurrection_grid"
 DEFAULT_SYSTEMS = ",".join(GRID_SYSTEMS)
@@ -85,11 +86,10 @@ def _log(line: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Find the run's grid, test it and write it; 2 for a bad option or a missing input."""
     args = parse_args(argv)
-    command = " ".join([PROG, *(argv if argv is not None else sys.argv[1:])])
+    command = [*PROG.split(), *(sys.argv[1:] if argv is None else argv)]
     try:
-        study = GridStudy(
+        config = GridStudy(
             run=Path(args.run),
-            out=Path(args.out),
             data=args.data,
             systems=_names(args.systems),
             policies=_names(args.policies),
@@ -97,19 +97,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             baseline=args.baseline,
             plot_systems=_names(args.plot_systems),
             exact=args.exact,
-            command=command,
-            default_systems=_names(DEFAULT_SYSTEMS),
-            default_budgets=tuple(int(b) for b in _names(DEFAULT_BUDGETS)),
         )
-        result, grid_md = grid_study(study, log=_log)
+        result = run(config, Path(args.out), command=command, log=_log)
     except ValueError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    print(grid_md)
-    if result["mapping"]:
+    print(result.report.read_text(encoding="utf-8"), end="")
+    if result.metrics["mapping"]:
         mapping = {
-            "mapping": result["mapping"],
-            "unit_policy_vs_saved_run": result["unit_policy_vs_saved_run"],
+            "mapping": result.metrics["mapping"],
+            "unit_policy_vs_saved_run": result.metrics["unit_policy_vs_saved_run"],
         }
         print(json.dumps(mapping, indent=1))
     return 0

@@ -11,6 +11,7 @@ from convlab.studies import (
     finetune_cv,
     fusion_study,
     policy_cv_run,
+    resurrection_grid,
     routing_study,
     select_cv,
 )
@@ -18,5 +19,13 @@ from convlab.studies.contract import STUDIES
 
 __all__ = ["MODULES", "STUDIES"]
 
-MODULES = (confidence_study, finetune_cv, fusion_study, policy_cv_run, routing_study, select_cv)
+MODULES = (
+    confidence_study,
+    finetune_cv,
+    fusion_study,
+    policy_cv_run,
+    resurrection_grid,
+    routing_study,
+    select_cv,
+)
 """The modules whose import registers the studies."""

@@ -1,6 +1,7 @@
 """The system x policy grid of a saved run folder (the library of ``eval.resurrection_grid``).
 
-``python -m eval.resurrection_grid RUN_FOLDER [--data DATA] --out DIR`` runs :func:`grid_study`.
+``python -m eval.resurrection_grid RUN_FOLDER [--data DATA] --out DIR`` runs :func:`run` (a
+:class:`GridStudy`).
 
 The grid's figures, tests, plot and table are those of ``python -m eval.run --resurrection
 unit,doc,...`` (:mod:`convlab.evaluation.policy_grid`,
@@ -27,21 +28,26 @@ unit,doc,...`` (:mod:`convlab.evaluation.policy_grid`,
 
 This last mode is why the command stays: it scores run folders made before the grid existed
 (e.g. a full LoCoMo run) without a model. Writes ``grid.json``, ``grid.md``,
-``policy_budgets.parquet``, ``policy_significance.parquet`` and ``policy_grid.png`` into ``DIR``.
+``policy_budgets.parquet``, ``policy_significance.parquet`` and ``policy_grid.png`` into ``DIR``,
+with the study's ``config.json`` (the run folder's data:
+:func:`~convlab.studies.contract.source_record`), ``metrics.json`` and ``report.md``
+(:mod:`convlab.studies.contract`).
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
 
 from convlab.atomic import write_text_atomic
+from convlab.defaults import BUDGETS, GRID_SYSTEMS
 from convlab.evaluation.policy_grid import grid_means, grid_significance, reference_cell
 from convlab.evaluation.queries import read_run
 from convlab.evaluation.runfolder import run_path
@@ -49,6 +55,7 @@ from convlab.files import CONFIG, read_text_regular
 from convlab.model import MAX_TOKENS
 from convlab.pipeline.policy import ContentPolicy
 from convlab.resurrection import POLICIES, budget_measures, get_policy
+from convlab.studies.contract import STUDIES, Study, StudyResult, source_record, write_study
 from convlab.systems.system import System
 
 if TYPE_CHECKING:
@@ -58,20 +65,19 @@ __all__ = [
     "GridStudy",
     "compare_with_saved",
     "grid_from_runs",
-    "grid_study",
     "map_hits",
     "rerun_grid",
+    "run",
     "same_ranking",
 ]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GridStudy:
-    """The grid of one run folder (:func:`grid_study`); empty choices mean the defaults.
+    """The grid of one run folder (:func:`run`); empty choices mean the defaults.
 
     Attributes:
         run: a run folder of ``eval.run`` (``config.json``, ``runs/*.trec``).
-        out: the folder for ``grid.json``, ``grid.md``, the frames and the plot.
         data: the labelled data the run was made on (not needed when the folder holds
             ``policy_budgets.parquet``).
         systems: systems of the grid (default: those of a saved grid, else
@@ -83,13 +89,12 @@ class GridStudy:
         plot_systems: systems drawn in ``policy_grid.png`` (default: the baseline, ``message``
             and the best 3 by coverage at 512).
         exact: an embedding cache folder: re-run the systems to get their unit ids.
-        command: the command line, recorded in ``grid.json``.
         default_systems: the systems when none are named and the folder saved no grid.
         default_budgets: the budgets when none are named and the folder saved no grid.
     """
 
+    study: ClassVar[str] = "resurrection-grid"
     run: Path
-    out: Path
     data: str | None = None
     systems: tuple[str, ...] = ()
     policies: tuple[str, ...] = ()
@@ -97,9 +102,8 @@ class GridStudy:
     baseline: str | None = None
     plot_systems: tuple[str, ...] = ()
     exact: str | None = None
-    command: str = ""
-    default_systems: tuple[str, ...] = ()
-    default_budgets: tuple[int, ...] = ()
+    default_systems: tuple[str, ...] = GRID_SYSTEMS
+    default_budgets: tuple[int, ...] = BUDGETS
 
     def __post_init__(self) -> None:
         for p in self.policies:
@@ -217,13 +221,18 @@ def _saved(
     return grid, systems, policies, budgets
 
 
-def grid_study(
-    study: GridStudy, *, log: Callable[[str], None] = lambda line: None
-) -> tuple[dict[str, Any], str]:
-    """Find the run's grid, test it, and write ``grid.json``, ``grid.md``, the frames and plot.
+def run(
+    study: GridStudy,
+    out: Path,
+    *,
+    command: Sequence[str] = (),
+    log: Callable[[str], None] = lambda line: None,
+) -> StudyResult:
+    """Find the run's grid, test it, and write it as a standard run folder (module doc).
 
     Returns:
-        What ``grid.json`` holds, and the markdown of ``grid.md``.
+        The folder, ``metrics`` (what ``grid.json`` holds but the command, the run, the data and
+        the seconds, which ``config.json`` holds) and ``report.md`` (``grid.md``).
 
     Raises:
         ValueError: no ``data`` where it is needed, a system or policy the run does not have,
@@ -263,13 +272,11 @@ def grid_study(
     baseline = baseline or systems[0]
     reference_cell(grid, baseline)  # a baseline not in the grid fails here, naming its systems
     significance = grid_significance(grid, baseline=baseline, seed=cfg["config"].get("seed", 0))
-    study.out.mkdir(parents=True, exist_ok=True)
-    save_grid(
-        study.out, grid, significance, baseline=baseline, systems=list(study.plot_systems) or None
-    )
+    out.mkdir(parents=True, exist_ok=True)
+    save_grid(out, grid, significance, baseline=baseline, systems=list(study.plot_systems) or None)
     grid_md = "\n".join(policy_grid_lines(grid, significance, image="policy_grid.png"))
     result = {
-        "command": study.command,
+        "command": shlex.join(command),
         "run": str(run_dir),
         "data": study.data,
         "source": source,
@@ -283,9 +290,18 @@ def grid_study(
         "grid": grid_means(grid).to_dicts(),
         "seconds": round(time.perf_counter() - started, 1),
     }
-    write_text_atomic(study.out / "grid.json", json.dumps(result, indent=1))
-    write_text_atomic(study.out / "grid.md", grid_md)
-    return result, grid_md
+    write_text_atomic(out / "grid.json", json.dumps(result, indent=1))
+    write_text_atomic(out / "grid.md", grid_md)
+    recorded = ("command", "run", "data", "seconds")  # config.json's
+    return write_study(
+        out,
+        study,
+        metrics={k: v for k, v in result.items() if k not in recorded},
+        report=grid_md + "\n",
+        command=command,
+        data=source_record(run_dir),
+        extra={"grid": "grid.json", "seconds": result["seconds"]},
+    )
 
 
 def _check_known(names: list[str], known: list[str], where: Path) -> None:
@@ -347,3 +363,9 @@ def compare_with_saved(mine: pl.DataFrame, saved: pl.DataFrame) -> dict[str, flo
         out[f"mean_{c}"] = float(j.select(pl.col(c).mean()).item() or 0.0)
         out[f"mean_{c}_saved"] = float(j.select(pl.col(f"{c}_saved").mean()).item() or 0.0)
     return out
+
+
+STUDIES.add(
+    "resurrection-grid",
+    Study("resurrection-grid", GridStudy, run, "eval.resurrection_grid"),
+)

@@ -15,16 +15,20 @@ from convlab.evaluation.evaluate import evaluate
 from convlab.evaluation.policy_grid import grid_means
 from convlab.evaluation.runfolder import save_run
 from convlab.paths import sample_data_path
-from convlab.studies.resurrection_grid import GridStudy, grid_study
+from convlab.studies.resurrection_grid import GridStudy
+from convlab.studies.resurrection_grid import run as grid_run
 from convlab.systems.system import System
 from tests.evaluation.test_policy_grid import grid_frame
 
 GRID_FILES = [
+    "config.json",
     "grid.json",
     "grid.md",
+    "metrics.json",
     "policy_budgets.parquet",
     "policy_grid.png",
     "policy_significance.parquet",
+    "report.md",
 ]
 
 
@@ -35,7 +39,7 @@ def test_a_saved_grid_is_read_tested_and_written_without_data(tmp_path: Path) ->
     (run / "config.json").write_text(json.dumps(config))
     grid_frame().write_parquet(run / "policy_budgets.parquet")
     out = tmp_path / "out"
-    grid_study(GridStudy(run=run, out=out, budgets=(512, 1024)))
+    grid_run(GridStudy(run=run, budgets=(512, 1024)), out)
     assert sorted(p.name for p in out.iterdir()) == GRID_FILES
     result = json.loads((out / "grid.json").read_text())
     assert result["source"] == str(run / "policy_budgets.parquet")
@@ -46,19 +50,26 @@ def test_a_saved_grid_is_read_tested_and_written_without_data(tmp_path: Path) ->
     assert "| message | doc | 512 | 1.000* |" in (out / "grid.md").read_text()
     sig = pl.read_parquet(out / "policy_significance.parquet")
     assert set(sig["system"]) == {"message", "bm25:message"}
+    record = json.loads((out / "config.json").read_text())
+    assert record["study"] == "resurrection-grid"
+    assert record["config"]["budgets"] == [512, 1024]
+    assert record["data"]["sources"][0]["folder"] == str(run)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["efficiency"] == result["efficiency"]
+    assert (out / "report.md").read_text() == (out / "grid.md").read_text() + "\n"
     # one budget asked for: the grid is cut to it, and the efficiency test cannot be run
-    grid_study(GridStudy(run=run, out=out, budgets=(512,), baseline="bm25:message"))
+    grid_run(GridStudy(run=run, budgets=(512,), baseline="bm25:message"), out)
     result = json.loads((out / "grid.json").read_text())
     assert {r["budget"] for r in result["grid"]} == {512}
     assert result["efficiency"] == []
     with pytest.raises(ValueError, match=r"not in .*policy_budgets.parquet: \['nope'\]"):
-        grid_study(GridStudy(run=run, out=out, systems=("nope",)))
+        grid_run(GridStudy(run=run, systems=("nope",)), out)
 
 
 def test_without_a_saved_grid_the_data_is_needed(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps({"config": {}, "systems": []}))
     with pytest.raises(ValueError, match="--data is needed"):
-        grid_study(GridStudy(run=tmp_path, out=tmp_path / "out"))
+        grid_run(GridStudy(run=tmp_path), tmp_path / "out")
 
 
 def test_the_trec_runs_give_eval_runs_grid_for_the_doc_policy(tmp_path: Path) -> None:
@@ -76,12 +87,11 @@ def test_the_trec_runs_give_eval_runs_grid_for_the_doc_policy(tmp_path: Path) ->
     out = tmp_path / "out"
     study = GridStudy(
         run=run,
-        out=out,
         data=str(sample_data_path()),
         systems=("message", "bm25:turn_pair"),
         budgets=(256, 1024),
     )
-    grid_study(study)
+    grid_run(study, out)
     result = json.loads((out / "grid.json").read_text())
     assert result["source"] == "trec runs"
     assert result["mapping"]["message"]["unmapped"] == 0
