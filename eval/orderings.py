@@ -8,7 +8,8 @@ first, it gives each run's mean difference and its paired randomization p-value,
 over all the pairs of that run, and a verdict on each later run (``holds``, ``flips``,
 ``same sign, n.s.``, ``opposite sign, n.s.``, ``n.s. first``):
 :mod:`convlab.studies.orderings`. Writes ``orderings.json`` (every pair, every run) and
-``orderings.md`` (the table) to ``--out``.
+``orderings.md`` (the table) to ``--out``, with the study's ``config.json``, ``metrics.json``,
+``pairs.parquet`` and ``report.md`` (:func:`convlab.studies.orderings.run`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import polars as pl
-
-from convlab.studies.orderings import pair_results, write_orderings
+from convlab.studies.orderings import Orderings, run
 
 PROG = "python -m eval.orderings"
 
@@ -45,20 +44,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if len(args.run) < 2:
         p.error("give at least two --run NAME=DIR")
-    runs: dict[str, pl.DataFrame] = {}
-    for name, folder in args.run:
-        path = folder / "per_query.parquet"
-        if not path.is_file():
-            print(f"{PROG}: {path}: no such file (a run folder of eval.run)", file=sys.stderr)
-            return 2
-        runs[name] = pl.read_parquet(path)
+    command = [*PROG.split(), *(sys.argv[1:] if argv is None else argv)]
     try:
-        chosen = [s for s in args.systems.split(",") if s]
-        results = pair_results(runs, args.metric, systems=chosen, seed=args.seed)
+        config = Orderings(
+            runs=tuple(args.run),
+            metric=args.metric,
+            systems=tuple(s for s in args.systems.split(",") if s),
+            seed=args.seed,
+        )
+        result = run(config, args.out, command=command)
     except ValueError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    print(write_orderings(args.out, results, dict(args.run), args.metric))
+    print(result.out / "orderings.md")
     return 0
 
 

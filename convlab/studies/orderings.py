@@ -15,7 +15,9 @@ and a verdict on the second run:
 - ``n.s. first``: the first run's difference was not significant (no ordering to transfer).
 
 :func:`write_orderings` writes ``orderings.json`` (every pair, every run) and ``orderings.md``
-(the table).
+(the table); :func:`run` (an :class:`Orderings`) reads the run folders and writes them with the
+study's ``config.json``, ``metrics.json``, ``pairs.parquet`` and ``report.md``
+(:mod:`convlab.studies.contract`).
 """
 
 from __future__ import annotations
@@ -25,13 +27,49 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import polars as pl
 
+from convlab.atomic import write_text_atomic
 from convlab.evaluation.significance import holm, paired_randomization
+from convlab.studies.contract import STUDIES, Study, StudyResult, source_record, write_study
+
+__all__ = [
+    "ALPHA",
+    "Orderings",
+    "PairResult",
+    "pair_results",
+    "run",
+    "table",
+    "verdict",
+    "write_orderings",
+]
 
 ALPHA = 0.05
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Orderings:
+    """Whether the first run's ordering of systems holds on the others (:func:`run`).
+
+    Attributes:
+        runs: ``(name, folder)`` of each ``eval.run`` folder, the first run first (two or more).
+        metric: the measure compared.
+        systems: only these systems (default: every shared one).
+        seed: the randomization test's seed.
+    """
+
+    study: ClassVar[str] = "orderings"
+    runs: tuple[tuple[str, Path], ...]
+    metric: str = "recall@5"
+    systems: tuple[str, ...] = ()
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if len(self.runs) < 2:
+            raise ValueError("give at least two --run NAME=DIR")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +197,40 @@ def write_orderings(
         "pairs": [asdict(r) for r in results],
         "verdicts": verdicts,
     }
-    (out / "orderings.json").write_text(json.dumps(record, indent=1) + "\n")
-    (out / "orderings.md").write_text(table(results, names, metric))
+    write_text_atomic(out / "orderings.json", json.dumps(record, indent=1) + "\n")
+    write_text_atomic(out / "orderings.md", table(results, names, metric))
     return out / "orderings.md"
+
+
+def run(config: Orderings, out: Path, *, command: Sequence[str] = ()) -> StudyResult:
+    """The orderings of the run folders as a standard run folder (module doc).
+
+    ``metrics.json``: the metric, the systems and each pair's verdicts; ``pairs.parquet``:
+    every pair on every run (:class:`PairResult`).
+
+    Raises:
+        ValueError: a folder without ``per_query.parquet``, or what :func:`pair_results` raises.
+    """
+    frames: dict[str, pl.DataFrame] = {}
+    for name, folder in config.runs:
+        path = folder / "per_query.parquet"
+        if not path.is_file():
+            raise ValueError(f"{path}: no such file (a run folder of eval.run)")
+        frames[name] = pl.read_parquet(path, glob=False)
+    results = pair_results(frames, config.metric, systems=config.systems, seed=config.seed)
+    runs = dict(config.runs)
+    page = write_orderings(out, results, runs, config.metric)
+    record = json.loads((out / "orderings.json").read_text(encoding="utf-8"))
+    pairs = pl.DataFrame([asdict(r) for r in results])
+    return write_study(
+        out,
+        config,
+        metrics={k: record[k] for k in ("metric", "systems", "verdicts")},
+        report=page.read_text(encoding="utf-8"),
+        frames={"pairs": pairs},
+        command=command,
+        data=source_record(*runs.values()),
+    )
+
+
+STUDIES.add("orderings", Study("orderings", Orderings, run, "eval.orderings"))

@@ -8,7 +8,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from convlab.studies.orderings import PairResult, pair_results, verdict, write_orderings
+from convlab.studies.orderings import (
+    Orderings,
+    PairResult,
+    pair_results,
+    run,
+    verdict,
+    write_orderings,
+)
 
 
 def _run(values: dict[str, list[float]], metric: str = "recall@5") -> pl.DataFrame:
@@ -73,3 +80,29 @@ def test_the_table_and_json_are_written(tmp_path: Path) -> None:
     assert record["verdicts"]["x > y"] == {"b": "flips"}
     assert record["runs"] == {"a": str(tmp_path / "a"), "b": str(tmp_path / "b")}
     assert "| `x` > `y` | +1.000 |" in (out / "orderings.md").read_text()
+
+
+def test_the_study_writes_the_standard_run_folder(tmp_path: Path) -> None:
+    for name, frame in (("a", A), ("b", B)):
+        (tmp_path / name).mkdir()
+        frame.write_parquet(tmp_path / name / "per_query.parquet")
+    config = Orderings(runs=(("a", tmp_path / "a"), ("b", tmp_path / "b")), systems=("x", "y"))
+    result = run(config, tmp_path / "out", command=["python", "-m", "eval.orderings"])
+    out = tmp_path / "out"
+    # x beats y by 1 on every query of a, loses by 1 on every query of b: the ordering flips
+    assert result.metrics["verdicts"] == {"x > y": {"b": "flips"}}
+    assert json.loads((out / "metrics.json").read_text())["systems"] == ["x", "y"]
+    pairs = pl.read_parquet(out / "pairs.parquet")
+    assert pairs.select("run", "a", "b", "delta", "queries").rows() == [
+        ("a", "x", "y", 1.0, 20),
+        ("b", "x", "y", -1.0, 20),
+    ]
+    record = json.loads((out / "config.json").read_text())
+    assert record["study"] == "orderings"
+    assert record["config"]["runs"] == [["a", str(tmp_path / "a")], ["b", str(tmp_path / "b")]]
+    assert record["command"] == "python -m eval.orderings"
+    assert result.report.read_text() == (out / "orderings.md").read_text()
+    with pytest.raises(ValueError, match="no such file"):
+        run(Orderings(runs=(("a", tmp_path / "a"), ("c", tmp_path / "c"))), out)
+    with pytest.raises(ValueError, match="at least two"):
+        Orderings(runs=(("a", tmp_path / "a"),))
