@@ -132,9 +132,11 @@ def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
                             "chosen", "--folds", "2", "--out", str(tmp / "select")]),
         ("eval.select_cv", [str(run), "--name", "chosen", "--out", str(tmp / "select_refused")]),
         ("eval.levers", [str(tmp / "levers.toml"), "--runs", str(tmp),
-                         "--out", str(tmp / "levers" / "levers.md")]),
+                         "--out", str(tmp / "levers" / "levers.md"),
+                         "--folder", str(tmp / "levers_study")]),
         ("eval.levers", [str(tmp / "bad_levers.toml"), "--runs", str(tmp),
-                         "--out", str(tmp / "bad_levers.md")]),
+                         "--out", str(tmp / "bad_levers.md"),
+                         "--folder", str(tmp / "bad_levers_study")]),
         ("eval.answer_visible", ["--store", str(tmp / "store"), "--conversation", "conv-26",
                                  "-n", "2", "-k", "20"]),
         ("eval.confidence", ["--data", sample, "--data", str(tmp / "noanswer"),
@@ -394,12 +396,16 @@ def test_levers(tiny: tuple[Path, list[Any]]) -> None:
     page = (tiny[0] / "levers" / "levers.md").read_text()
     assert "| L | tiny | `sequential` vs `message` | recall@5 | 4 |" in page
     assert "python -m eval.run --data " in page  # the run's command, from its config.json
+    study = tiny[0] / "levers_study"
+    assert (study / "report.md").read_text() == page
+    assert json.loads((study / "config.json").read_text())["study"] == "levers"
     bad = _result(tiny, "eval.levers", 1)
     assert bad["code"] == 2
     assert bad["err"].strip() == (
         f"python -m eval.levers: {tiny[0] / 'bad_levers.toml'}: lever 1: unknown key(s) speed"
     )
     assert not (tiny[0] / "bad_levers.md").exists()
+    assert not (tiny[0] / "bad_levers_study").exists()
 
 
 def test_routing(tiny: tuple[Path, list[Any]]) -> None:
