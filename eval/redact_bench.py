@@ -12,27 +12,29 @@ changes in real code (:mod:`convlab.studies.redact_bench`)::
     python -m eval.redact_bench --redactor file:/old/convlab/redact.py  # another version
     python -m eval.redact_bench --kingfisher /tmp/kf/kingfisher/bin/kingfisher  # trial corpora
 
-The figures are printed (and saved with ``--out``) with the redactor's name and the exact inputs.
+The figures are printed (and saved with ``--out``) with the redactor's name and the exact inputs;
+the study's run folder ``--folder`` (default ``runs/redact_bench``) holds them too
+(``redact_bench.json``), with ``config.json``, ``metrics.json``, ``corpora.parquet`` and
+``report.md`` (:func:`convlab.studies.redact_study.run`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from convlab.atomic import write_text_atomic
-from convlab.studies.redact_bench import bench, kingfisher_scores
+from convlab.studies.redact_study import RedactBench, run
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "secrets"
+PROG = "python -m eval.redact_bench"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print (and optionally save) the corpus scores and the throughput of one redactor."""
     ap = argparse.ArgumentParser(
-        prog="python -m eval.redact_bench",
+        prog=PROG,
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -44,31 +46,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--code-megabytes", type=float, default=40.0)
     ap.add_argument("--out", type=Path, help="write the figures as JSON here")
     ap.add_argument(
+        "--folder",
+        type=Path,
+        default=Path("runs/redact_bench"),
+        help="the study's run folder (default: runs/redact_bench)",
+    )
+    ap.add_argument(
         "--kingfisher", type=Path, help="score this Kingfisher binary on the trial corpora instead"
     )
     args = ap.parse_args(argv)
+    command = [*PROG.split(), *(sys.argv[1:] if argv is None else argv)]
+    config = RedactBench(
+        corpus=args.corpus,
+        redactor=args.redactor,
+        texts=tuple(args.texts),
+        min_seconds=args.min_seconds,
+        code=args.code,
+        code_megabytes=args.code_megabytes,
+        kingfisher=args.kingfisher,
+    )
     try:
-        if args.kingfisher:
-            if not args.kingfisher.is_file():
-                raise ValueError(f"no Kingfisher binary at {args.kingfisher}")
-            result = kingfisher_scores(args.kingfisher)
-        else:
-            result = bench(
-                args.redactor,
-                args.corpus,
-                texts=args.texts,
-                min_seconds=args.min_seconds,
-                code=args.code,
-                code_megabytes=args.code_megabytes,
-            )
+        result = run(config, args.folder, command=command, figures=args.out)
     except (ValueError, ImportError) as exc:
-        print(f"python -m eval.redact_bench: {exc}", file=sys.stderr)
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
-    text = json.dumps(result, indent=1)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(args.out, text + "\n")
-    print(text)
+    print((result.out / "redact_bench.json").read_text(encoding="utf-8"), end="")
     return 0
 
 

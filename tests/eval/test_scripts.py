@@ -110,7 +110,8 @@ def _jobs(tmp: Path, locomo: Path) -> list[tuple[str, list[str]]]:
         ("eval.lme_haystacks", ["--oracle", str(tmp / "oracle.json"), "--sessions", "2",
                                 "--out", str(tmp / "haystacks.json")]),
         ("eval.redact_bench", ["--min-seconds", "0", "--texts", sample,
-                               "--out", str(tmp / "redact.json")]),
+                               "--out", str(tmp / "redact.json"),
+                               "--folder", str(tmp / "redact_study")]),
         ("eval.bench_text_format", ["--data", str(locomo), "--cache", cache,
                                     "--out", str(bench / "text_format.json")]),
         ("eval.bench_index", ["--turns", "40", "--out", str(bench)]),
@@ -463,6 +464,9 @@ def test_redact_bench(tiny: tuple[Path, list[Any]]) -> None:
     assert result["corpus"].endswith("tests/fixtures/secrets")
     assert result["all_texts"]["secrets"] > 0
     assert result["throughput"]["texts"] > 0
+    study = tiny[0] / "redact_study"
+    assert json.loads((study / "redact_bench.json").read_text()) == result
+    assert json.loads((study / "config.json").read_text())["study"] == "redact-bench"
 
 
 @pytest.mark.parametrize(

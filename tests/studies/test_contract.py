@@ -66,7 +66,8 @@ def test_the_standard_run_folder(tmp_path: Path) -> None:
 
 def test_every_registered_study_names_its_config_and_has_a_test() -> None:
     assert set(STUDIES.names()) >= {"confidence", "finetune-cv", "fusion", "fusion-fixed",
-                                    "levers", "orderings", "policy-cv", "resurrection-grid",
+                                    "levers", "orderings", "policy-cv", "redact-bench",
+                                    "resurrection-grid",
                                     "routing", "select-cv"}  # fmt: skip
     for name, study in STUDIES.items():
         assert study.name == name == study.config.study
