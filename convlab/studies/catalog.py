@@ -9,6 +9,7 @@ from __future__ import annotations
 from convlab.studies import (
     confidence_study,
     finetune_cv,
+    frontier,
     fusion_study,
     levers,
     orderings,
@@ -25,6 +26,7 @@ __all__ = ["MODULES", "STUDIES"]
 MODULES = (
     confidence_study,
     finetune_cv,
+    frontier,
     fusion_study,
     levers,
     orderings,

@@ -56,7 +56,9 @@ def test_the_page_and_plot_choose_the_cheaper_system_that_holds(tmp_path: Path) 
     a = _run_folder(tmp_path, "a", [1.0, 0.98, 0.0, 0.0])
     b = _run_folder(tmp_path, "b", [1.0, 1.0, 0.0, 0.0])
     out = tmp_path / "site" / "frontier.md"
-    done = _frontier("--run", f"A={a}", "--run", f"B={b}", "--default", "d", "--out", str(out))
+    folder = tmp_path / "study"
+    done = _frontier("--run", f"A={a}", "--run", f"B={b}", "--default", "d", "--out", str(out),
+                     "--folder", str(folder))  # fmt: skip
     assert done.returncode == 0, done.stderr
     page = out.read_text()
     assert page.startswith("# The frontier")
@@ -66,14 +68,18 @@ def test_the_page_and_plot_choose_the_cheaper_system_that_holds(tmp_path: Path) 
     assert "| `near` | 0.495 (-0.005, 1) | 0.495 (-0.005, 1) | 1.00 | 4.0 |" in page
     assert "![recall@5 against embedding cost](frontier.png)" in page
     assert (out.parent / "frontier.png").read_bytes().startswith(b"\x89PNG")
+    assert (folder / "report.md").read_text() == page
+    assert json.loads((folder / "metrics.json").read_text())["chosen"] == "near"
 
 
 def test_a_run_without_costs_or_provenance_is_refused(tmp_path: Path) -> None:
     bare = _run_folder(tmp_path, "bare", [1.0, 1.0, 0.0, 0.0], costs=False)
-    done = _frontier("--run", f"A={bare}", "--default", "d", "--out", str(tmp_path / "f.md"))
+    done = _frontier("--run", f"A={bare}", "--default", "d", "--out", str(tmp_path / "f.md"),
+                     "--folder", str(tmp_path / "study"))  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.strip().endswith("no system_costs (run it again with this eval.run)")
     assert not (tmp_path / "f.md").exists()
+    assert not (tmp_path / "study").exists()
     done = _frontier("--run", "nothing", "--out", str(tmp_path / "f.md"))
     assert done.returncode == 2
     assert "DATA=RUN_FOLDER" in done.stderr

@@ -7,15 +7,23 @@ data set; ``dear`` holds but costs more. Every expected value is worked out belo
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import polars as pl
 import pytest
 
+from convlab.evaluation.provenance import RunError
 from convlab.studies.frontier import (
+    Frontier,
     FrontierRun,
     choose_default,
     frontier_markdown,
     frontier_table,
+    run,
 )
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
 def _run(
@@ -140,3 +148,44 @@ def test_the_default_stays_while_a_required_data_set_is_not_measured() -> None:
     assert "these have no run yet: C;" in choice.why
     assert "(holding on the data sets measured: near)" in choice.why
     assert choose_default(t, "d", required=("A", "B")).system == "near"
+
+
+def _folder(tmp: Path, r: FrontierRun, *, commit: str | None = SHA) -> Path:
+    folder = tmp / r.data
+    folder.mkdir()
+    r.per_query.write_parquet(folder / "per_query.parquet")
+    config: dict[str, object] = {"system_costs": r.costs.to_dicts()}
+    if commit is not None:  # else no record of what made it
+        config |= {"command": f"python -m eval.run --out {r.data}", "commit": commit}
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+def test_the_study_writes_the_page_and_the_standard_run_folder(tmp_path: Path) -> None:
+    config = Frontier(runs=(("A", _folder(tmp_path, A)), ("B", _folder(tmp_path, B))), default="d")
+    out, page = tmp_path / "study", tmp_path / "site" / "front.md"
+    result = run(config, out, command=["python", "-m", "eval.frontier"], page=page)
+    # near: cost 4/40 = 0.1x on both, recall@5 -0.005 on A (within 0.01), equal on B
+    assert (result.metrics["chosen"], result.metrics["changed"]) == ("near", True)
+    assert result.metrics["verdicts"]["near"]["cost_ratio"] == pytest.approx(0.1)
+    assert not result.metrics["verdicts"]["far"]["holds"]
+    text = page.read_text()
+    assert "![recall@5 against embedding cost](front.png)" in text
+    assert f"- **A**: `A`, made by `python -m eval.run --out A` at commit `{SHA}`" in text
+    assert page.with_suffix(".png").read_bytes().startswith(b"\x89PNG")
+    report = result.report.read_text()
+    assert report == text.replace("(front.png)", "(frontier.png)")
+    assert (out / "frontier.png").is_file()
+    table = pl.read_parquet(out / "frontier.parquet")
+    assert table.height == 2 * 4 * 2  # data sets x systems x metrics
+    record = json.loads((out / "config.json").read_text())
+    assert record["study"] == "frontier"
+    assert record["config"]["runs"] == [["A", str(tmp_path / "A")], ["B", str(tmp_path / "B")]]
+    assert [s["commit"] for s in record["data"]["sources"]] == [SHA, SHA]
+
+
+def test_a_run_that_records_no_commit_is_refused(tmp_path: Path) -> None:
+    config = Frontier(runs=(("A", _folder(tmp_path, A, commit=None)),), default="d")
+    with pytest.raises(RunError, match="no record of the command and commit"):
+        run(config, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
