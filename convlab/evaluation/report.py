@@ -161,9 +161,9 @@ def _tuned_note(ev: Evaluation) -> list[str]:
         lines.append(
             "**Cross-validated:** "
             + ", ".join(cv)
-            + ": weights chosen on the training groups of each fold (conversations; each "
-            "question its own group where queries have no conversation, as on LongMemEval), "
-            "every figure "
+            + ": weights chosen on the training groups of each fold (`convlab.evaluation.folds`: "
+            "a query's conversation, conversations one query spans joined; each question alone "
+            "where each has its own haystack; `groups.parquet`), every figure "
             "from the held-out ones (`tuning.parquet`: each fold's choice; "
             "`systems.chosen.toml`: the choice on all queries, fixed, for other data). "
             "Every other system had nothing tuned."
