@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     stem = "-".join([args.tier, *args.only])
     (args.runs / f"{stem}.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
     if write and not failed:
-        _write(args, [r for r in regs if r.name in done], done, command, commit or "", seconds)
+        _write(args, [r for r in regs if r.name in done], done, command)
     print(
         f"{len(checked) - len(bad)}/{len(checked)} figures within tolerance; "
         f"{len(failed)} regressions failed; {summary['total_seconds']} s",
@@ -218,8 +218,6 @@ def _write(
     regs: list[Regression],
     done: dict[str, Path],
     command: str,
-    commit: str,
-    seconds: dict[str, float],
 ) -> None:
     """The result pages and the README's findings table, from the run folders."""
     from eval import pages
@@ -227,7 +225,10 @@ def _write(
     paged = [done[r.name] for r in regs if r.page]
     if paged and pages.main([str(p) for p in paged] + ["--out", str(args.pages)]) != 0:
         raise SystemExit(1)
-    heads = [r for r in regs if r.headline is not None]
+    heads = sorted(
+        (r for r in regs if r.headline is not None),
+        key=lambda r: (r.headline.order if r.headline else 0, r.name),
+    )
     if not heads or args.tier == "ci" or args.only:  # the table needs every row of its tier
         return
     rows = []
@@ -239,18 +240,18 @@ def _write(
                 done[r.name], r.headline, data=r.title, page=page, permutations=args.permutations
             )
         )
+    # the commit that made the runs (their config.json), which --reuse may not have made now
+    made = {json.loads((done[r.name] / "config.json").read_text())["commit"] for r in heads}
+    commit = ", ".join(sorted(str(c) for c in made))
     every = load_regressions(args.regressions)  # again: --seconds may have just measured some
-    full = (
-        sum(r.seconds or 0.0 for r in every),
-        [r.name for r in every if r.seconds is None],
-    )
+    tier = [r for r in every if in_tier(r, args.tier)]
     block = findings.render(
         rows,
         permutations=args.permutations,
         command=command,
         commit=commit,
-        seconds=sum(seconds.values()),
-        full=full,
+        seconds=sum(r.seconds or 0.0 for r in tier),
+        full=(sum(r.seconds or 0.0 for r in every), [r.name for r in every if r.seconds is None]),
     )
     readme = args.readme.read_text(encoding="utf-8")
     args.readme.write_text(findings.with_table(readme, block), encoding="utf-8")

@@ -74,14 +74,15 @@ def render(
     permutations: int,
     command: str,
     commit: str,
-    seconds: float | None = None,
-    full: tuple[float, list[str]] | None = None,
+    seconds: float,
+    full: tuple[float, list[str]],
     alpha: float = 0.05,
 ) -> str:
     """The table between its markers, with the command, commit and times under it.
 
-    ``seconds`` is what the command took; ``full`` the full tier's measured seconds (the sum of
-    its regressions' last measured times) and the regressions never measured.
+    ``seconds`` is the tier's measured time (the sum of its regressions' last cold times,
+    ``seconds`` in their files); ``full`` the same for the full tier, with the regressions whose
+    time was never measured.
     """
     adjusted = holm([r.p for r in rows])
     lines = [
@@ -101,19 +102,18 @@ def render(
             f"| {r.delta:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}] | {p:.4f} | {verdict} |"
         )
     floor = len(rows) / (permutations + 1)
+    total, unmeasured = full
+    tail = f"The full tier's regressions measured so far took {total / 60:.0f} minutes"
+    tail += f"; not yet measured: {', '.join(unmeasured)}." if unmeasured else "."
     lines += [
         "",
         f"Paired randomization with {permutations:,} permutations, Holm over the {len(rows)} "
-        f"rows: no p can be below {floor:.5f}. Made by `{command}` at commit `{commit}`"
-        + (f" in {seconds / 60:.0f} minutes." if seconds is not None else "."),
+        f"rows: no p can be below {floor:.5f}. Made by `{command}` at commit `{commit}`; "
+        f"the tier's runs took {seconds / 60:.0f} minutes, measured from a cold cache on two "
+        f"cores. {tail}",
+        "",
+        END,
     ]
-    if full is not None:
-        total, unmeasured = full
-        line = f"The full tier's regressions took {total / 60:.0f} minutes when last run"
-        if unmeasured:
-            line += f"; not yet measured: {', '.join(unmeasured)}"
-        lines.append(line + ".")
-    lines += ["", END]
     return "\n".join(lines)
 
 

@@ -101,13 +101,17 @@ class Figure(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Headline(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A regression's row of the README's findings table: ``system`` against ``baseline``."""
+    """A regression's row of the README's findings table: ``system`` against ``baseline``.
+
+    ``order`` places the row (smallest first; ties by the regression's name).
+    """
 
     system: str
     baseline: str
     metric: str
     level: Level | None = None
     average: Average | None = None
+    order: int = 0
 
 
 class Regression(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

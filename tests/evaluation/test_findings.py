@@ -53,7 +53,14 @@ def test_the_table_holm_adjusts_over_its_rows_and_labels_a_regression(tmp_path: 
     )
     # 12 equal differences: only the all-same-sign flips reach |mean| = 1: p = (1 + k)/10001
     # with k ~ 10000 * 2/4096 ~ 5; Holm multiplies the smallest of three by 3
-    text = render([better, worse, same], permutations=10_000, command="cmd", commit="abc")
+    text = render(
+        [better, worse, same],
+        permutations=10_000,
+        command="cmd",
+        commit="abc",
+        seconds=600.0,
+        full=(1500.0, ["big"]),
+    )
     lines = [
         line
         for line in text.splitlines()
@@ -65,7 +72,8 @@ def test_the_table_holm_adjusts_over_its_rows_and_labels_a_regression(tmp_path: 
     assert "+1.000 [+1.000, +1.000]" in lines[0]
     assert "-1.000" in lines[1]
     assert "no p can be below 0.00030" in text
-    assert "`cmd` at commit `abc`" in text
+    assert "`cmd` at commit `abc`; the tier's runs took 10 minutes" in text
+    assert "measured so far took 25 minutes; not yet measured: big." in text
     assert text.startswith(BEGIN)
     assert text.endswith(END)
 
