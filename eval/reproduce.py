@@ -223,7 +223,8 @@ def _write(
     from eval import pages
 
     paged = [done[r.name] for r in regs if r.page]
-    if paged and pages.main([str(p) for p in paged] + ["--out", str(args.pages)]) != 0:
+    out = os.path.relpath(args.pages)  # the page names the command: no home folder in it
+    if paged and pages.main([str(p) for p in paged] + ["--out", out]) != 0:
         raise SystemExit(1)
     heads = sorted(
         (r for r in regs if r.headline is not None),

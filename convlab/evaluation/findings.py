@@ -108,7 +108,8 @@ def render(
     lines += [
         "",
         f"Paired randomization with {permutations:,} permutations, Holm over the {len(rows)} "
-        f"rows: no p can be below {floor:.5f}. Made by `{command}` at commit `{commit}`; "
+        f"rows: no p can be below {floor:.5f}. Made by `{command}` from runs made at commit "
+        f"`{commit}`; "
         f"the tier's runs took {seconds / 60:.0f} minutes, measured from a cold cache on two "
         f"cores. {tail}",
         "",

@@ -72,7 +72,7 @@ def test_the_table_holm_adjusts_over_its_rows_and_labels_a_regression(tmp_path: 
     assert "+1.000 [+1.000, +1.000]" in lines[0]
     assert "-1.000" in lines[1]
     assert "no p can be below 0.00030" in text
-    assert "`cmd` at commit `abc`; the tier's runs took 10 minutes" in text
+    assert "`cmd` from runs made at commit `abc`; the tier's runs took 10 minutes" in text
     assert "measured so far took 25 minutes; not yet measured: big." in text
     assert text.startswith(BEGIN)
     assert text.endswith(END)
