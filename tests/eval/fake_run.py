@@ -1,7 +1,8 @@
 """A stand-in for a study in the registry's tests: ``python -m tests.eval.fake_run --out DIR``.
 
-Writes the two files a regression reads (``metrics.json``, ``config.json``) with recall@5 0.5
-for system ``x``; ``--fail`` exits 3 instead.
+Writes the files a regression reads (``metrics.json``, ``config.json``, ``per_query.parquet``):
+system ``x`` finds queries q1 and q2 (recall@5 1, 1, 0, 0: mean 0.5), its baseline ``b`` none;
+``--fail`` exits 3 instead.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+import polars as pl
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
@@ -21,4 +24,14 @@ if __name__ == "__main__":
     args.out.mkdir(parents=True, exist_ok=True)
     summary = [{"system": "x", "metric": "recall@5", "mean": 0.5, "queries": 2}]
     (args.out / "metrics.json").write_text(json.dumps({"summary": summary}))
-    (args.out / "config.json").write_text(json.dumps({"config": {"headline": ["recall@5"]}}))
+    config = {"config": {"headline": ["recall@5"]}, "commit": "f" * 40}
+    (args.out / "config.json").write_text(json.dumps(config))
+    pl.DataFrame(
+        {
+            "system": ["x"] * 4 + ["b"] * 4,
+            "query_id": ["q1", "q2", "q3", "q4"] * 2,
+            "category": ["c"] * 8,
+            "metric": ["recall@5"] * 8,
+            "value": [1.0, 1.0, 0.0, 0.0] + [0.0] * 4,
+        }
+    ).write_parquet(args.out / "per_query.parquet")
