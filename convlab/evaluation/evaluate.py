@@ -6,12 +6,11 @@ across strategies), runs every :class:`~convlab.systems.system.System`, and retu
 :class:`~convlab.evaluation.result.Evaluation`.
 
 It does not call :func:`convlab.systems.search.search_system` (the store's search): it searches
-each view itself, once for every system that has it, with a
-:class:`~convlab.retrieval.search.Searcher` under :func:`~convlab.systems.hits.view_options`
-(:func:`~convlab.retrieval.search_many`, or :func:`~convlab.retrieval.search_haystacks` per
-haystack), to the evaluation's depth, and ranks with :func:`~convlab.systems.hits.system_hits`
-(fixed weights) or :func:`~convlab.evaluation.multiview.tuned_hits` (weights by grouped CV) --
-the parts ``search_system`` runs, without its cut at ``k`` and its matches.
+each view once for every system with a :class:`~convlab.retrieval.search.Searcher` under
+:func:`~convlab.systems.hits.view_options` (per haystack where there are haystacks) to the
+evaluation's depth, and ranks with :func:`~convlab.systems.hits.system_hits` (fixed weights) or
+:func:`~convlab.evaluation.multiview.tuned_hits` (weights by grouped CV): ``search_system``'s
+parts, without its cut at ``k`` and its matches.
 
 Scopes: ``conversation`` searches each query inside its own conversation (LoCoMo's protocol);
 ``haystack`` searches each query inside its own set of conversations (LongMemEval's protocol:
@@ -141,21 +140,9 @@ def evaluate(
     cfg["unit_costs"], cfg["embedding"] = _costs(built)
     cfg["system_costs"] = system_costs(systems, built, _variant).to_dicts()
     policy_budgets = pl.concat(policy_rows) if policy_rows else pl.DataFrame()
-    return Evaluation(
-        per_q,
-        summary,
-        by_cat,
-        sig,
-        category_sig,
-        budgets,
-        hits,
-        units_by,
-        cfg,
-        policy_budgets,
-        tuning=pl.concat(tuning, how="diagonal_relaxed") if tuning else pl.DataFrame(),
-        official=official,
-        groups=groups,
-    )
+    chosen = pl.concat(tuning, how="diagonal_relaxed") if tuning else pl.DataFrame()
+    return Evaluation(per_q, summary, by_cat, sig, category_sig, budgets, hits, units_by, cfg,
+                      policy_budgets, tuning=chosen, official=official, groups=groups)  # fmt: skip
 
 
 def _check_names(systems: list[System], baseline: str) -> None:

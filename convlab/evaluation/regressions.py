@@ -41,7 +41,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 import numpy as np
@@ -192,6 +192,13 @@ def _metrics(run: Path) -> dict[str, object]:
     return value
 
 
+def _rows(rows: object, run: Path) -> list[dict[str, Any]]:
+    """``rows`` if it is a list of objects (a ``metrics.json`` table), else RegressionError."""
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise RegressionError(f"{run / 'metrics.json'}: a table is not a list of objects")
+    return rows
+
+
 def figure_value(run: Path, figure: Figure | Headline, system: str | None = None) -> float | None:
     """The mean the run gave for ``figure`` (``system`` overrides its system); None if absent."""
     name = system or figure.system
@@ -203,8 +210,7 @@ def figure_value(run: Path, figure: Figure | Headline, system: str | None = None
     else:
         rows = record.get("summary", [])
         want = {}
-    assert isinstance(rows, list)
-    for row in rows:
+    for row in _rows(rows, run):
         if (
             row.get("system") == name
             and row.get("metric") == figure.metric
@@ -264,9 +270,7 @@ def recorded_figures(run: Path, *, tolerance: float) -> list[Figure]:
     headline = set(config["config"]["headline"])
     record = _metrics(run)
     out = []
-    rows = record.get("summary", [])
-    assert isinstance(rows, list)
-    for r in rows:
+    for r in _rows(record.get("summary", []), run):
         if r["metric"] in headline:
             out.append(Figure(r["system"], r["metric"], round(r["mean"], 4), tolerance))
     official = record.get("official")

@@ -54,12 +54,10 @@ __all__ = ["Store", "open_store"]
 
 
 class Store:
-    """An on-disk index of transcripts (a directory); see :mod:`convlab.store` for its layout.
+    """An on-disk index of transcripts (a directory; :mod:`convlab.store`: its layout).
 
-    Every read of one ``Store`` object comes from one version, pinned by the first read.
-
-    Args:
-        directory: the store directory (created on the first update).
+    Every read of one ``Store`` object comes from one version, pinned by the first read; the
+    ``directory`` is created by the first update.
     """
 
     def __init__(self, directory: str | Path) -> None:
@@ -143,9 +141,9 @@ class Store:
         """The ``k`` best docs for ``query`` under ``system`` (default: :meth:`system`).
 
         :func:`convlab.systems.search.search_system`, which ranks with the parts ``eval.run``
-        ranks with (``eval.run`` calls them itself, not ``search_system``); indexes and query
-        embedder loaded once. Each hit carries its match, the best message of
-        its doc by the system's own scoring, and where it is (:func:`convlab.store.hits.placed`).
+        ranks with (``eval.run`` calls them itself); indexes and query embedder loaded once.
+        Each hit carries its match, the best message of its doc by the system's own scoring,
+        and where it is (:func:`convlab.store.hits.placed`).
 
         Args:
             query: the text to search for.
