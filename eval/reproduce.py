@@ -232,27 +232,13 @@ def _write(
     )
     if not heads or args.tier == "ci" or args.only:  # the table needs every row of its tier
         return
-    rows = []
-    for r in heads:
-        assert r.headline is not None
-        page = f"docs/site_src/results/{r.name}.md" if r.page else None
-        rows.append(
-            findings.row(
-                done[r.name], r.headline, data=r.title, page=page, permutations=args.permutations
-            )
-        )
-    # the commit that made the runs (their config.json), which --reuse may not have made now
-    made = {json.loads((done[r.name] / "config.json").read_text())["commit"] for r in heads}
-    commit = ", ".join(sorted(str(c) for c in made))
     every = load_regressions(args.regressions)  # again: --seconds may have just measured some
-    tier = [r for r in every if in_tier(r, args.tier)]
-    block = findings.render(
-        rows,
-        permutations=args.permutations,
+    block = findings.table(
+        [(r, done[r.name]) for r in heads],
+        every,
+        args.tier,
         command=command,
-        commit=commit,
-        seconds=sum(r.seconds or 0.0 for r in tier),
-        full=(sum(r.seconds or 0.0 for r in every), [r.name for r in every if r.seconds is None]),
+        permutations=args.permutations,
     )
     readme = args.readme.read_text(encoding="utf-8")
     args.readme.write_text(findings.with_table(readme, block), encoding="utf-8")

@@ -11,13 +11,14 @@ the number of rows, stated under the table, so a p at its floor reads as "at mos
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from convlab.evaluation.regressions import Headline, paired_values
+from convlab.evaluation.regressions import Headline, Regression, in_tier, paired_values
 from convlab.evaluation.significance import bootstrap_ci, holm, paired_randomization
 
-__all__ = ["BEGIN", "END", "Row", "Verdict", "render", "row", "with_table"]
+__all__ = ["BEGIN", "END", "Row", "Verdict", "render", "row", "table", "with_table"]
 
 BEGIN = "<!-- findings table: made by python -m eval.reproduce, never edited by hand -->"
 END = "<!-- end of findings table -->"
@@ -116,6 +117,37 @@ def render(
         END,
     ]
     return "\n".join(lines)
+
+
+def table(
+    heads: list[tuple[Regression, Path]],
+    every: list[Regression],
+    tier: str,
+    *,
+    command: str,
+    permutations: int,
+) -> str:
+    """The findings table of ``tier`` from its headline runs (regression, run folder).
+
+    The commit is the one the runs record (``config.json``), which a rerun of the table from
+    kept runs did not make; the times are the regressions' recorded ones (``every``: the whole
+    registry, for the full tier's).
+    """
+    rows = []
+    for reg, run in heads:
+        if reg.headline is None:
+            raise ValueError(f"{reg.source}: no headline")
+        page = f"docs/site_src/results/{reg.name}.md" if reg.page else None
+        rows.append(row(run, reg.headline, data=reg.title, page=page, permutations=permutations))
+    made = {json.loads((run / "config.json").read_text())["commit"] for _, run in heads}
+    return render(
+        rows,
+        permutations=permutations,
+        command=command,
+        commit=", ".join(sorted(str(c) for c in made)),
+        seconds=sum(r.seconds or 0.0 for r in every if in_tier(r, tier)),
+        full=(sum(r.seconds or 0.0 for r in every), [r.name for r in every if r.seconds is None]),
+    )
 
 
 def with_table(readme: str, block: str) -> str:

@@ -8,9 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from convlab.evaluation.findings import BEGIN, END
 from convlab.evaluation.regressions import RECORDED
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,29 +95,3 @@ def test_an_unknown_regression_is_a_usage_error(tmp_path: Path) -> None:
     done = _reproduce(tmp_path, _registry(tmp_path), "--only", "nope")
     assert done.returncode == 2
     assert "not in tier ci: nope" in done.stderr
-
-
-def test_a_tier_writes_the_readme_table_from_its_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from eval import reproduce
-
-    regs = _registry(tmp_path)
-    text = (regs / "tiny.toml").read_text().replace('tier = "ci"', 'tier = "quick"')
-    head = 'headline = { system = "x", baseline = "b", metric = "recall@5" }\nseconds = 120\n'
-    (regs / "tiny.toml").write_text(text.replace(RECORDED, head + RECORDED))
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# R\n\n{BEGIN}\nold\n{END}\n\nafter\n")
-    monkeypatch.setattr(reproduce, "source_commit", lambda root=None: ("a" * 40, "clean"))
-    code = reproduce.main(
-        ["--tier", "quick", "--regressions", str(regs), "--runs", str(tmp_path / "runs"),
-         "--readme", str(readme), "--pages", str(tmp_path / "pages"), "--permutations", "1000"]
-    )  # fmt: skip
-    assert code == 0
-    table = readme.read_text()
-    # x finds q1, q2; b none: 0.5 against 0.0, each difference +1 or 0, so +0.500
-    assert "| Tiny (4 queries) | recall@5 | `x` 0.500 | `b` 0.000 | +0.500 [" in table
-    assert "from runs made at commit `ffffffffff" in table  # the runs' commit, not HEAD's
-    assert "the tier's runs took 2 minutes" in table
-    assert table.endswith(f"{END}\n\nafter\n")
-    assert "\nold\n" not in table

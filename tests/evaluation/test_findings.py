@@ -83,3 +83,23 @@ def test_with_table_replaces_only_between_the_markers() -> None:
     assert with_table(readme, f"{BEGIN}\nnew\n{END}") == f"intro\n{BEGIN}\nnew\n{END}\noutro\n"
     with pytest.raises(ValueError, match="markers"):
         with_table("no markers", "x")
+
+
+def test_the_table_of_a_tier_names_its_runs_commit_and_recorded_times(tmp_path: Path) -> None:
+    import json
+
+    from convlab.evaluation.findings import table
+    from convlab.evaluation.regressions import Regression
+
+    run = _run(tmp_path / "r", [1.0, 1.0, 0.0, 0.0], [0.0] * 4)
+    (run / "config.json").write_text(json.dumps({"commit": "f" * 40}))
+    h = Headline("s", "b", "recall@5")
+    mine = Regression("tiny", "Tiny", "quick", [["x"]], "d", "a" * 64, headline=h, seconds=120.0)
+    big = Regression("big", "Big", "full", [["x"]], "d", "a" * 64, seconds=None)
+    small = Regression("small", "Small", "ci", [["x"]], "d", "a" * 64, seconds=60.0)
+    text = table([(mine, run)], [mine, big, small], "quick", command="cmd", permutations=1000)
+    # s finds q0, q1; b none: 0.5 against 0.0, the differences 1, 1, 0, 0: +0.500
+    assert "| Tiny (4 queries) | recall@5 | `s` 0.500 | `b` 0.000 | +0.500 [" in text
+    assert "from runs made at commit `" + "f" * 40 + "`" in text  # the runs' commit
+    assert "the tier's runs took 3 minutes" in text  # quick: tiny 120 s + small (ci) 60 s
+    assert "measured so far took 3 minutes; not yet measured: big." in text
