@@ -29,6 +29,7 @@ from convlab import defaults
 from convlab.config import check, fields, flat, from_flat, is_config
 from convlab.fusion import FUSIONS, check_params, describe
 from convlab.index.bm25 import BM25Params
+from convlab.protocols import Ranker
 from convlab.retrieval.filters import Filters
 from convlab.retrieval.prf import PRF
 from convlab.retrieval.rankers import ConversationFirst, RegisteredRanker, configs
@@ -40,6 +41,7 @@ __all__ = [
     "Retrieval",
     "RetrievalOptions",
     "SearchOptions",
+    "doc_rankers",
     "flat_schema",
     "scoring_meaning",
 ]
@@ -363,3 +365,8 @@ def _flat_part(part: Any) -> dict[str, Any]:
         value = getattr(part, f.name)
         out |= flat(value, config) if config is not None else {f.flat: value}
     return out
+
+
+def doc_rankers(options: SearchOptions) -> list[Ranker]:
+    """The doc rankers ``options`` switch on, in the order they run (by ``STAGE``)."""
+    return list(options.rankers)

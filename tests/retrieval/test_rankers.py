@@ -11,6 +11,7 @@ import pytest
 
 from convlab.protocols import Candidates, Query, RankContext, Ranker, Retriever
 from convlab.retrieval import Retrieval, SearchOptions
+from convlab.retrieval.options import doc_rankers
 from convlab.retrieval.rankers import (
     MMR,
     RANKERS,
@@ -21,7 +22,6 @@ from convlab.retrieval.rankers import (
     SessionCap,
     TimeBoost,
     configs,
-    doc_rankers,
 )
 from convlab.retrieval.retrievers import DenseRetriever, LexicalRetriever
 

@@ -24,7 +24,8 @@ import pytest
 
 from convlab.protocols import Candidates, Query, RankContext
 from convlab.retrieval import SearchOptions
-from convlab.retrieval.rankers import Session, doc_rankers
+from convlab.retrieval.options import doc_rankers
+from convlab.retrieval.rankers import Session
 from convlab.retrieval.sessions import session_first
 from convlab.schema import session_id
 from convlab.systems.experiment import parse_experiment

@@ -12,8 +12,6 @@ behind them (``recency_boost``, ``density_boost``, ``mmr``, ``time_boost``,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from convlab.retrieval.rankers.base import RANKERS, RegisteredRanker, configs
 from convlab.retrieval.rankers.best_per_doc import BestPerDoc
 from convlab.retrieval.rankers.density import Density, density_boost
@@ -27,10 +25,6 @@ from convlab.retrieval.rankers.recency import Recency, recency_boost
 from convlab.retrieval.rankers.session import Session
 from convlab.retrieval.rankers.session_cap import SessionCap, sessions_capped
 from convlab.retrieval.rankers.temporal import TimeBoost, time_boost
-
-if TYPE_CHECKING:
-    from convlab.protocols import Ranker
-    from convlab.retrieval.options import SearchOptions
 
 __all__ = [
     "MMR",
@@ -46,15 +40,9 @@ __all__ = [
     "configs",
     "conversation_centroids",
     "density_boost",
-    "doc_rankers",
     "mmr",
     "recency_boost",
     "sessions_capped",
     "time_boost",
     "top_conversations",
 ]
-
-
-def doc_rankers(options: SearchOptions) -> list[Ranker]:
-    """The doc rankers ``options`` switch on, in the order they run (by ``STAGE``)."""
-    return list(options.rankers)
