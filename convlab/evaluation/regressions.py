@@ -199,10 +199,12 @@ def _rows(rows: object, run: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def figure_value(run: Path, figure: Figure | Headline, system: str | None = None) -> float | None:
-    """The mean the run gave for ``figure`` (``system`` overrides its system); None if absent."""
-    name = system or figure.system
-    record = _metrics(run)
+def figure_value(
+    run: Path, figure: Figure | Headline, record: dict[str, object] | None = None
+) -> float | None:
+    """The mean the run gave for ``figure``; None if absent (``record``: its metrics.json, read)."""
+    name = figure.system
+    record = _metrics(run) if record is None else record
     if figure.level is not None:
         official = record.get("official")
         rows = official.get("summary", []) if isinstance(official, dict) else []
@@ -223,8 +225,9 @@ def figure_value(run: Path, figure: Figure | Headline, system: str | None = None
 def check(run: Path, regression: Regression) -> list[Checked]:
     """Every figure of ``regression`` (recorded and published) against the run folder ``run``."""
     out = []
+    record = _metrics(run)  # once, not once per figure
     for f in [*regression.figures, *regression.published]:
-        value = figure_value(run, f)
+        value = figure_value(run, f, record)
         ok = value is not None and math.isclose(value, f.expected, abs_tol=f.tolerance + 1e-12)
         out.append(Checked(regression.name, f.system, f.metric, f.expected, value, f.tolerance, ok))
     return out
